@@ -1,0 +1,28 @@
+# infiniccl_add_mpi_test(NAME <name> COMMAND <target> [ARGS ...] RANKS <n>...
+#                        [TIMEOUT <s>] [ENV VAR=VALUE ...] [LABELS ...])
+# Registers one ctest test per rank count, named <name>_np<n>, that runs the
+# target under the selected MPI's launcher. Flags that root and an
+# oversubscribed 2-core machine need are added here, not left to the user.
+set(INFINICCL_MPIEXEC_FLAGS "")
+if(INFINICCL_MPI STREQUAL "openmpi")
+  list(APPEND INFINICCL_MPIEXEC_FLAGS --allow-run-as-root --oversubscribe
+       --mca btl self,vader)
+endif()
+
+function(infiniccl_add_mpi_test)
+  cmake_parse_arguments(T "" "NAME;COMMAND;TIMEOUT" "ARGS;RANKS;ENV;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  foreach(np IN LISTS T_RANKS)
+    set(test_name ${T_NAME}_np${np})
+    add_test(NAME ${test_name}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
+                     ${INFINICCL_MPIEXEC_FLAGS} $<TARGET_FILE:${T_COMMAND}> ${T_ARGS})
+    set_tests_properties(${test_name} PROPERTIES TIMEOUT ${T_TIMEOUT}
+                         PROCESSORS 2 LABELS "mpi;${T_LABELS}")
+    if(T_ENV)
+      set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${T_ENV}")
+    endif()
+  endforeach()
+endfunction()

@@ -1,0 +1,194 @@
+/*
+ * InfiniCCL: one NCCL-like collective communication API over MPI and native
+ * accelerator collective libraries.
+ *
+ * Source-compatible with the upstream InfiniCCL header: same names, argument
+ * order and enum values. Extensions are marked as such.
+ *
+ * Semantics shared by every collective:
+ *  - Counts are size_t and may exceed INT_MAX elements.
+ *  - count == 0 succeeds and does nothing (no communication).
+ *  - In-place operation follows NCCL's layout: AllReduce, Broadcast, Reduce,
+ *    AllToAll: sendbuff == recvbuff; AllGather: sendbuff == recvbuff +
+ *    rank*count; Gather (at the root): sendbuff == recvbuff + root*count;
+ *    Scatter (at the root): recvbuff == sendbuff + root*count;
+ *    ReduceScatter: recvbuff == sendbuff + rank*recvcount. Any other overlap
+ *    of send and receive buffers is rejected with infinicclInvalidArgument.
+ *  - infinicclAvg is Sum divided by the number of ranks: exact division for
+ *    floating types, C integer division (truncation toward zero) for integer
+ *    types. Float16/BFloat16 reductions accumulate in float and round to
+ *    nearest even on every combination step.
+ *  - On host buffers a call is blocking: when it returns, recvbuff holds the
+ *    result. `stream` is ignored for host buffers.
+ *  - Errors are returned, never aborted on (unless INFINICCL_ABORT_ON_ERROR=1);
+ *    infinicclGetLastError() gives the message of the last failed call.
+ *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do.
+ */
+#ifndef INFINICCL_INFINICCL_H_
+#define INFINICCL_INFINICCL_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INFINICCL_MAJOR 0
+#define INFINICCL_MINOR 1
+#define INFINICCL_PATCH 0
+/* Same encoding as NCCL_VERSION_CODE: major*10000 + minor*100 + patch. */
+#define INFINICCL_VERSION_CODE \
+  (INFINICCL_MAJOR * 10000 + INFINICCL_MINOR * 100 + INFINICCL_PATCH)
+
+#define INFINICCL_UNIQUE_ID_BYTES 128
+
+typedef enum {
+  infinicclSuccess = 0,
+  infinicclUnhandledError = 1,
+  infinicclSystemError = 2,
+  infinicclInternalError = 3,
+  infinicclInvalidArgument = 4,
+  infinicclInvalidUsage = 5,
+  infinicclRemoteError = 6,
+  infinicclInProgress = 7,
+  infinicclNotSupported = 8,
+  infinicclNumResults = 9
+} infinicclResult_t;
+
+typedef enum {
+  infinicclChar = 0,
+  infinicclInt8 = 0,
+  infinicclInt16 = 1,
+  infinicclInt = 2,
+  infinicclInt32 = 2,
+  infinicclInt64 = 3,
+  infinicclUInt8 = 4,
+  infinicclUInt16 = 5,
+  infinicclUInt32 = 6,
+  infinicclUInt64 = 7,
+  infinicclHalf = 8,
+  infinicclFloat16 = 8,
+  infinicclBFloat16 = 9,
+  infinicclFloat = 10,
+  infinicclFloat32 = 10,
+  infinicclDouble = 11,
+  infinicclFloat64 = 11,
+  infinicclNumTypes = 12
+} infinicclDataType_t;
+
+typedef enum {
+  infinicclSum = 0,
+  infinicclProd = 1,
+  infinicclMax = 2,
+  infinicclMin = 3,
+  infinicclAvg = 4,
+  infinicclNumOps
+} infinicclRedOp_t;
+
+typedef void *infinicclComm_t;
+
+typedef struct {
+  char internal[INFINICCL_UNIQUE_ID_BYTES];
+} infinicclUniqueId;
+
+/* Initialisation. Init starts MPI (MPI_Init_thread) only if it is not yet
+ * initialised; Finalize finalises MPI only if Init started it. Every other
+ * call before Init or after Finalize returns infinicclInvalidUsage. */
+infinicclResult_t infinicclInit(int *argc, char ***argv);
+infinicclResult_t infinicclFinalize(void);
+
+/* Rank and size in the world (MPI_COMM_WORLD), as upstream. */
+infinicclResult_t infinicclGetRank(int *rank);
+infinicclResult_t infinicclGetSize(int *size);
+
+/* Communicators. CommInitAll duplicates MPI_COMM_WORLD; ndev/devlist name the
+ * devices this process may use (ndev == 0 and devlist == NULL: the default
+ * device binding). GetUniqueId/CommInitRank need a native collective backend
+ * and return infinicclNotSupported without one. */
+infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
+infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
+                                       const int *devlist);
+infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
+                                        infinicclUniqueId id, int rank);
+infinicclResult_t infinicclCommDestroy(infinicclComm_t comm);
+
+/* Collectives. */
+infinicclResult_t infinicclAllReduce(const void *sendbuff, void *recvbuff,
+                                     size_t count, infinicclDataType_t datatype,
+                                     infinicclRedOp_t op, infinicclComm_t comm,
+                                     void *stream);
+
+infinicclResult_t infinicclBroadcast(const void *sendbuff, void *recvbuff,
+                                     size_t count, infinicclDataType_t datatype,
+                                     int root, infinicclComm_t comm,
+                                     void *stream);
+
+infinicclResult_t infinicclBcast(void *buff, size_t count,
+                                 infinicclDataType_t datatype, int root,
+                                 infinicclComm_t comm, void *stream);
+
+infinicclResult_t infinicclReduce(const void *sendbuff, void *recvbuff,
+                                  size_t count, infinicclDataType_t datatype,
+                                  infinicclRedOp_t op, int root,
+                                  infinicclComm_t comm, void *stream);
+
+/* count is per rank: recvbuff holds nranks*count elements. */
+infinicclResult_t infinicclAllGather(const void *sendbuff, void *recvbuff,
+                                     size_t count, infinicclDataType_t datatype,
+                                     infinicclComm_t comm, void *stream);
+
+/* count is per rank: recvbuff (at the root) holds nranks*count elements. */
+infinicclResult_t infinicclGather(const void *sendbuff, void *recvbuff,
+                                  size_t count, infinicclDataType_t datatype,
+                                  int root, infinicclComm_t comm, void *stream);
+
+/* count is per rank: sendbuff (at the root) holds nranks*count elements. */
+infinicclResult_t infinicclScatter(const void *sendbuff, void *recvbuff,
+                                   size_t count, infinicclDataType_t datatype,
+                                   int root, infinicclComm_t comm,
+                                   void *stream);
+
+/* sendbuff holds nranks*recvcount elements; rank r receives block r. */
+infinicclResult_t infinicclReduceScatter(const void *sendbuff, void *recvbuff,
+                                         size_t recvcount,
+                                         infinicclDataType_t datatype,
+                                         infinicclRedOp_t op,
+                                         infinicclComm_t comm, void *stream);
+
+/* count is per peer: both buffers hold nranks*count elements. */
+infinicclResult_t infinicclAllToAll(const void *sendbuff, void *recvbuff,
+                                    size_t count, infinicclDataType_t datatype,
+                                    infinicclComm_t comm, void *stream);
+
+/* Point to point. peer must differ from the caller's rank. */
+infinicclResult_t infinicclSend(const void *sendbuff, size_t count,
+                                infinicclDataType_t datatype, int peer,
+                                infinicclComm_t comm, void *stream);
+
+infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
+                                infinicclDataType_t datatype, int peer,
+                                infinicclComm_t comm, void *stream);
+
+/* ---- Extensions (not in the upstream header) ---- */
+
+/* A static, human-readable name for a result code. Never NULL. */
+const char *infinicclGetErrorString(infinicclResult_t result);
+
+/* The message of the last failed call on `comm`, or of the last failed call
+ * on the calling thread when comm is NULL. Empty string when there was none.
+ * The pointer stays valid until the next failing call on the same comm or
+ * thread. Never NULL. */
+const char *infinicclGetLastError(infinicclComm_t comm);
+
+/* INFINICCL_VERSION_CODE of the library actually loaded. Works before Init. */
+infinicclResult_t infinicclGetVersion(int *version);
+
+/* Number of ranks in, and the caller's rank within, a communicator. */
+infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
+infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFINICCL_INFINICCL_H_ */
