@@ -42,6 +42,13 @@ extern "C" {
 
 #define INFINICCL_UNIQUE_ID_BYTES 128
 
+/* The library is built with hidden visibility; only the API is exported. */
+#if defined(__GNUC__) || defined(__clang__)
+#define INFINICCL_API __attribute__((visibility("default")))
+#else
+#define INFINICCL_API
+#endif
+
 typedef enum {
   infinicclSuccess = 0,
   infinicclUnhandledError = 1,
@@ -94,98 +101,98 @@ typedef struct {
 /* Initialisation. Init starts MPI (MPI_Init_thread) only if it is not yet
  * initialised; Finalize finalises MPI only if Init started it. Every other
  * call before Init or after Finalize returns infinicclInvalidUsage. */
-infinicclResult_t infinicclInit(int *argc, char ***argv);
-infinicclResult_t infinicclFinalize(void);
+INFINICCL_API infinicclResult_t infinicclInit(int *argc, char ***argv);
+INFINICCL_API infinicclResult_t infinicclFinalize(void);
 
 /* Rank and size in the world (MPI_COMM_WORLD), as upstream. */
-infinicclResult_t infinicclGetRank(int *rank);
-infinicclResult_t infinicclGetSize(int *size);
+INFINICCL_API infinicclResult_t infinicclGetRank(int *rank);
+INFINICCL_API infinicclResult_t infinicclGetSize(int *size);
 
 /* Communicators. CommInitAll duplicates MPI_COMM_WORLD; ndev/devlist name the
  * devices this process may use (ndev == 0 and devlist == NULL: the default
  * device binding). GetUniqueId/CommInitRank need a native collective backend
  * and return infinicclNotSupported without one. */
-infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
-infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
+INFINICCL_API infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
+INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
                                        const int *devlist);
-infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
+INFINICCL_API infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank);
-infinicclResult_t infinicclCommDestroy(infinicclComm_t comm);
+INFINICCL_API infinicclResult_t infinicclCommDestroy(infinicclComm_t comm);
 
 /* Collectives. */
-infinicclResult_t infinicclAllReduce(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclAllReduce(const void *sendbuff, void *recvbuff,
                                      size_t count, infinicclDataType_t datatype,
                                      infinicclRedOp_t op, infinicclComm_t comm,
                                      void *stream);
 
-infinicclResult_t infinicclBroadcast(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclBroadcast(const void *sendbuff, void *recvbuff,
                                      size_t count, infinicclDataType_t datatype,
                                      int root, infinicclComm_t comm,
                                      void *stream);
 
-infinicclResult_t infinicclBcast(void *buff, size_t count,
+INFINICCL_API infinicclResult_t infinicclBcast(void *buff, size_t count,
                                  infinicclDataType_t datatype, int root,
                                  infinicclComm_t comm, void *stream);
 
-infinicclResult_t infinicclReduce(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclReduce(const void *sendbuff, void *recvbuff,
                                   size_t count, infinicclDataType_t datatype,
                                   infinicclRedOp_t op, int root,
                                   infinicclComm_t comm, void *stream);
 
 /* count is per rank: recvbuff holds nranks*count elements. */
-infinicclResult_t infinicclAllGather(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclAllGather(const void *sendbuff, void *recvbuff,
                                      size_t count, infinicclDataType_t datatype,
                                      infinicclComm_t comm, void *stream);
 
 /* count is per rank: recvbuff (at the root) holds nranks*count elements. */
-infinicclResult_t infinicclGather(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclGather(const void *sendbuff, void *recvbuff,
                                   size_t count, infinicclDataType_t datatype,
                                   int root, infinicclComm_t comm, void *stream);
 
 /* count is per rank: sendbuff (at the root) holds nranks*count elements. */
-infinicclResult_t infinicclScatter(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclScatter(const void *sendbuff, void *recvbuff,
                                    size_t count, infinicclDataType_t datatype,
                                    int root, infinicclComm_t comm,
                                    void *stream);
 
 /* sendbuff holds nranks*recvcount elements; rank r receives block r. */
-infinicclResult_t infinicclReduceScatter(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclReduceScatter(const void *sendbuff, void *recvbuff,
                                          size_t recvcount,
                                          infinicclDataType_t datatype,
                                          infinicclRedOp_t op,
                                          infinicclComm_t comm, void *stream);
 
 /* count is per peer: both buffers hold nranks*count elements. */
-infinicclResult_t infinicclAllToAll(const void *sendbuff, void *recvbuff,
+INFINICCL_API infinicclResult_t infinicclAllToAll(const void *sendbuff, void *recvbuff,
                                     size_t count, infinicclDataType_t datatype,
                                     infinicclComm_t comm, void *stream);
 
 /* Point to point. peer must differ from the caller's rank. */
-infinicclResult_t infinicclSend(const void *sendbuff, size_t count,
+INFINICCL_API infinicclResult_t infinicclSend(const void *sendbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
 
-infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
+INFINICCL_API infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
 
 /* ---- Extensions (not in the upstream header) ---- */
 
 /* A static, human-readable name for a result code. Never NULL. */
-const char *infinicclGetErrorString(infinicclResult_t result);
+INFINICCL_API const char *infinicclGetErrorString(infinicclResult_t result);
 
 /* The message of the last failed call on `comm`, or of the last failed call
  * on the calling thread when comm is NULL. Empty string when there was none.
  * The pointer stays valid until the next failing call on the same comm or
  * thread. Never NULL. */
-const char *infinicclGetLastError(infinicclComm_t comm);
+INFINICCL_API const char *infinicclGetLastError(infinicclComm_t comm);
 
 /* INFINICCL_VERSION_CODE of the library actually loaded. Works before Init. */
-infinicclResult_t infinicclGetVersion(int *version);
+INFINICCL_API infinicclResult_t infinicclGetVersion(int *version);
 
 /* Number of ranks in, and the caller's rank within, a communicator. */
-infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
-infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);
+INFINICCL_API infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
+INFINICCL_API infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);
 
 #ifdef __cplusplus
 }

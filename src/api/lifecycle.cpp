@@ -1,0 +1,156 @@
+// Entry points for initialisation, communicators, queries and errors.
+#include <infiniccl/infiniccl.h>
+
+#include <mpi.h>
+
+#include "api/api_call.h"
+#include "core/runtime.h"
+
+using namespace infiniccl;
+
+namespace {
+
+Status CheckOut(const void *p, const char *name) {
+  if (p == nullptr) return MakeStatus(infinicclInvalidArgument, "%s is NULL", name);
+  return Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+infinicclResult_t infinicclInit(int *argc, char ***argv) {
+  return ApiCall("infinicclInit", [&](CallContext &) { return Runtime::Init(argc, argv); });
+}
+
+infinicclResult_t infinicclFinalize(void) {
+  return ApiCall("infinicclFinalize", [&](CallContext &) { return Runtime::Finalize(); });
+}
+
+infinicclResult_t infinicclGetRank(int *rank) {
+  return ApiCall("infinicclGetRank", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(rank, "rank"));
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    *rank = Runtime::world_rank();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclGetSize(int *size) {
+  return ApiCall("infinicclGetSize", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(size, "size"));
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    *size = Runtime::world_size();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id) {
+  return ApiCall("infinicclGetUniqueId", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(id, "id"));
+    return Status(infinicclNotSupported,
+                  "unique-id bootstrap needs a native collective backend (NCCL/MCCL), "
+                  "which this build does not have; use infinicclCommInitAll under MPI");
+  });
+}
+
+infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
+                                        infinicclUniqueId id, int rank) {
+  (void)id;
+  return ApiCall("infinicclCommInitRank", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
+    if (nranks < 1 || rank < 0 || rank >= nranks) {
+      return MakeStatus(infinicclInvalidArgument, "rank %d / nranks %d is out of range",
+                        rank, nranks);
+    }
+    return Status(infinicclNotSupported,
+                  "unique-id bootstrap needs a native collective backend (NCCL/MCCL), "
+                  "which this build does not have; use infinicclCommInitAll under MPI");
+  });
+}
+
+infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
+                                       const int *devlist) {
+  return ApiCall("infinicclCommInitAll", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
+    *comm = nullptr;
+    if (ndev < 0) return MakeStatus(infinicclInvalidArgument, "ndev %d is negative", ndev);
+    if (ndev > 0 && devlist == nullptr) {
+      return MakeStatus(infinicclInvalidArgument, "devlist is NULL but ndev is %d", ndev);
+    }
+    for (int i = 0; i < ndev; ++i) {
+      if (devlist[i] < 0) {
+        return MakeStatus(infinicclInvalidArgument, "devlist[%d] = %d is negative", i,
+                          devlist[i]);
+      }
+    }
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    std::unique_ptr<Communicator> c;
+    INFINICCL_RETURN_IF_ERROR(Communicator::Create(MPI_COMM_WORLD, &c));
+    *comm = Runtime::Register(std::move(c));
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
+  return ApiCall("infinicclCommDestroy", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    return Runtime::Unregister(comm);
+  });
+}
+
+infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count) {
+  return ApiCall("infinicclCommCount", [&](CallContext &ctx) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    INFINICCL_RETURN_IF_ERROR(CheckOut(count, "count"));
+    *count = ctx.comm->size();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank) {
+  return ApiCall("infinicclCommUserRank", [&](CallContext &ctx) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    INFINICCL_RETURN_IF_ERROR(CheckOut(rank, "rank"));
+    *rank = ctx.comm->rank();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclGetVersion(int *version) {
+  return ApiCall("infinicclGetVersion", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(version, "version"));
+    *version = INFINICCL_VERSION_CODE;
+    return Status::Ok();
+  });
+}
+
+const char *infinicclGetErrorString(infinicclResult_t result) {
+  switch (result) {
+    case infinicclSuccess: return "no error";
+    case infinicclUnhandledError: return "unhandled error";
+    case infinicclSystemError: return "system error (an MPI, OS or device runtime call failed)";
+    case infinicclInternalError: return "internal error (a bug in InfiniCCL)";
+    case infinicclInvalidArgument: return "invalid argument";
+    case infinicclInvalidUsage: return "invalid usage";
+    case infinicclRemoteError: return "remote error (another rank failed or disagreed)";
+    case infinicclInProgress: return "operation in progress";
+    case infinicclNotSupported: return "not supported";
+    default: return "unknown result code";
+  }
+}
+
+const char *infinicclGetLastError(infinicclComm_t comm) {
+  if (comm != nullptr) {
+    try {
+      std::shared_ptr<Communicator> c;
+      if (Runtime::Lookup(comm, &c).ok()) return c->LastError();
+    } catch (...) {
+    }
+  }
+  return ThreadLastError();
+}
+
+}  // extern "C"

@@ -1,0 +1,133 @@
+#include "api/validate.h"
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace infiniccl {
+
+namespace {
+
+// Elements each buffer holds at this rank, for the kind of call; 0 where the
+// buffer is not used at this rank.
+struct Extents {
+  size_t send_blocks;  // in units of `count` elements
+  size_t recv_blocks;
+};
+
+Extents BlocksFor(const CollArgs &a, int rank, int size) {
+  const size_t n = static_cast<size_t>(size);
+  const bool root = rank == a.root;
+  switch (a.kind) {
+    case CollKind::kAllReduce: return {1, 1};
+    case CollKind::kBroadcast: return {root ? 1u : 0u, 1};
+    case CollKind::kReduce: return {1, root ? 1u : 0u};
+    case CollKind::kAllGather: return {1, n};
+    case CollKind::kGather: return {1, root ? n : 0};
+    case CollKind::kScatter: return {root ? n : 0, 1};
+    case CollKind::kReduceScatter: return {n, 1};
+    case CollKind::kAllToAll: return {n, n};
+    case CollKind::kSend: return {1, 0};
+    case CollKind::kRecv: return {0, 1};
+  }
+  return {0, 0};
+}
+
+// Where the send block sits inside recvbuff (or recvbuff inside sendbuff) for
+// NCCL's in-place layout, in elements; -1 when the call has no in-place form
+// at this rank.
+struct InPlaceLayout {
+  bool send_inside_recv;  // else recv inside send
+  size_t offset_elems;
+  bool exists;
+};
+
+InPlaceLayout LayoutFor(const CollArgs &a, int rank) {
+  const bool root = rank == a.root;
+  switch (a.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kAllToAll: return {true, 0, true};
+    case CollKind::kBroadcast: return {true, 0, root};
+    case CollKind::kReduce: return {true, 0, root};
+    case CollKind::kAllGather: return {true, rank * a.count, true};
+    case CollKind::kGather: return {true, rank * a.count, root};
+    case CollKind::kScatter: return {false, rank * a.count, root};
+    case CollKind::kReduceScatter: return {false, rank * a.count, true};
+    default: return {true, 0, false};
+  }
+}
+
+bool Overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(a);
+  const uintptr_t y = reinterpret_cast<uintptr_t>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+}  // namespace
+
+Status ValidateCollective(int rank, int size, CollArgs *a) {
+  if (!IsValidDataType(a->dtype)) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "datatype %d is not a valid infinicclDataType_t (0..%d)",
+                      static_cast<int>(a->dtype), infinicclNumTypes - 1);
+  }
+  if (IsReduction(a->kind) && !IsValidRedOp(a->op)) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "op %d is not a valid infinicclRedOp_t (0..%d)",
+                      static_cast<int>(a->op), infinicclNumOps - 1);
+  }
+  const bool p2p = a->kind == CollKind::kSend || a->kind == CollKind::kRecv;
+  if ((IsRooted(a->kind) || p2p) && (a->root < 0 || a->root >= size)) {
+    return MakeStatus(infinicclInvalidArgument, "%s %d is out of range for %d ranks",
+                      p2p ? "peer" : "root", a->root, size);
+  }
+  if (p2p && a->root == rank) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "peer %d is the calling rank; sending to oneself is not supported",
+                      a->root);
+  }
+
+  const Extents blocks = BlocksFor(*a, rank, size);
+  const size_t elem = DataTypeSize(a->dtype);
+  size_t send_bytes = 0, recv_bytes = 0, block_bytes = 0;
+  const size_t limit = static_cast<size_t>(PTRDIFF_MAX);
+  if (__builtin_mul_overflow(a->count, elem, &block_bytes) ||
+      __builtin_mul_overflow(block_bytes, blocks.send_blocks, &send_bytes) ||
+      __builtin_mul_overflow(block_bytes, blocks.recv_blocks, &recv_bytes) ||
+      send_bytes > limit || recv_bytes > limit) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "count %zu of %s (x %d ranks where the call needs it) overflows "
+                      "the address space",
+                      a->count, DataTypeName(a->dtype), size);
+  }
+  if (a->count == 0) return Status::Ok();
+
+  if (blocks.send_blocks > 0 && a->sendbuff == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "sendbuff is NULL but count is %zu",
+                      a->count);
+  }
+  if (blocks.recv_blocks > 0 && a->recvbuff == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "recvbuff is NULL but count is %zu",
+                      a->count);
+  }
+  if (blocks.send_blocks == 0 || blocks.recv_blocks == 0) return Status::Ok();
+
+  const InPlaceLayout layout = LayoutFor(*a, rank);
+  if (layout.exists) {
+    const char *send = static_cast<const char *>(a->sendbuff);
+    const char *recv = static_cast<const char *>(a->recvbuff);
+    const size_t off = layout.offset_elems * elem;
+    a->in_place = layout.send_inside_recv ? send == recv + off : recv == send + off;
+    if (a->in_place) return Status::Ok();
+  }
+  if (Overlap(a->sendbuff, send_bytes, a->recvbuff, recv_bytes)) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap but "
+                      "do not follow the in-place layout of %s",
+                      a->sendbuff, send_bytes, a->recvbuff, recv_bytes,
+                      CollKindName(a->kind));
+  }
+  return Status::Ok();
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,247 @@
+#include "backend/mpi/large_count.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace infiniccl::mpi {
+
+#if MPI_VERSION >= 4
+
+// MPI-4: every call takes MPI_Count directly.
+int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
+              MPI_Comm c) {
+  return MPI_Allreduce_c(s, r, static_cast<MPI_Count>(n), t, op, c);
+}
+int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
+           int root, MPI_Comm c) {
+  return MPI_Reduce_c(s, r, static_cast<MPI_Count>(n), t, op, root, c);
+}
+int Bcast(void *b, size_t n, MPI_Datatype t, size_t, int root, MPI_Comm c) {
+  return MPI_Bcast_c(b, static_cast<MPI_Count>(n), t, root, c);
+}
+int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  return MPI_Allgather_c(s, k, t, r, k, t, c);
+}
+int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
+           MPI_Comm c) {
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  return MPI_Gather_c(s, k, t, r, k, t, root, c);
+}
+int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
+            MPI_Comm c) {
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  return MPI_Scatter_c(s, k, t, r, k, t, root, c);
+}
+int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  return MPI_Alltoall_c(s, k, t, r, k, t, c);
+}
+int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t,
+                       MPI_Op op, MPI_Comm c) {
+  return MPI_Reduce_scatter_block_c(s, r, static_cast<MPI_Count>(n), t, op, c);
+}
+int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag,
+         MPI_Comm c) {
+  return MPI_Send_c(b, static_cast<MPI_Count>(n), t, peer, tag, c);
+}
+int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
+  return MPI_Recv_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
+}
+
+#else  // MPI-3
+
+namespace {
+
+// Chunks are a power of two so that every chunk but the last stays aligned.
+constexpr size_t kChunk = size_t{1} << 30;
+
+bool FitsInt(size_t n) { return n <= static_cast<size_t>(INT_MAX); }
+
+const void *Offset(const void *p, size_t bytes) {
+  if (p == MPI_IN_PLACE) return p;
+  return static_cast<const char *>(p) + bytes;
+}
+void *Offset(void *p, size_t bytes) {
+  if (p == MPI_IN_PLACE) return p;
+  return static_cast<char *>(p) + bytes;
+}
+
+// One committed datatype describing `n` consecutive elements of `t`; freed on
+// scope exit. Only built for counts above INT_MAX.
+class BigType {
+ public:
+  BigType(size_t n, MPI_Datatype t, size_t elem) {
+    const size_t q = n / kChunk, r = n % kChunk;
+    MPI_Datatype blocks = MPI_DATATYPE_NULL, rest = MPI_DATATYPE_NULL, whole;
+    rc_ = MPI_Type_vector(static_cast<int>(q), static_cast<int>(kChunk),
+                          static_cast<int>(kChunk), t, &blocks);
+    if (rc_ != MPI_SUCCESS) return;
+    rc_ = MPI_Type_contiguous(static_cast<int>(r), t, &rest);
+    if (rc_ == MPI_SUCCESS) {
+      int lens[2] = {1, 1};
+      MPI_Aint disps[2] = {0, static_cast<MPI_Aint>(q * kChunk * elem)};
+      MPI_Datatype types[2] = {blocks, rest};
+      rc_ = MPI_Type_create_struct(2, lens, disps, types, &whole);
+      if (rc_ == MPI_SUCCESS) {
+        rc_ = MPI_Type_create_resized(whole, 0, static_cast<MPI_Aint>(n * elem), &type_);
+        MPI_Type_free(&whole);
+        if (rc_ == MPI_SUCCESS) rc_ = MPI_Type_commit(&type_);
+      }
+      MPI_Type_free(&rest);
+    }
+    MPI_Type_free(&blocks);
+  }
+  ~BigType() {
+    if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
+  }
+  BigType(const BigType &) = delete;
+  BigType &operator=(const BigType &) = delete;
+  int rc() const { return rc_; }
+  MPI_Datatype type() const { return type_; }
+
+ private:
+  int rc_ = MPI_SUCCESS;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+// Runs fn(offset_elems, chunk_elems) over [0, n) in chunks; stops at the
+// first error.
+template <typename Fn>
+int Chunked(size_t n, Fn fn) {
+  for (size_t off = 0; off < n; off += kChunk) {
+    const int rc = fn(off, std::min(kChunk, n - off));
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Op op,
+              MPI_Comm c) {
+  if (FitsInt(n)) return MPI_Allreduce(s, r, static_cast<int>(n), t, op, c);
+  return Chunked(n, [&](size_t off, size_t k) {
+    return MPI_Allreduce(Offset(s, off * elem), Offset(r, off * elem),
+                         static_cast<int>(k), t, op, c);
+  });
+}
+
+int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Op op,
+           int root, MPI_Comm c) {
+  if (FitsInt(n)) return MPI_Reduce(s, r, static_cast<int>(n), t, op, root, c);
+  return Chunked(n, [&](size_t off, size_t k) {
+    void *rr = r == nullptr ? nullptr : Offset(r, off * elem);
+    return MPI_Reduce(Offset(s, off * elem), rr, static_cast<int>(k), t, op, root, c);
+  });
+}
+
+int Bcast(void *b, size_t n, MPI_Datatype t, size_t elem, int root, MPI_Comm c) {
+  if (FitsInt(n)) return MPI_Bcast(b, static_cast<int>(n), t, root, c);
+  return Chunked(n, [&](size_t off, size_t k) {
+    return MPI_Bcast(Offset(b, off * elem), static_cast<int>(k), t, root, c);
+  });
+}
+
+int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
+              MPI_Comm c) {
+  if (FitsInt(n)) {
+    const int k = static_cast<int>(n);
+    return MPI_Allgather(s, k, t, r, k, t, c);
+  }
+  BigType big(n, t, elem);
+  if (big.rc() != MPI_SUCCESS) return big.rc();
+  return MPI_Allgather(s, 1, big.type(), r, 1, big.type(), c);
+}
+
+int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int root,
+           MPI_Comm c) {
+  if (FitsInt(n)) {
+    const int k = static_cast<int>(n);
+    return MPI_Gather(s, k, t, r, k, t, root, c);
+  }
+  BigType big(n, t, elem);
+  if (big.rc() != MPI_SUCCESS) return big.rc();
+  return MPI_Gather(s, 1, big.type(), r, 1, big.type(), root, c);
+}
+
+int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int root,
+            MPI_Comm c) {
+  if (FitsInt(n)) {
+    const int k = static_cast<int>(n);
+    return MPI_Scatter(s, k, t, r, k, t, root, c);
+  }
+  BigType big(n, t, elem);
+  if (big.rc() != MPI_SUCCESS) return big.rc();
+  return MPI_Scatter(s, 1, big.type(), r, 1, big.type(), root, c);
+}
+
+int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
+             MPI_Comm c) {
+  if (FitsInt(n)) {
+    const int k = static_cast<int>(n);
+    return MPI_Alltoall(s, k, t, r, k, t, c);
+  }
+  BigType big(n, t, elem);
+  if (big.rc() != MPI_SUCCESS) return big.rc();
+  return MPI_Alltoall(s, 1, big.type(), r, 1, big.type(), c);
+}
+
+int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
+                       MPI_Op op, MPI_Comm c) {
+  if (FitsInt(n)) {
+    return MPI_Reduce_scatter_block(s, r, static_cast<int>(n), t, op, c);
+  }
+  // Predefined ops cannot reduce derived datatypes, so reduce block by block
+  // to its owner, in chunks. In place, the input is in recvbuf and the owner's
+  // result goes to the start of recvbuf, as MPI_Reduce_scatter_block does.
+  int rank = 0, size = 0;
+  MPI_Comm_rank(c, &rank);
+  MPI_Comm_size(c, &size);
+  const bool in_place = s == MPI_IN_PLACE;
+  const char *input = static_cast<const char *>(in_place ? r : s);
+  for (int b = 0; b < size; ++b) {
+    const char *block = input + static_cast<size_t>(b) * n * elem;
+    const int rc = Chunked(n, [&](size_t off, size_t k) {
+      const void *send = block + off * elem;
+      void *recv = static_cast<char *>(r) + off * elem;
+      if (b == rank && in_place) {
+        // Own block is input and output: reduce in place, then move it to
+        // the front below.
+        send = MPI_IN_PLACE;
+        recv = const_cast<char *>(block) + off * elem;
+      }
+      return MPI_Reduce(send, b == rank ? recv : nullptr, static_cast<int>(k), t, op,
+                        b, c);
+    });
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  if (in_place && rank != 0) {
+    std::memmove(r, input + static_cast<size_t>(rank) * n * elem, n * elem);
+  }
+  return MPI_SUCCESS;
+}
+
+int Send(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
+         MPI_Comm c) {
+  if (FitsInt(n)) return MPI_Send(b, static_cast<int>(n), t, peer, tag, c);
+  return Chunked(n, [&](size_t off, size_t k) {
+    return MPI_Send(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c);
+  });
+}
+
+int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
+         MPI_Comm c) {
+  if (FitsInt(n)) {
+    return MPI_Recv(b, static_cast<int>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
+  }
+  return Chunked(n, [&](size_t off, size_t k) {
+    return MPI_Recv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c,
+                    MPI_STATUS_IGNORE);
+  });
+}
+
+#endif
+
+}  // namespace infiniccl::mpi

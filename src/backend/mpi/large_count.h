@@ -1,0 +1,39 @@
+// MPI calls with size_t counts. With an MPI-4 library (MPICH 4) these are the
+// large-count `_c` functions; with MPI-3 (Open MPI 4) a count that fits in an
+// int goes straight through, and a larger one is split: element-wise calls
+// run in chunks, data-movement calls use one derived datatype that covers the
+// whole block. `elem` is the byte size of one element of `type`.
+//
+// sendbuf may be MPI_IN_PLACE wherever MPI allows it.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+namespace infiniccl::mpi {
+
+int Allreduce(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type,
+              size_t elem, MPI_Op op, MPI_Comm comm);
+int Reduce(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type,
+           size_t elem, MPI_Op op, int root, MPI_Comm comm);
+int Bcast(void *buf, size_t count, MPI_Datatype type, size_t elem, int root,
+          MPI_Comm comm);
+int Allgather(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type,
+              size_t elem, MPI_Comm comm);
+int Gather(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type,
+           size_t elem, int root, MPI_Comm comm);
+int Scatter(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type,
+            size_t elem, int root, MPI_Comm comm);
+int Alltoall(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type,
+             size_t elem, MPI_Comm comm);
+// Block-wise reduce-scatter; in place (MPI_IN_PLACE) takes the whole input
+// from recvbuf and leaves the result at its start, as MPI defines it.
+int ReduceScatterBlock(const void *sendbuf, void *recvbuf, size_t count,
+                       MPI_Datatype type, size_t elem, MPI_Op op, MPI_Comm comm);
+int Send(const void *buf, size_t count, MPI_Datatype type, size_t elem, int peer,
+         int tag, MPI_Comm comm);
+int Recv(void *buf, size_t count, MPI_Datatype type, size_t elem, int peer, int tag,
+         MPI_Comm comm);
+
+}  // namespace infiniccl::mpi

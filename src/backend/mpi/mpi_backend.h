@@ -1,0 +1,36 @@
+// MpiBackend: every collective over MPI on buffers MPI can read (host memory,
+// or device memory with a GPU-aware MPI). The user's buffers go to MPI as
+// they are: no copies, no allocations, MPI_IN_PLACE where MPI defines it.
+#pragma once
+
+#include <mpi.h>
+
+#include "backend/backend.h"
+
+namespace infiniccl {
+
+class MpiBackend final : public Backend {
+ public:
+  MpiBackend(MPI_Comm comm, int rank, int size)
+      : comm_(comm), rank_(rank), size_(size) {}
+  const char *Name() const override { return "MPI"; }
+  Status Run(const CollArgs &args) override;
+
+ private:
+  Status AllReduce(const CollArgs &a);
+  Status Broadcast(const CollArgs &a);
+  Status Reduce(const CollArgs &a);
+  Status AllGather(const CollArgs &a);
+  Status Gather(const CollArgs &a);
+  Status Scatter(const CollArgs &a);
+  Status ReduceScatter(const CollArgs &a);
+  Status AllToAll(const CollArgs &a);
+  Status Send(const CollArgs &a);
+  Status Recv(const CollArgs &a);
+
+  MPI_Comm comm_;
+  int rank_;
+  int size_;
+};
+
+}  // namespace infiniccl

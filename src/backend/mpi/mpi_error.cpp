@@ -1,0 +1,27 @@
+#include "backend/mpi/mpi_error.h"
+
+namespace infiniccl {
+
+Status MpiError(int rc, const char *what) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) text[0] = '\0';
+  int cls = MPI_ERR_OTHER;
+  MPI_Error_class(rc, &cls);
+  // Errors that mean another rank disagreed or went away are RemoteError;
+  // the rest are failures of this process's MPI library.
+  infinicclResult_t code = infinicclSystemError;
+  if (cls == MPI_ERR_TRUNCATE
+#ifdef MPIX_ERR_PROC_FAILED
+      || cls == MPIX_ERR_PROC_FAILED
+#endif
+#ifdef MPIX_ERR_REVOKED
+      || cls == MPIX_ERR_REVOKED
+#endif
+  ) {
+    code = infinicclRemoteError;
+  }
+  return MakeStatus(code, "%s failed: %s (MPI error class %d)", what, text, cls);
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,139 @@
+#include "backend/mpi/mpi_types.h"
+
+#include <cstdint>
+
+#include "backend/mpi/mpi_error.h"
+#include "core/float16.h"
+
+namespace infiniccl {
+
+namespace {
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void Reduce16(infinicclRedOp_t op, const void *in_v, void *inout_v, size_t n) {
+  const uint16_t *in = static_cast<const uint16_t *>(in_v);
+  uint16_t *inout = static_cast<uint16_t *>(inout_v);
+  for (size_t i = 0; i < n; ++i) {
+    const float a = ToFloat(in[i]);
+    const float b = ToFloat(inout[i]);
+    float r;
+    switch (op) {
+      case infinicclProd: r = a * b; break;
+      case infinicclMax: r = a > b ? a : b; break;
+      case infinicclMin: r = a < b ? a : b; break;
+      default: r = a + b; break;  // Sum, and Avg's sum step
+    }
+    inout[i] = FromFloat(r);
+  }
+}
+
+// MPI calls these with its own length type: int for MPI_Op_create, MPI_Count
+// for MPI-4's MPI_Op_create_c.
+template <bool kBf16, infinicclRedOp_t kOp, typename Len>
+void UserOp(void *in, void *inout, Len *len, MPI_Datatype *) {
+  const size_t n = static_cast<size_t>(*len);
+  if (kBf16) {
+    ReduceBFloat16(kOp, in, inout, n);
+  } else {
+    ReduceHalf(kOp, in, inout, n);
+  }
+}
+
+#if MPI_VERSION >= 4
+using LenType = MPI_Count;
+int CreateOp(void (*fn)(void *, void *, MPI_Count *, MPI_Datatype *), MPI_Op *op) {
+  return MPI_Op_create_c(fn, 1, op);
+}
+#else
+using LenType = int;
+int CreateOp(void (*fn)(void *, void *, int *, MPI_Datatype *), MPI_Op *op) {
+  return MPI_Op_create(fn, 1, op);
+}
+#endif
+
+struct Table {
+  MPI_Datatype types[infinicclNumTypes];
+  // [0]: float16, [1]: bfloat16; indexed by op (Sum, Prod, Max, Min).
+  MPI_Op float16_ops[2][4] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL},
+                              {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
+  bool ready = false;
+};
+Table g_table;
+
+const MPI_Op kBuiltinOps[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+
+Status MakeTwoByteType(const char *name, MPI_Datatype *out) {
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Type_contiguous(2, MPI_BYTE, out), "MPI_Type_contiguous"));
+  MPI_Type_set_name(*out, name);
+  return MpiCheck(MPI_Type_commit(out), "MPI_Type_commit");
+}
+
+template <bool kBf16>
+Status MakeOps(MPI_Op ops[4]) {
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(CreateOp(&UserOp<kBf16, infinicclSum, LenType>, &ops[0]), "MPI_Op_create"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(CreateOp(&UserOp<kBf16, infinicclProd, LenType>, &ops[1]), "MPI_Op_create"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(CreateOp(&UserOp<kBf16, infinicclMax, LenType>, &ops[2]), "MPI_Op_create"));
+  return MpiCheck(CreateOp(&UserOp<kBf16, infinicclMin, LenType>, &ops[3]), "MPI_Op_create");
+}
+
+}  // namespace
+
+void ReduceHalf(infinicclRedOp_t op, const void *in, void *inout, size_t n) {
+  Reduce16<HalfToFloat, FloatToHalf>(op, in, inout, n);
+}
+
+void ReduceBFloat16(infinicclRedOp_t op, const void *in, void *inout, size_t n) {
+  Reduce16<BFloat16ToFloat, FloatToBFloat16>(op, in, inout, n);
+}
+
+Status MpiTypeTable::Create() {
+  if (g_table.ready) return Status::Ok();
+  Table t;
+  t.types[infinicclInt8] = MPI_INT8_T;
+  t.types[infinicclInt16] = MPI_INT16_T;
+  t.types[infinicclInt32] = MPI_INT32_T;
+  t.types[infinicclInt64] = MPI_INT64_T;
+  t.types[infinicclUInt8] = MPI_UINT8_T;
+  t.types[infinicclUInt16] = MPI_UINT16_T;
+  t.types[infinicclUInt32] = MPI_UINT32_T;
+  t.types[infinicclUInt64] = MPI_UINT64_T;
+  t.types[infinicclFloat32] = MPI_FLOAT;
+  t.types[infinicclFloat64] = MPI_DOUBLE;
+  t.types[infinicclFloat16] = MPI_DATATYPE_NULL;
+  t.types[infinicclBFloat16] = MPI_DATATYPE_NULL;
+  g_table = t;  // partially built state is cleaned up by Destroy on error
+  INFINICCL_RETURN_IF_ERROR(MakeTwoByteType("infiniccl_float16", &g_table.types[infinicclFloat16]));
+  INFINICCL_RETURN_IF_ERROR(MakeTwoByteType("infiniccl_bfloat16", &g_table.types[infinicclBFloat16]));
+  INFINICCL_RETURN_IF_ERROR(MakeOps<false>(g_table.float16_ops[0]));
+  INFINICCL_RETURN_IF_ERROR(MakeOps<true>(g_table.float16_ops[1]));
+  g_table.ready = true;
+  return Status::Ok();
+}
+
+void MpiTypeTable::Destroy() {
+  for (auto &ops : g_table.float16_ops) {
+    for (MPI_Op &op : ops) {
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    }
+  }
+  for (infinicclDataType_t d : {infinicclFloat16, infinicclBFloat16}) {
+    if (g_table.types[d] != MPI_DATATYPE_NULL) MPI_Type_free(&g_table.types[d]);
+  }
+  g_table.ready = false;
+}
+
+bool MpiTypeTable::Ready() { return g_table.ready; }
+
+MPI_Datatype MpiTypeTable::Type(infinicclDataType_t dtype) {
+  return g_table.types[dtype];
+}
+
+MPI_Op MpiTypeTable::Op(infinicclDataType_t dtype, infinicclRedOp_t op) {
+  const int index = op == infinicclAvg ? 0 : static_cast<int>(op);
+  if (dtype == infinicclFloat16) return g_table.float16_ops[0][index];
+  if (dtype == infinicclBFloat16) return g_table.float16_ops[1][index];
+  return kBuiltinOps[index];
+}
+
+}  // namespace infiniccl

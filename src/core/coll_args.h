@@ -1,0 +1,48 @@
+// CollArgs: one collective call as the API received it, after validation.
+// It travels unchanged from api/ through route/ to a backend.
+#pragma once
+
+#include <infiniccl/infiniccl.h>
+
+#include <cstddef>
+
+namespace infiniccl {
+
+enum class CollKind {
+  kAllReduce,
+  kBroadcast,  // also Bcast (sendbuff == recvbuff)
+  kReduce,
+  kAllGather,
+  kGather,
+  kScatter,
+  kReduceScatter,
+  kAllToAll,
+  kSend,
+  kRecv,
+};
+inline constexpr int kNumCollKinds = 10;
+
+const char *CollKindName(CollKind kind);  // "AllReduce", ...
+
+struct CollArgs {
+  CollKind kind;
+  const void *sendbuff;  // nullptr for Recv
+  void *recvbuff;        // nullptr for Send
+  size_t count;          // per rank / per peer / per block, as the API says
+  infinicclDataType_t dtype;
+  infinicclRedOp_t op;   // reductions only
+  int root;              // rooted collectives; the peer for Send/Recv
+  void *stream;
+  bool in_place;         // set by validation: NCCL's in-place layout
+};
+
+inline bool IsReduction(CollKind k) {
+  return k == CollKind::kAllReduce || k == CollKind::kReduce ||
+         k == CollKind::kReduceScatter;
+}
+inline bool IsRooted(CollKind k) {
+  return k == CollKind::kBroadcast || k == CollKind::kReduce ||
+         k == CollKind::kGather || k == CollKind::kScatter;
+}
+
+}  // namespace infiniccl

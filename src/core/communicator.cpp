@@ -1,0 +1,43 @@
+#include "core/communicator.h"
+
+#include "backend/mpi/mpi_backend.h"
+#include "backend/mpi/mpi_error.h"
+
+namespace infiniccl {
+
+Status Communicator::Create(MPI_Comm parent, std::unique_ptr<Communicator> *out) {
+  std::unique_ptr<Communicator> c(new Communicator());
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_dup(parent, &c->comm_), "MPI_Comm_dup"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(c->comm_, &c->rank_), "MPI_Comm_rank"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(c->comm_, &c->size_), "MPI_Comm_size"));
+  MPI_Comm_set_name(c->comm_, "infiniccl");
+  c->mpi_backend_ = std::make_unique<MpiBackend>(c->comm_, c->rank_, c->size_);
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+Communicator::~Communicator() {
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+void Communicator::SetLastError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  last_error_ = message;
+}
+
+const char *Communicator::LastError() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return last_error_.c_str();
+}
+
+bool Communicator::FirstUse(int bit) {
+  const unsigned long long mask = 1ull << bit;
+  if (announced_.load(std::memory_order_relaxed) & mask) return false;
+  return (announced_.fetch_or(mask) & mask) == 0;
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,50 @@
+// Communicator: what an infinicclComm_t names. Owns its MPI communicator and
+// backends; keeps the message of its last failed call.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/backend.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+class Communicator {
+ public:
+  // Duplicates `parent` (collective over it) with MPI_ERRORS_RETURN set.
+  static Status Create(MPI_Comm parent, std::unique_ptr<Communicator> *out);
+  ~Communicator();
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm mpi_comm() const { return comm_; }
+  Backend &mpi_backend() { return *mpi_backend_; }
+
+  void SetLastError(const std::string &message);
+  // Valid until the next SetLastError on this communicator.
+  const char *LastError() const;
+
+  // Bit per (CollKind, path) already announced at INFO, so the route of each
+  // kind of call is logged once, not per call.
+  bool FirstUse(int bit);
+
+ private:
+  Communicator() = default;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  std::unique_ptr<Backend> mpi_backend_;
+  mutable std::mutex error_mutex_;
+  std::string last_error_;
+  std::atomic<unsigned long long> announced_{0};
+};
+
+}  // namespace infiniccl

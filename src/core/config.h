@@ -1,0 +1,46 @@
+// Config: every environment variable the library reads, in one place, with
+// its default and one line of documentation. docs/CONFIG.md and
+// infiniccl-info list the same table (Config::Table()).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace infiniccl {
+
+enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
+
+struct Config {
+  LogLevel log_level = LogLevel::kWarn;  // INFINICCL_DEBUG
+  std::string log_file;                  // INFINICCL_DEBUG_FILE
+  bool abort_on_error = false;           // INFINICCL_ABORT_ON_ERROR
+
+  // Problems found while parsing (unknown values): logged as WARN once the
+  // logger exists; the default is used instead.
+  std::vector<std::string> warnings;
+
+  using Lookup = std::function<const char *(const char *)>;
+  // Parses from `lookup` (getenv in production, a map in tests).
+  static Config Parse(const Lookup &lookup);
+  static Config FromEnvironment();
+
+  struct Entry {
+    const char *name;
+    const char *default_value;
+    const char *doc;
+  };
+  static const std::vector<Entry> &Table();
+  // "NAME=value" for each entry, as this config resolved it.
+  std::vector<std::string> Describe() const;
+};
+
+// The process-wide config, parsed once on first use.
+const Config &GlobalConfig();
+// Re-reads the environment (infinicclInit calls it so that variables set by
+// the program before Init take effect).
+void ReloadGlobalConfig();
+
+const char *LogLevelName(LogLevel level);
+
+}  // namespace infiniccl

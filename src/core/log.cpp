@@ -1,0 +1,78 @@
+#include "core/log.h"
+
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace infiniccl {
+
+namespace log_detail {
+std::atomic<int> g_level{static_cast<int>(GlobalConfig().log_level)};
+}
+
+namespace {
+
+std::mutex g_mutex;
+FILE *g_file = nullptr;  // nullptr: stderr
+std::atomic<int> g_rank{-1};
+
+std::string ExpandPath(const std::string &pattern) {
+  char host[256] = "unknown";
+  gethostname(host, sizeof(host) - 1);
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      if (pattern[i + 1] == 'h') { out += host; ++i; continue; }
+      if (pattern[i + 1] == 'p') { out += std::to_string(getpid()); ++i; continue; }
+    }
+    out += pattern[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+void ConfigureLogging(const Config &config) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_file != nullptr) {
+      std::fclose(g_file);
+      g_file = nullptr;
+    }
+    if (!config.log_file.empty()) {
+      g_file = std::fopen(ExpandPath(config.log_file).c_str(), "a");
+    }
+  }
+  log_detail::g_level.store(static_cast<int>(config.log_level));
+  if (!config.log_file.empty() && g_file == nullptr) {
+    INFINICCL_WARN("cannot open INFINICCL_DEBUG_FILE '%s'; logging to stderr",
+                   config.log_file.c_str());
+  }
+  for (const std::string &w : config.warnings) INFINICCL_WARN("%s", w.c_str());
+}
+
+void SetLogRank(int rank) { g_rank.store(rank); }
+
+void LogPrint(LogLevel level, const char *fmt, ...) {
+  static char host[64] = "";
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (host[0] == '\0') {
+    gethostname(host, sizeof(host) - 1);
+    if (char *dot = std::strchr(host, '.')) *dot = '\0';
+  }
+  FILE *out = g_file != nullptr ? g_file : stderr;
+  std::fprintf(out, "%s:%d:%d INFINICCL %s %s\n", host, static_cast<int>(getpid()),
+               g_rank.load(), LogLevelName(level), msg);
+  std::fflush(out);
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,168 @@
+#include "core/runtime.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/mpi/mpi_error.h"
+#include "backend/mpi/mpi_types.h"
+#include "core/log.h"
+
+namespace infiniccl {
+
+namespace {
+
+enum class Phase { kBefore, kActive, kAfter };
+
+struct State {
+  std::mutex mutex;
+  std::atomic<Phase> phase{Phase::kBefore};
+  bool owns_mpi = false;
+  int world_rank = 0;
+  int world_size = 1;
+  uintptr_t next_handle = 1;
+  std::unordered_map<uintptr_t, std::shared_ptr<Communicator>> comms;
+};
+
+State &S() {
+  static State *state = new State();  // never destroyed: usable at exit
+  return *state;
+}
+
+uintptr_t HandleValue(infinicclComm_t h) { return reinterpret_cast<uintptr_t>(h); }
+
+}  // namespace
+
+Status Runtime::Init(int *argc, char ***argv) {
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.phase == Phase::kActive) {
+    return Status(infinicclInvalidUsage, "already initialised (infinicclInit called twice)");
+  }
+  if (s.phase == Phase::kAfter) {
+    return Status(infinicclInvalidUsage, "cannot initialise again after infinicclFinalize");
+  }
+  ReloadGlobalConfig();
+  ConfigureLogging(GlobalConfig());
+
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    return Status(infinicclInvalidUsage, "MPI is already finalised");
+  }
+  int provided = 0;
+  if (!initialized) {
+    INFINICCL_RETURN_IF_ERROR(MpiCheck(
+        MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread"));
+    s.owns_mpi = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &s.world_size);
+  SetLogRank(s.world_rank);
+
+  Status st = MpiTypeTable::Create();
+  if (!st.ok()) {
+    MpiTypeTable::Destroy();
+    if (s.owns_mpi) MPI_Finalize();
+    s.owns_mpi = false;
+    return st;
+  }
+  s.phase = Phase::kActive;
+
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  if (char *nl = std::strchr(version, '\n')) *nl = '\0';
+  INFINICCL_INFO("InfiniCCL %d.%d.%d initialised: %d ranks, MPI %s (%s), thread level %d",
+                 INFINICCL_MAJOR, INFINICCL_MINOR, INFINICCL_PATCH, s.world_size,
+                 s.owns_mpi ? "started by InfiniCCL" : "started by the application",
+                 version, provided);
+  return Status::Ok();
+}
+
+Status Runtime::Finalize() {
+  State &s = S();
+  std::unordered_map<uintptr_t, std::shared_ptr<Communicator>> leftover;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.phase != Phase::kActive) {
+      return Status(infinicclInvalidUsage, s.phase == Phase::kBefore
+                                               ? "not initialised (call infinicclInit first)"
+                                               : "already finalised");
+    }
+    s.phase = Phase::kAfter;
+    leftover.swap(s.comms);
+  }
+  if (!leftover.empty()) {
+    INFINICCL_INFO("infinicclFinalize: freeing %zu communicator(s) not destroyed by the "
+                   "application",
+                   leftover.size());
+  }
+  leftover.clear();  // frees their MPI communicators while MPI is still up
+  MpiTypeTable::Destroy();
+  if (s.owns_mpi) {
+    INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));
+  }
+  return Status::Ok();
+}
+
+Status Runtime::CheckActive() {
+  State &s = S();
+  // An atomic load, no lock: this runs on every call. A call racing
+  // Finalize is the application's bug either way.
+  switch (s.phase.load(std::memory_order_acquire)) {
+    case Phase::kActive: return Status::Ok();
+    case Phase::kBefore:
+      return Status(infinicclInvalidUsage, "not initialised (call infinicclInit first)");
+    case Phase::kAfter:
+      return Status(infinicclInvalidUsage, "called after infinicclFinalize");
+  }
+  return Status::Ok();
+}
+
+int Runtime::world_rank() { return S().world_rank; }
+int Runtime::world_size() { return S().world_size; }
+
+infinicclComm_t Runtime::Register(std::unique_ptr<Communicator> comm) {
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const uintptr_t h = s.next_handle++;
+  s.comms.emplace(h, std::shared_ptr<Communicator>(std::move(comm)));
+  return reinterpret_cast<infinicclComm_t>(h);
+}
+
+Status Runtime::Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *out) {
+  if (handle == nullptr) return Status(infinicclInvalidArgument, "comm is NULL");
+  State &s = S();
+  const uintptr_t h = HandleValue(handle);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.comms.find(h);
+  if (it != s.comms.end()) {
+    *out = it->second;
+    return Status::Ok();
+  }
+  if (h < s.next_handle) {
+    return MakeStatus(infinicclInvalidUsage, "comm %p was already destroyed", handle);
+  }
+  return MakeStatus(infinicclInvalidArgument,
+                    "comm %p is not a communicator created by infinicclCommInitAll",
+                    handle);
+}
+
+Status Runtime::Unregister(infinicclComm_t handle) {
+  std::shared_ptr<Communicator> comm;
+  INFINICCL_RETURN_IF_ERROR(Lookup(handle, &comm));
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.comms.erase(HandleValue(handle));
+  return Status::Ok();
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,37 @@
+// Runtime: the library's process-wide state between infinicclInit and
+// infinicclFinalize: whether MPI was started by us, the world rank/size, and
+// the registry that maps infinicclComm_t handles to live communicators.
+//
+// Handles are never reused (a counter, not an address), so a destroyed
+// handle is recognised as destroyed rather than aliasing a newer comm.
+#pragma once
+
+#include <infiniccl/infiniccl.h>
+
+#include <memory>
+
+#include "core/communicator.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+class Runtime {
+ public:
+  static Status Init(int *argc, char ***argv);
+  static Status Finalize();
+  // InvalidUsage unless between Init and Finalize.
+  static Status CheckActive();
+
+  static int world_rank();
+  static int world_size();
+
+  // Registers `comm` and returns its new handle.
+  static infinicclComm_t Register(std::unique_ptr<Communicator> comm);
+  // Looks a handle up. InvalidArgument for NULL or a handle never issued,
+  // InvalidUsage for one already destroyed.
+  static Status Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *out);
+  // Removes it; the communicator is freed when the last in-flight call ends.
+  static Status Unregister(infinicclComm_t handle);
+};
+
+}  // namespace infiniccl

@@ -1,0 +1,19 @@
+// Route: the one place that decides which path a collective takes.
+//
+//   1. host buffers                         -> MPI, zero copies
+//   (device paths arrive with the device runtimes: native CCL, GPU-aware
+//    MPI, staged MPI)
+//
+// The first call of each kind on a communicator logs its path at INFO; every
+// call logs it at TRACE.
+#pragma once
+
+#include "core/coll_args.h"
+#include "core/communicator.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+Status RouteCollective(Communicator &comm, const CollArgs &args);
+
+}  // namespace infiniccl
