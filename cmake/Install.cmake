@@ -33,6 +33,10 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(INFINICCL_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
+# From <libdir>/pkgconfig back up to the prefix.
+file(RELATIVE_PATH INFINICCL_PC_UP
+     "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
+string(REGEX REPLACE "/$" "" INFINICCL_PC_UP "${INFINICCL_PC_UP}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/infiniccl.pc.in
                ${PROJECT_BINARY_DIR}/infiniccl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/infiniccl.pc

@@ -1,0 +1,31 @@
+# Sourced by test.sh and demo.sh: installs the Debian packages a fresh
+# machine lacks (apt-get update first, only when something is missing), and
+# defines the mpirun wrapper flags root and a small machine need.
+INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
+                    libgtest-dev)
+
+infiniccl_install_deps() {
+  local missing=()
+  for p in "${INFINICCL_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+    "${missing[@]}"
+}
+
+# Launcher of a flavour, with the flags root and an oversubscribed machine
+# need (the same ones cmake/InfinicclTesting.cmake gives ctest).
+infiniccl_mpirun() {
+  local flavour=$1
+  shift
+  if [ "$flavour" = mpich ]; then
+    mpiexec.mpich "$@"
+  else
+    mpirun.openmpi --allow-run-as-root --oversubscribe --mca btl self,vader "$@"
+  fi
+}

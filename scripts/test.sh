@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds InfiniCCL and runs the whole test suite:
+#   1. against Open MPI (unit, MPI at 1-4 ranks, large counts, examples,
+#      bench smoke, install/consumer), warnings as errors;
+#   2. the same against MPICH;
+#   3. unit + MPI tests once more under AddressSanitizer + UBSan (Open MPI).
+# Installs what a fresh Debian machine lacks first.
+# usage: scripts/test.sh [openmpi|mpich|asan]...   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+infiniccl_install_deps
+
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan)
+jobs=$(nproc)
+passed=0
+failed=0
+status=0
+
+run_ctest() {  # build_dir [ctest args...]
+  local dir=$1 log
+  shift
+  log=$(mktemp)
+  set +e
+  ctest --test-dir "$dir" --output-on-failure --timeout 900 "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local line total nfail
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -n 1 || true)
+  if [ -n "$line" ]; then
+    nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
+    total=$(echo "$line" | sed -E 's/.* tests failed out of ([0-9]+).*/\1/')
+    passed=$((passed + total - nfail))
+    failed=$((failed + nfail))
+  elif [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+  fi
+  rm -f "$log"
+  [ "$rc" -eq 0 ] || status=1
+}
+
+build() {  # dir cmake-args...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DINFINICCL_WERROR=ON "$@"
+  cmake --build "$dir" -j "$jobs"
+}
+
+for stage in "${stages[@]}"; do
+  echo "==================== $stage ===================="
+  case $stage in
+    openmpi|mpich)
+      build "build-ci-$stage" -DINFINICCL_MPI="$stage"
+      run_ctest "build-ci-$stage"
+      ;;
+    asan)
+      # Leaks inside the MPI libraries themselves are suppressed (see the
+      # file); everything of ours is checked.
+      export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
+      export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_odr_violation=0"
+      export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+      build build-ci-asan -DINFINICCL_MPI=openmpi -DINFINICCL_SANITIZE=address,undefined \
+        -DINFINICCL_LARGE_COUNT_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
+      run_ctest build-ci-asan -L "unit|mpi" -LE "consumer|bench|example"
+      unset LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS
+      ;;
+    *)
+      echo "unknown stage '$stage' (openmpi, mpich or asan)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+echo "summary: $passed passed, $failed failed"
+exit $status
