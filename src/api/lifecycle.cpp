@@ -4,7 +4,10 @@
 #include <mpi.h>
 
 #include "api/api_call.h"
+#include "core/binding.h"
+#include "core/log.h"
 #include "core/runtime.h"
+#include "device/registry.h"
 
 using namespace infiniccl;
 
@@ -12,6 +15,40 @@ namespace {
 
 Status CheckOut(const void *p, const char *name) {
   if (p == nullptr) return MakeStatus(infinicclInvalidArgument, "%s is NULL", name);
+  return Status::Ok();
+}
+
+// Binds this rank to a device of the first active device runtime (vendor
+// runtimes before the emulated one); host-only when there is none.
+Status BindDevice(Communicator &c, int ndev, const int *devlist) {
+  Communicator::Binding b;
+  INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank));
+  const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
+  if (active.empty()) {
+    INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host memory "
+                   "only%s",
+                   b.local_rank.rank, b.local_rank.source.c_str(),
+                   ndev > 0 ? " (devlist ignored)" : "");
+    c.set_binding(b);
+    return Status::Ok();
+  }
+  DeviceRuntime &rt = *active.front();
+  DeviceChoice choice;
+  INFINICCL_RETURN_IF_ERROR(ChooseDevice(b.local_rank.rank, rt.DeviceCount(), ndev, devlist,
+                                         GlobalConfig().strict_binding, &choice));
+  if (choice.wrapped) {
+    INFINICCL_WARN("local rank %d but only %d %s devices: sharing device %d "
+                   "(INFINICCL_STRICT_BINDING=1 makes this an error)",
+                   b.local_rank.rank, rt.DeviceCount(), DeviceKindName(rt.kind()),
+                   choice.device);
+  }
+  INFINICCL_RETURN_IF_ERROR(rt.SetDevice(choice.device));
+  b.kind = rt.kind();
+  b.device = choice.device;
+  INFINICCL_INFO("bound to %s device %d of %d (local rank %d from %s%s)",
+                 rt.description(), b.device, rt.DeviceCount(), b.local_rank.rank,
+                 b.local_rank.source.c_str(), ndev > 0 ? ", via devlist" : "");
+  c.set_binding(b);
   return Status::Ok();
 }
 
@@ -87,6 +124,7 @@ infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     std::unique_ptr<Communicator> c;
     INFINICCL_RETURN_IF_ERROR(Communicator::Create(MPI_COMM_WORLD, &c));
+    INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
     *comm = Runtime::Register(std::move(c));
     return Status::Ok();
   });

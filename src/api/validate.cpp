@@ -100,6 +100,8 @@ Status ValidateCollective(int rank, int size, CollArgs *a) {
                       "the address space",
                       a->count, DataTypeName(a->dtype), size);
   }
+  a->send_bytes = send_bytes;
+  a->recv_bytes = recv_bytes;
   if (a->count == 0) return Status::Ok();
 
   if (blocks.send_blocks > 0 && a->sendbuff == nullptr) {

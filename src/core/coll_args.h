@@ -34,6 +34,9 @@ struct CollArgs {
   int root;              // rooted collectives; the peer for Send/Recv
   void *stream;
   bool in_place;         // set by validation: NCCL's in-place layout
+  // Set by validation: bytes each buffer holds at this rank (0 where unused).
+  size_t send_bytes = 0;
+  size_t recv_bytes = 0;
 };
 
 inline bool IsReduction(CollKind k) {

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "core/binding.h"
 #include "core/status.h"
+#include "device/device_runtime.h"
 
 namespace infiniccl {
 
@@ -27,6 +29,15 @@ class Communicator {
   MPI_Comm mpi_comm() const { return comm_; }
   Backend &mpi_backend() { return *mpi_backend_; }
 
+  // The device this rank drives (kind kCpu and device -1 when none).
+  struct Binding {
+    DeviceKind kind = DeviceKind::kCpu;
+    int device = -1;
+    LocalRank local_rank;
+  };
+  const Binding &binding() const { return binding_; }
+  void set_binding(Binding b) { binding_ = std::move(b); }
+
   void SetLastError(const std::string &message);
   // Valid until the next SetLastError on this communicator.
   const char *LastError() const;
@@ -42,6 +53,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 0;
   std::unique_ptr<Backend> mpi_backend_;
+  Binding binding_;
   mutable std::mutex error_mutex_;
   std::string last_error_;
   std::atomic<unsigned long long> announced_{0};

@@ -15,6 +15,12 @@ struct Config {
   LogLevel log_level = LogLevel::kWarn;  // INFINICCL_DEBUG
   std::string log_file;                  // INFINICCL_DEBUG_FILE
   bool abort_on_error = false;           // INFINICCL_ABORT_ON_ERROR
+  std::string device = "auto";           // INFINICCL_DEVICE
+  std::string local_rank;                // INFINICCL_LOCAL_RANK ("" = launcher)
+  bool strict_binding = false;           // INFINICCL_STRICT_BINDING
+  double sim_copy_gbps = 0;              // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
+  int sim_device_count = 8;              // INFINICCL_SIM_DEVICE_COUNT
+  bool sim_pinned = true;                // INFINICCL_SIM_PINNED
 
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.

@@ -2,38 +2,68 @@
 
 #include "core/dtype.h"
 #include "core/log.h"
+#include "device/registry.h"
+#include "staging/staged_path.h"
 
 namespace infiniccl {
 
 namespace {
 
-enum class Path { kHostMpi = 0 };
-constexpr int kNumPaths = 1;
+enum class Path { kHostMpi = 0, kStagedMpi = 1 };
+constexpr int kNumPaths = 2;
+
 const char *PathName(Path p) {
   switch (p) {
     case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
+    case Path::kStagedMpi: return "device buffers -> host staging -> MPI";
   }
   return "?";
 }
 
-void Announce(Communicator &comm, const CollArgs &a, Path path) {
+void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
   const int bit = static_cast<int>(a.kind) * kNumPaths + static_cast<int>(path);
   if (LogEnabled(LogLevel::kInfo) && comm.FirstUse(bit)) {
-    INFINICCL_INFO("%s on comm of %d ranks: %s (logged once per kind; TRACE logs every call)",
-                   CollKindName(a.kind), comm.size(), PathName(path));
+    INFINICCL_INFO("%s on comm of %d ranks: %s%s%s (logged once per kind and path; "
+                   "TRACE logs every call)",
+                   CollKindName(a.kind), comm.size(), PathName(path),
+                   *device ? ", device " : "", device);
   }
-  INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d%s: %s", CollKindName(a.kind),
+  INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d%s: %s %s", CollKindName(a.kind),
                   a.count, DataTypeName(a.dtype), RedOpName(a.op), a.root,
-                  a.in_place ? " in-place" : "", PathName(path));
+                  a.in_place ? " in-place" : "", PathName(path), device);
 }
 
 }  // namespace
 
-Status RouteCollective(Communicator &comm, const CollArgs &args) {
-  // Every buffer is host memory until device runtimes exist.
-  const Path path = Path::kHostMpi;
-  Announce(comm, args, path);
-  return comm.mpi_backend().Run(args);
+Status RouteCollective(Communicator &comm, const CollArgs &a) {
+  PointerInfo send, recv;
+  if (a.send_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.sendbuff, &send));
+  if (a.recv_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.recvbuff, &recv));
+  const bool send_dev = a.send_bytes > 0 && send.space != MemorySpace::kHost;
+  const bool recv_dev = a.recv_bytes > 0 && recv.space != MemorySpace::kHost;
+
+  // 1. Host buffers: straight to MPI, whatever devices exist.
+  if (!send_dev && !recv_dev) {
+    Announce(comm, a, Path::kHostMpi, "");
+    return comm.mpi_backend().Run(a);
+  }
+
+  if (send_dev && recv_dev && send.kind != recv.kind) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "sendbuff is %s memory and recvbuff is %s memory; one call cannot "
+                      "mix two device kinds",
+                      DeviceKindName(send.kind), DeviceKindName(recv.kind));
+  }
+  const DeviceKind kind = send_dev ? send.kind : recv.kind;
+  DeviceRuntime *device = DeviceRegistry::Get(kind);
+  if (device == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "buffer is %s memory, which is not enabled",
+                      DeviceKindName(kind));
+  }
+
+  // 2. Device buffers: staged through host memory.
+  Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
+  return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev});
 }
 
 }  // namespace infiniccl

@@ -1,8 +1,8 @@
 // Route: the one place that decides which path a collective takes.
 //
 //   1. host buffers                         -> MPI, zero copies
-//   (device paths arrive with the device runtimes: native CCL, GPU-aware
-//    MPI, staged MPI)
+//   2. device buffers                       -> staged through host memory, MPI
+//   (native CCL and GPU-aware MPI paths come with their backends)
 //
 // The first call of each kind on a communicator logs its path at INFO; every
 // call logs it at TRACE.

@@ -1,0 +1,48 @@
+// Device binding: which device each rank drives, whichever launcher
+// started it.
+//
+// Local rank: INFINICCL_LOCAL_RANK if set, else the first launcher variable
+// present (Open MPI, MPICH/Intel MPI, MVAPICH, Cray PMI, HPE PALS, Flux, IBM
+// jsrun, HPE MPT, torchrun, then SLURM_LOCALID last because an mpirun inside
+// sbatch inherits it), else the rank within MPI_COMM_TYPE_SHARED.
+// Device: devlist[local_rank] when a devlist is given, else local_rank;
+// more local ranks than devices wraps modulo the count with a WARN, or is an
+// error with INFINICCL_STRICT_BINDING=1.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+struct LocalRank {
+  int rank = -1;
+  std::string source;  // variable name, "INFINICCL_LOCAL_RANK" or "MPI_COMM_TYPE_SHARED"
+};
+
+// The launcher variables in precedence order (for docs and infiniccl-info).
+const char *const *LauncherLocalRankVariables(int *count);
+
+// From the environment only; rank -1 when nothing usable is set.
+LocalRank LocalRankFromEnvironment(const Config::Lookup &lookup,
+                                   const std::string &override_value);
+
+// Environment first, then the shared-memory split of `comm` (collective).
+Status DetectLocalRank(MPI_Comm comm, LocalRank *out);
+
+struct DeviceChoice {
+  int device = -1;
+  bool wrapped = false;  // more local ranks than devices
+};
+
+// Pure choice of a device ordinal; InvalidArgument for a devlist entry out of
+// range or a devlist shorter than the local rank, InvalidUsage when wrapping
+// is needed under strict binding.
+Status ChooseDevice(int local_rank, int device_count, int ndev, const int *devlist,
+                    bool strict, DeviceChoice *out);
+
+}  // namespace infiniccl

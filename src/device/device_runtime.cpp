@@ -1,0 +1,27 @@
+#include "device/device_runtime.h"
+
+namespace infiniccl {
+
+const char *DeviceKindName(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kCpu: return "cpu";
+    case DeviceKind::kCuda: return "cuda";
+    case DeviceKind::kMaca: return "metax";
+    case DeviceKind::kIluvatar: return "iluvatar";
+    case DeviceKind::kMusa: return "moore";
+    case DeviceKind::kSim: return "sim";
+  }
+  return "?";
+}
+
+const char *MemorySpaceName(MemorySpace space) {
+  switch (space) {
+    case MemorySpace::kHost: return "host";
+    case MemorySpace::kDevice: return "device";
+    case MemorySpace::kManaged: return "managed";
+    case MemorySpace::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
+}  // namespace infiniccl

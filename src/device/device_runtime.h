@@ -1,0 +1,81 @@
+// DeviceRuntime: everything the library needs from an accelerator runtime
+// (UCC calls this a memory component). One implementation per family:
+//   cpu/        always present: host memory only
+//   cuda_like/  CUDA, MACA, Iluvatar, MUSA: one source, vendor name mapping
+//   sim/        an emulated device for machines without an accelerator
+// The library has no device kernels: only the runtimes' C APIs are called.
+//
+// Streams and events are opaque `void *` (cudaStream_t, mcStream_t, ...);
+// nullptr is the runtime's default (legacy) stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace infiniccl {
+
+enum class DeviceKind : uint8_t { kCpu, kCuda, kMaca, kIluvatar, kMusa, kSim };
+inline constexpr int kNumDeviceKinds = 6;
+const char *DeviceKindName(DeviceKind kind);  // "cpu", "cuda", ..., "sim"
+
+enum class MemorySpace : uint8_t {
+  kHost,     // ordinary or pinned host memory: MPI reads it directly
+  kDevice,   // device memory of the runtime that answered
+  kManaged,  // unified/managed memory: treated like device memory
+  kUnknown,
+};
+const char *MemorySpaceName(MemorySpace space);
+
+struct PointerInfo {
+  MemorySpace space = MemorySpace::kUnknown;
+  DeviceKind kind = DeviceKind::kCpu;  // which runtime owns it (for device/managed)
+  int device = -1;                     // device ordinal, -1 for host
+};
+
+enum class CopyKind : uint8_t { kHostToDevice, kDeviceToHost };
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+
+  virtual DeviceKind kind() const = 0;
+  // Human-readable, e.g. "cuda (CUDA 13.0)" or "sim (emulated device)".
+  virtual const char *description() const = 0;
+  // True for the emulated device: output must say so wherever it appears.
+  virtual bool emulated() const { return false; }
+
+  // Number of usable devices; 0 when the driver or device is missing (the
+  // reason is logged once at INFO by the implementation).
+  virtual int DeviceCount() = 0;
+  virtual Status GetDevice(int *device) = 0;
+  virtual Status SetDevice(int device) = 0;
+
+  // What memory `ptr` is. Host memory (including pointers the runtime does not
+  // know) reports kHost; it must be cheap: it runs on every call.
+  virtual Status Classify(const void *ptr, PointerInfo *info) = 0;
+
+  virtual Status Malloc(void **ptr, size_t bytes) = 0;
+  virtual Status Free(void *ptr) = 0;
+  // Page-locked host memory. NotSupported when the runtime cannot provide it
+  // (callers then fall back to pageable memory).
+  virtual Status MallocHost(void **ptr, size_t bytes) = 0;
+  virtual Status FreeHost(void *ptr) = 0;
+
+  // Asynchronous copy ordered on `stream` after all work already queued on it.
+  virtual Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
+                             void *stream) = 0;
+  virtual Status StreamSynchronize(void *stream) = 0;
+  virtual Status StreamCreate(void **stream) = 0;
+  virtual Status StreamDestroy(void *stream) = 0;
+
+  virtual Status EventCreate(void **event) = 0;
+  virtual Status EventDestroy(void *event) = 0;
+  virtual Status EventRecord(void *event, void *stream) = 0;
+  virtual Status EventSynchronize(void *event) = 0;
+  // Work queued on `stream` after this waits for `event`.
+  virtual Status StreamWaitEvent(void *stream, void *event) = 0;
+};
+
+}  // namespace infiniccl

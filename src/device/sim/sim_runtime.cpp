@@ -1,0 +1,295 @@
+#include "device/sim/sim_runtime.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "device/sim/sim_stream.h"
+
+namespace infiniccl {
+
+namespace {
+
+thread_local int t_device = 0;
+
+// Device allocations are 256-byte aligned, as cudaMalloc's are.
+constexpr size_t kAlign = 256;
+
+size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+SimRuntime::SimRuntime(int device_count, double copy_gbps, bool pinned_available)
+    : device_count_(device_count),
+      copy_gbps_(copy_gbps),
+      pinned_available_(pinned_available),
+      default_stream_(std::make_unique<SimStream>()) {}
+
+SimRuntime::~SimRuntime() {
+  default_stream_.reset();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (SimStream *s : streams_) delete s;
+  for (auto &[base, a] : device_mem_) std::free(reinterpret_cast<void *>(base));
+  for (uintptr_t p : pinned_mem_) std::free(reinterpret_cast<void *>(p));
+}
+
+Status SimRuntime::GetDevice(int *device) {
+  *device = t_device;
+  return Status::Ok();
+}
+
+Status SimRuntime::SetDevice(int device) {
+  if (device < 0 || device >= device_count_) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "emulated device %d does not exist (%d devices)", device,
+                      device_count_);
+  }
+  t_device = device;
+  return Status::Ok();
+}
+
+bool SimRuntime::FindDevice(const void *p, size_t bytes, int *device) const {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(p);
+  auto it = device_mem_.upper_bound(x);
+  if (it == device_mem_.begin()) return false;
+  --it;
+  if (x - it->first + bytes > it->second.bytes) return false;
+  if (device) *device = it->second.device;
+  return true;
+}
+
+bool SimRuntime::Owns(const void *ptr) const {
+  if (!HasAllocations()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return FindDevice(ptr, 1, nullptr);
+}
+
+Status SimRuntime::Classify(const void *ptr, PointerInfo *info) {
+  *info = PointerInfo{MemorySpace::kHost, DeviceKind::kCpu, -1};
+  if (!HasAllocations()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mutex_);
+  int device = -1;
+  if (FindDevice(ptr, 1, &device)) {
+    *info = PointerInfo{MemorySpace::kDevice, DeviceKind::kSim, device};
+  }
+  return Status::Ok();
+}
+
+Status SimRuntime::Malloc(void **ptr, size_t bytes) {
+  *ptr = nullptr;
+  if (bytes == 0) return Status::Ok();
+  void *p = std::aligned_alloc(kAlign, RoundUp(bytes));
+  if (p == nullptr) {
+    return MakeStatus(infinicclSystemError, "emulated device out of memory (%zu bytes)",
+                      bytes);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  device_mem_[reinterpret_cast<uintptr_t>(p)] = Allocation{bytes, t_device};
+  live_allocs_.fetch_add(1);
+  ++stats_.device_allocs;
+  stats_.live_device_bytes += bytes;
+  *ptr = p;
+  return Status::Ok();
+}
+
+Status SimRuntime::Free(void *ptr) {
+  if (ptr == nullptr) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = device_mem_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == device_mem_.end()) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "%p is not an emulated-device allocation", ptr);
+  }
+  stats_.live_device_bytes -= it->second.bytes;
+  device_mem_.erase(it);
+  live_allocs_.fetch_sub(1);
+  ++stats_.device_frees;
+  std::free(ptr);
+  return Status::Ok();
+}
+
+Status SimRuntime::MallocHost(void **ptr, size_t bytes) {
+  *ptr = nullptr;
+  if (!pinned_available_.load()) {
+    return Status(infinicclNotSupported,
+                  "pinned host memory disabled on the emulated device "
+                  "(INFINICCL_SIM_PINNED=0)");
+  }
+  void *p = std::aligned_alloc(kAlign, RoundUp(bytes == 0 ? 1 : bytes));
+  if (p == nullptr) {
+    return MakeStatus(infinicclSystemError, "out of pinned host memory (%zu bytes)", bytes);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  pinned_mem_.insert(reinterpret_cast<uintptr_t>(p));
+  ++stats_.host_allocs;
+  *ptr = p;
+  return Status::Ok();
+}
+
+Status SimRuntime::FreeHost(void *ptr) {
+  if (ptr == nullptr) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pinned_mem_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated pinned allocation",
+                      ptr);
+  }
+  ++stats_.host_frees;
+  std::free(ptr);
+  return Status::Ok();
+}
+
+SimStream *SimRuntime::StreamFor(void *stream) {
+  if (stream == nullptr) return default_stream_.get();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto *s = static_cast<SimStream *>(stream);
+  return streams_.count(s) ? s : nullptr;
+}
+
+Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
+                               void *stream) {
+  if (bytes == 0) return Status::Ok();
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                      stream);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const void *dev = kind == CopyKind::kHostToDevice ? dst : src;
+    if (!FindDevice(dev, bytes, nullptr)) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "emulated copy of %zu bytes: %p is not inside an emulated-device "
+                        "allocation",
+                        bytes, dev);
+    }
+  }
+  int pending = fail_copies_.load();
+  while (pending > 0 && !fail_copies_.compare_exchange_weak(pending, pending - 1)) {
+  }
+  if (pending > 0) {
+    return Status(infinicclSystemError, "emulated copy failure (injected by a test)");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kind == CopyKind::kHostToDevice) {
+      ++stats_.h2d_copies;
+      stats_.h2d_bytes += bytes;
+    } else {
+      ++stats_.d2h_copies;
+      stats_.d2h_bytes += bytes;
+    }
+  }
+  const double gbps = copy_gbps_.load();
+  s->Enqueue([dst, src, bytes, gbps] {
+    const auto start = std::chrono::steady_clock::now();
+    std::memcpy(dst, src, bytes);
+    if (gbps > 0) {
+      // A copy engine's time, spent sleeping: it costs the host no CPU.
+      const auto want = std::chrono::duration<double>(static_cast<double>(bytes) / (gbps * 1e9));
+      std::this_thread::sleep_until(
+          start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(want));
+    }
+  });
+  return Status::Ok();
+}
+
+Status SimRuntime::StreamSynchronize(void *stream) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                      stream);
+  }
+  s->Synchronize();
+  return Status::Ok();
+}
+
+Status SimRuntime::StreamCreate(void **stream) {
+  auto *s = new SimStream();
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_.insert(s);
+  *stream = s;
+  return Status::Ok();
+}
+
+Status SimRuntime::StreamDestroy(void *stream) {
+  auto *s = static_cast<SimStream *>(stream);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (streams_.erase(s) == 0) {
+      return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                        stream);
+    }
+  }
+  delete s;  // drains queued work first
+  return Status::Ok();
+}
+
+Status SimRuntime::EventCreate(void **event) {
+  *event = new SimEvent();
+  return Status::Ok();
+}
+
+Status SimRuntime::EventDestroy(void *event) {
+  delete static_cast<SimEvent *>(event);
+  return Status::Ok();
+}
+
+Status SimRuntime::EventRecord(void *event, void *stream) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr || event == nullptr) {
+    return Status(infinicclInvalidArgument, "EventRecord: bad event or stream");
+  }
+  auto *e = static_cast<SimEvent *>(event);
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(e->mutex);
+    generation = ++e->recorded;
+  }
+  s->Enqueue([e, generation] {
+    std::lock_guard<std::mutex> lock(e->mutex);
+    if (e->completed < generation) e->completed = generation;
+    e->cv.notify_all();
+  });
+  return Status::Ok();
+}
+
+Status SimRuntime::EventSynchronize(void *event) {
+  auto *e = static_cast<SimEvent *>(event);
+  std::unique_lock<std::mutex> lock(e->mutex);
+  const uint64_t target = e->recorded;
+  e->cv.wait(lock, [&] { return e->completed >= target; });
+  return Status::Ok();
+}
+
+Status SimRuntime::StreamWaitEvent(void *stream, void *event) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr || event == nullptr) {
+    return Status(infinicclInvalidArgument, "StreamWaitEvent: bad event or stream");
+  }
+  auto *e = static_cast<SimEvent *>(event);
+  uint64_t target;
+  {
+    std::lock_guard<std::mutex> lock(e->mutex);
+    target = e->recorded;
+  }
+  s->Enqueue([e, target] {
+    std::unique_lock<std::mutex> lock(e->mutex);
+    e->cv.wait(lock, [&] { return e->completed >= target; });
+  });
+  return Status::Ok();
+}
+
+SimStats SimRuntime::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void SimRuntime::ResetStats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t live = stats_.live_device_bytes;
+  stats_ = SimStats{};
+  stats_.live_device_bytes = live;
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,100 @@
+// SimRuntime: an EMULATED device for machines without an accelerator.
+//
+// Its "device memory" is host memory that the runtime tracks, so Classify
+// reports it as device memory and the library must move it with MemcpyAsync,
+// exactly as it would real device memory. Each stream has a worker thread (an
+// emulated copy engine): copies are asynchronous and overlap with the caller,
+// and INFINICCL_SIM_COPY_GBPS throttles them to a PCIe-like bandwidth by
+// sleeping, so staging costs time without costing CPU. It counts copies,
+// bytes and allocations for tests, and can inject copy failures.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "device/device_runtime.h"
+
+namespace infiniccl {
+
+class SimStream;
+
+struct SimStats {
+  uint64_t device_allocs = 0, device_frees = 0;
+  uint64_t host_allocs = 0, host_frees = 0;  // pinned host
+  uint64_t d2h_copies = 0, d2h_bytes = 0;
+  uint64_t h2d_copies = 0, h2d_bytes = 0;
+  uint64_t live_device_bytes = 0;
+};
+
+class SimRuntime final : public DeviceRuntime {
+ public:
+  SimRuntime(int device_count, double copy_gbps, bool pinned_available);
+  ~SimRuntime() override;
+
+  DeviceKind kind() const override { return DeviceKind::kSim; }
+  const char *description() const override { return "sim (emulated device)"; }
+  bool emulated() const override { return true; }
+
+  int DeviceCount() override { return device_count_; }
+  Status GetDevice(int *device) override;
+  Status SetDevice(int device) override;
+
+  Status Classify(const void *ptr, PointerInfo *info) override;
+  // True if `ptr` lies in memory this runtime handed out (for the registry's
+  // "device memory of a runtime that is not enabled" check).
+  bool Owns(const void *ptr) const;
+  bool HasAllocations() const { return live_allocs_.load(std::memory_order_relaxed) > 0; }
+
+  Status Malloc(void **ptr, size_t bytes) override;
+  Status Free(void *ptr) override;
+  Status MallocHost(void **ptr, size_t bytes) override;
+  Status FreeHost(void *ptr) override;
+
+  Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
+                     void *stream) override;
+  Status StreamSynchronize(void *stream) override;
+  Status StreamCreate(void **stream) override;
+  Status StreamDestroy(void *stream) override;
+
+  Status EventCreate(void **event) override;
+  Status EventDestroy(void *event) override;
+  Status EventRecord(void *event, void *stream) override;
+  Status EventSynchronize(void *event) override;
+  Status StreamWaitEvent(void *stream, void *event) override;
+
+  // Test hooks.
+  SimStats stats() const;
+  void ResetStats();
+  void SetCopyGbps(double gbps) { copy_gbps_.store(gbps); }
+  void SetPinnedAvailable(bool available) { pinned_available_.store(available); }
+  // The next `n` MemcpyAsync calls fail with SystemError (nothing copied).
+  void FailNextCopies(int n) { fail_copies_.store(n); }
+
+ private:
+  struct Allocation {
+    size_t bytes;
+    int device;
+  };
+  SimStream *StreamFor(void *stream);
+  // Device memory range check: the allocation containing [p, p+bytes).
+  bool FindDevice(const void *p, size_t bytes, int *device) const;
+
+  const int device_count_;
+  std::atomic<double> copy_gbps_;
+  std::atomic<bool> pinned_available_;
+  std::atomic<int> fail_copies_{0};
+  std::atomic<int64_t> live_allocs_{0};
+
+  mutable std::mutex mutex_;
+  std::map<uintptr_t, Allocation> device_mem_;  // base -> allocation
+  std::set<uintptr_t> pinned_mem_;
+  std::set<SimStream *> streams_;
+  std::unique_ptr<SimStream> default_stream_;
+  SimStats stats_;
+};
+
+}  // namespace infiniccl
