@@ -20,6 +20,11 @@
  *    nearest even on every combination step.
  *  - On host buffers a call is blocking: when it returns, recvbuff holds the
  *    result. `stream` is ignored for host buffers.
+ *  - On device buffers staged through host memory (an MPI that cannot read
+ *    device memory), the device-to-host copies are issued on `stream`, so
+ *    they run after the work already queued there (the kernels that produced
+ *    sendbuff); the call returns when recvbuff holds the result, which later
+ *    work on `stream` sees. stream NULL is the runtime's default stream.
  *  - Errors are returned, never aborted on (unless INFINICCL_ABORT_ON_ERROR=1);
  *    infinicclGetLastError() gives the message of the last failed call.
  *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do.
@@ -193,6 +198,25 @@ INFINICCL_API infinicclResult_t infinicclGetVersion(int *version);
 /* Number of ranks in, and the caller's rank within, a communicator. */
 INFINICCL_API infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
 INFINICCL_API infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);
+
+/* Host staging of device buffers (extensions). Counters are process-wide and
+ * cumulative since infinicclInit, except bytes_held (now). */
+typedef struct {
+  unsigned long long allocations;      /* staging buffers allocated */
+  unsigned long long frees;            /* staging buffers freed */
+  unsigned long long bytes_held;       /* host staging bytes held now (idle + in use) */
+  unsigned long long peak_bytes_held;  /* high-water mark of bytes_held */
+  int pinned;                          /* 1 if the buffers held now are all pinned */
+  unsigned long long d2h_copies, d2h_bytes;
+  unsigned long long h2d_copies, h2d_bytes;
+  unsigned long long staged_calls;     /* device calls staged through host memory */
+  unsigned long long pipelined_calls;  /* of those, split into several chunks */
+  unsigned long long direct_calls;     /* device calls given to MPI directly */
+} infinicclStagingStats;
+
+INFINICCL_API infinicclResult_t infinicclGetStagingStats(infinicclStagingStats *stats);
+/* Frees all idle cached staging memory now. */
+INFINICCL_API infinicclResult_t infinicclMemTrim(void);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "device/registry.h"
+#include "staging/staging_pool.h"
 
 using namespace infiniccl;
 
@@ -161,6 +162,22 @@ infinicclResult_t infinicclGetVersion(int *version) {
   return ApiCall("infinicclGetVersion", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(version, "version"));
     *version = INFINICCL_VERSION_CODE;
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclGetStagingStats(infinicclStagingStats *stats) {
+  return ApiCall("infinicclGetStagingStats", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(stats, "stats"));
+    *stats = StagingPool::Global().Stats();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclMemTrim(void) {
+  return ApiCall("infinicclMemTrim", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    StagingPool::Global().Trim();
     return Status::Ok();
   });
 }

@@ -2,6 +2,7 @@
 
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_error.h"
+#include "staging/staging_pool.h"
 
 namespace infiniccl {
 
@@ -19,6 +20,7 @@ Status Communicator::Create(MPI_Comm parent, std::unique_ptr<Communicator> *out)
 }
 
 Communicator::~Communicator() {
+  StagingPool::Global().ReleaseOwner(this);
   int finalized = 1;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);

@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,11 @@ const char *kStrict = "INFINICCL_STRICT_BINDING";
 const char *kSimGbps = "INFINICCL_SIM_COPY_GBPS";
 const char *kSimCount = "INFINICCL_SIM_DEVICE_COUNT";
 const char *kSimPinned = "INFINICCL_SIM_PINNED";
+const char *kStagingPinned = "INFINICCL_STAGING_PINNED";
+const char *kCacheBytes = "INFINICCL_STAGING_CACHE_BYTES";
+const char *kChunkBytes = "INFINICCL_PIPELINE_CHUNK_BYTES";
+const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
+
 
 bool ParseDouble(const char *v, double *out) {
   char *end = nullptr;
@@ -43,6 +49,14 @@ bool ParseBool(const char *v, bool *out) {
   for (const char *f : kFalse)
     if (strcasecmp(v, f) == 0) return *out = false, true;
   return false;
+}
+
+bool ParseTriState(const char *v, std::string *out) {
+  bool b = false;
+  if (strcasecmp(v, "auto") == 0) return *out = "auto", true;
+  if (!ParseBool(v, &b) || *v == '\0') return false;
+  *out = b ? "1" : "0";
+  return true;
 }
 
 bool ParseLevel(const char *v, LogLevel *out) {
@@ -71,6 +85,27 @@ std::string FormatNumber(double d) {
 }
 
 }  // namespace
+
+bool ParseBytes(const char *text, size_t *out) {
+  char *end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(text, &end, 10);
+  if (end == text || errno != 0 || *text == '-') return false;
+  unsigned shift = 0;
+  switch (*end) {
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    default: break;
+  }
+  if (shift != 0 && (*end == 'i' || *end == 'I')) ++end;
+  if (shift != 0 && (*end == 'b' || *end == 'B')) ++end;
+  if (shift == 0 && (*end == 'b' || *end == 'B')) ++end;
+  if (*end != '\0') return false;
+  if (shift != 0 && n > (~0ull >> shift)) return false;
+  *out = static_cast<size_t>(n << shift);
+  return true;
+}
 
 const char *LogLevelName(LogLevel level) {
   switch (level) {
@@ -110,6 +145,20 @@ const std::vector<Config::Entry> &Config::Table() {
       {kSimPinned, "1",
        "Emulated device only: 0 makes pinned host allocation unavailable, to "
        "exercise the pageable fallback."},
+      {kStagingPinned, "auto",
+       "Host staging memory: auto = pinned (page-locked) when the device runtime "
+       "offers it, 1 = ask for pinned (WARN once if it fails, then pageable), 0 = "
+       "pageable."},
+      {kCacheBytes, "256M",
+       "Bound on host staging memory, both kept between calls and held during "
+       "one: larger operations run in pieces. Suffixes K, M, G (powers of 1024)."},
+      {kChunkBytes, "1M",
+       "Pipeline chunk: staged operations larger than this are split into chunks "
+       "so device copies overlap MPI. Suffixes K, M, G."},
+      {kDirect, "auto",
+       "Device buffers straight to MPI (no staging): auto = when the MPI reports "
+       "itself GPU-aware for the device kind, 1 = always (for an MPI the query gets "
+       "wrong), 0 = never."},
   };
   return kTable;
 }
@@ -169,6 +218,36 @@ Config Config::Parse(const Lookup &lookup) {
       c.warnings.push_back(std::string(kSimPinned) + "='" + v + "' is not 0 or 1; using 1");
     }
   }
+  if (const char *v = lookup(kStagingPinned)) {
+    if (!ParseTriState(v, &c.staging_pinned)) {
+      c.warnings.push_back(std::string(kStagingPinned) + "='" + v +
+                           "' is not auto, 1 or 0; using auto");
+    }
+  }
+  if (const char *v = lookup(kCacheBytes)) {
+    size_t b = 0;
+    if (ParseBytes(v, &b) && b >= 4096) {
+      c.staging_cache_bytes = b;
+    } else {
+      c.warnings.push_back(std::string(kCacheBytes) + "='" + v +
+                           "' is not a size of at least 4K; using 256M");
+    }
+  }
+  if (const char *v = lookup(kChunkBytes)) {
+    size_t b = 0;
+    if (ParseBytes(v, &b) && b >= 1) {
+      c.pipeline_chunk_bytes = b;
+    } else {
+      c.warnings.push_back(std::string(kChunkBytes) + "='" + v +
+                           "' is not a positive size; using 1M");
+    }
+  }
+  if (const char *v = lookup(kDirect)) {
+    if (!ParseTriState(v, &c.mpi_device_direct)) {
+      c.warnings.push_back(std::string(kDirect) + "='" + v +
+                           "' is not auto, 1 or 0; using auto");
+    }
+  }
   return c;
 }
 
@@ -187,6 +266,10 @@ std::vector<std::string> Config::Describe() const {
       std::string(kSimGbps) + "=" + FormatNumber(sim_copy_gbps),
       std::string(kSimCount) + "=" + std::to_string(sim_device_count),
       std::string(kSimPinned) + "=" + (sim_pinned ? "1" : "0"),
+      std::string(kStagingPinned) + "=" + staging_pinned,
+      std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
+      std::string(kChunkBytes) + "=" + std::to_string(pipeline_chunk_bytes),
+      std::string(kDirect) + "=" + mpi_device_direct,
   };
 }
 

@@ -21,6 +21,10 @@ struct Config {
   double sim_copy_gbps = 0;              // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
   int sim_device_count = 8;              // INFINICCL_SIM_DEVICE_COUNT
   bool sim_pinned = true;                // INFINICCL_SIM_PINNED
+  std::string staging_pinned = "auto";   // INFINICCL_STAGING_PINNED: auto|1|0
+  size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
+  size_t pipeline_chunk_bytes = size_t{1} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
+  std::string mpi_device_direct = "auto";  // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
 
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.
@@ -48,5 +52,8 @@ const Config &GlobalConfig();
 void ReloadGlobalConfig();
 
 const char *LogLevelName(LogLevel level);
+
+// "4M", "256KiB", "1g", "65536" -> bytes; false if malformed.
+bool ParseBytes(const char *text, size_t *out);
 
 }  // namespace infiniccl

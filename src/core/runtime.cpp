@@ -11,6 +11,7 @@
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_types.h"
 #include "core/log.h"
+#include "staging/staging_pool.h"
 
 namespace infiniccl {
 
@@ -74,6 +75,7 @@ Status Runtime::Init(int *argc, char ***argv) {
     s.owns_mpi = false;
     return st;
   }
+  StagingPool::Global().ResetCounters();
   s.phase = Phase::kActive;
 
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -106,6 +108,7 @@ Status Runtime::Finalize() {
                    leftover.size());
   }
   leftover.clear();  // frees their MPI communicators while MPI is still up
+  StagingPool::Global().Trim();
   MpiTypeTable::Destroy();
   if (s.owns_mpi) {
     INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));

@@ -1,23 +1,46 @@
 #include "route/route.h"
 
+#include <atomic>
+
 #include "core/dtype.h"
 #include "core/log.h"
 #include "device/registry.h"
-#include "staging/staged_path.h"
+#include "backend/mpi/gpu_aware.h"
+#include "core/config.h"
+#include "staging/pipeline.h"
+#include "staging/staging_pool.h"
 
 namespace infiniccl {
 
 namespace {
 
-enum class Path { kHostMpi = 0, kStagedMpi = 1 };
-constexpr int kNumPaths = 2;
+enum class Path { kHostMpi = 0, kDirectMpi = 1, kStagedMpi = 2 };
+constexpr int kNumPaths = 3;
 
 const char *PathName(Path p) {
   switch (p) {
     case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
-    case Path::kStagedMpi: return "device buffers -> host staging -> MPI";
+    case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
+    case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
   }
   return "?";
+}
+
+// INFINICCL_MPI_DEVICE_DIRECT: 1 forces, 0 forbids, auto asks the MPI once
+// per device kind.
+bool DirectAllowed(DeviceKind kind) {
+  const std::string &mode = GlobalConfig().mpi_device_direct;
+  if (mode == "1") return true;
+  if (mode == "0") return false;
+  static std::atomic<int> answers[kNumDeviceKinds];  // 0 unknown, 1 no, 2 yes
+  std::atomic<int> &answer = answers[static_cast<int>(kind)];
+  if (answer.load() == 0) {
+    const GpuAwareness g = QueryMpiGpuAware(kind);
+    INFINICCL_INFO("MPI GPU-aware for %s memory: %s (%s)", DeviceKindName(kind),
+                   g.supported ? "yes" : "no", g.how);
+    answer.store(g.supported ? 2 : 1);
+  }
+  return answer.load() == 2;
 }
 
 void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
@@ -61,9 +84,20 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
                       DeviceKindName(kind));
   }
 
-  // 2. Device buffers: staged through host memory.
+  // 2. Device buffers and an MPI that reads them: direct, after the work
+  //    already queued on the stream (the producer of sendbuff).
+  if (DirectAllowed(kind)) {
+    Announce(comm, a, Path::kDirectMpi, DeviceKindName(kind));
+    INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
+    StagingPool::Global().CountDirect();
+    return comm.mpi_backend().Run(a);
+  }
+
+  // 3. Device buffers otherwise: staged through pooled host buffers,
+  //    pipelined when large.
   Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
-  return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev});
+  return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
+                   &comm);
 }
 
 }  // namespace infiniccl

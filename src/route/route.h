@@ -1,8 +1,9 @@
 // Route: the one place that decides which path a collective takes.
 //
 //   1. host buffers                         -> MPI, zero copies
-//   2. device buffers                       -> staged through host memory, MPI
-//   (native CCL and GPU-aware MPI paths come with their backends)
+//   2. device buffers, GPU-aware MPI        -> MPI directly
+//   3. device buffers otherwise             -> pooled host staging, pipelined
+//   (the native CCL path comes with its backend)
 //
 // The first call of each kind on a communicator logs its path at INFO; every
 // call logs it at TRACE.

@@ -1,0 +1,164 @@
+#include "staging/pipeline.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/dtype.h"
+#include "staging/staging_pool.h"
+
+namespace infiniccl {
+
+namespace {
+
+constexpr int kSlots = 2;  // buffers in flight: enough for copy/MPI overlap on one stream
+
+// RAII event of the device runtime.
+class Event {
+ public:
+  explicit Event(DeviceRuntime &d) : device_(d) {}
+  ~Event() {
+    if (event_ != nullptr) device_.EventDestroy(event_);
+  }
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  Status Create() { return device_.EventCreate(&event_); }
+  void *get() const { return event_; }
+
+ private:
+  DeviceRuntime &device_;
+  void *event_ = nullptr;
+};
+
+// Synchronizes the stream when the call leaves early, so no queued copy still
+// touches a leased buffer once it is back in the pool.
+class SyncOnExit {
+ public:
+  SyncOnExit(DeviceRuntime &d, void *stream) : device_(d), stream_(stream) {}
+  ~SyncOnExit() {
+    if (armed_) device_.StreamSynchronize(stream_);
+  }
+  SyncOnExit(const SyncOnExit &) = delete;
+  SyncOnExit &operator=(const SyncOnExit &) = delete;
+  Status Finish() {
+    armed_ = false;
+    return device_.StreamSynchronize(stream_);
+  }
+
+ private:
+  DeviceRuntime &device_;
+  void *stream_;
+  bool armed_ = true;
+};
+
+struct Plan {
+  size_t elem, count, send_blocks, recv_blocks, cols;  // cols per chunk
+  size_t slot_bytes() const { return (send_blocks + recv_blocks) * cols * elem; }
+};
+
+// Moves the send slices of columns [col, col+n) into the slot (device memory
+// by an async copy on the stream, host memory by memcpy).
+Status StageIn(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, const Plan &p,
+               bool on_device, char *slot, size_t col, size_t n) {
+  const char *src = static_cast<const char *>(a.sendbuff);
+  for (size_t b = 0; b < p.send_blocks; ++b) {
+    const char *from = src + (b * p.count + col) * p.elem;
+    char *to = slot + b * n * p.elem;
+    if (on_device) {
+      INFINICCL_RETURN_IF_ERROR(
+          device.MemcpyAsync(to, from, n * p.elem, CopyKind::kDeviceToHost, a.stream));
+      pool.CountCopy(CopyKind::kDeviceToHost, n * p.elem);
+    } else {
+      std::memcpy(to, from, n * p.elem);
+    }
+  }
+  return Status::Ok();
+}
+
+Status StageOut(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, const Plan &p,
+                bool on_device, const char *slot, size_t col, size_t n) {
+  char *dst = static_cast<char *>(a.recvbuff);
+  for (size_t b = 0; b < p.recv_blocks; ++b) {
+    char *to = dst + (b * p.count + col) * p.elem;
+    const char *from = slot + b * n * p.elem;
+    if (on_device) {
+      INFINICCL_RETURN_IF_ERROR(
+          device.MemcpyAsync(to, from, n * p.elem, CopyKind::kHostToDevice, a.stream));
+      pool.CountCopy(CopyKind::kHostToDevice, n * p.elem);
+    } else {
+      std::memcpy(to, from, n * p.elem);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+size_t ChunkColumns(size_t count, size_t send_blocks, size_t recv_blocks, size_t elem,
+                    size_t chunk_bytes, size_t cap_bytes) {
+  const size_t blocks = send_blocks + recv_blocks;
+  const size_t widest = std::max<size_t>(1, std::max(send_blocks, recv_blocks));
+  // Small enough for one host buffer of one chunk: no pipelining.
+  if (count <= chunk_bytes / (widest * elem) && blocks * count * elem <= cap_bytes) {
+    return count;
+  }
+  size_t cols = std::max<size_t>(1, chunk_bytes / (widest * elem));
+  // Both slots together stay within the pool's cap.
+  cols = std::min(cols, std::max<size_t>(1, cap_bytes / (kSlots * blocks * elem)));
+  return std::min(cols, count);
+}
+
+Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a,
+                 BufferPlacement placement, const void *owner) {
+  StagingPool &pool = StagingPool::Global();
+  const Config &config = GlobalConfig();
+  Plan p;
+  p.elem = DataTypeSize(a.dtype);
+  p.count = a.count;
+  p.send_blocks = a.send_bytes / (a.count * p.elem);
+  p.recv_blocks = a.recv_bytes / (a.count * p.elem);
+  p.cols = ChunkColumns(p.count, p.send_blocks, p.recv_blocks, p.elem,
+                        config.pipeline_chunk_bytes, pool.cap_bytes());
+  const size_t chunks = (p.count + p.cols - 1) / p.cols;
+  const int slots = chunks > 1 ? kSlots : 1;
+  pool.CountCall(chunks > 1);
+
+  StagingLease lease[kSlots];
+  Event ready[kSlots] = {Event(device), Event(device)};
+  for (int s = 0; s < slots; ++s) {
+    INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease[s]));
+    INFINICCL_RETURN_IF_ERROR(ready[s].Create());
+  }
+  SyncOnExit sync(device, a.stream);  // destroyed before the leases
+  auto cols_of = [&](size_t k) { return std::min(p.cols, p.count - k * p.cols); };
+  auto stage_in = [&](size_t k) -> Status {
+    char *slot = lease[k % slots].data();
+    INFINICCL_RETURN_IF_ERROR(StageIn(device, pool, a, p, placement.send_on_device, slot,
+                                      k * p.cols, cols_of(k)));
+    // Recorded after everything queued on the stream so far, which includes
+    // the host-to-device copies of the chunk that last used this slot.
+    return device.EventRecord(ready[k % slots].get(), a.stream);
+  };
+
+  INFINICCL_RETURN_IF_ERROR(stage_in(0));
+  for (size_t k = 0; k < chunks; ++k) {
+    if (k + 1 < chunks) INFINICCL_RETURN_IF_ERROR(stage_in(k + 1));
+    INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(ready[k % slots].get()));
+    const size_t n = cols_of(k);
+    char *slot = lease[k % slots].data();
+    CollArgs host = a;
+    host.count = n;
+    host.in_place = false;  // staging buffers are always separate
+    host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
+    host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * n * p.elem : nullptr;
+    host.send_bytes = p.send_blocks * n * p.elem;
+    host.recv_bytes = p.recv_blocks * n * p.elem;
+    INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
+    INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, a, p, placement.recv_on_device,
+                                       static_cast<char *>(host.recvbuff), k * p.cols, n));
+  }
+  // The leases are returned on exit, so the last copies must be done.
+  return sync.Finish();
+}
+
+}  // namespace infiniccl

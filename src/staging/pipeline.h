@@ -1,0 +1,39 @@
+// The staged path: a collective on device buffers over an MPI that cannot
+// read device memory.
+//
+// Every collective is column-separable: its buffers are S send blocks and R
+// receive blocks of `count` elements (AllReduce 1/1, AllGather 1/n,
+// ReduceScatter n/1, AllToAll n/n, ...), and running it on the same column
+// range [o, o+L) of every block yields that range of the result. So one
+// pipeline serves them all: the columns are cut into chunks of about
+// INFINICCL_PIPELINE_CHUNK_BYTES, each chunk's slices are copied into a pooled
+// host buffer on the user's stream, MPI runs on the host buffer, and the
+// result slices are copied back. Two buffers alternate, so the device-to-host
+// copy of chunk k+1 and the host-to-device copy of chunk k-1 run on the
+// copy engine while MPI works on chunk k. A small operation is one chunk.
+// The call returns when the results are in the device buffers.
+#pragma once
+
+#include "backend/backend.h"
+#include "core/coll_args.h"
+#include "device/device_runtime.h"
+
+namespace infiniccl {
+
+struct BufferPlacement {
+  bool send_on_device;  // send buffer used at this rank and in device memory
+  bool recv_on_device;
+};
+
+// `args` has been validated (send_bytes / recv_bytes set, count > 0).
+// `owner` is the communicator, for the staging pool's bookkeeping.
+Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &args,
+                 BufferPlacement placement, const void *owner);
+
+// Chunking decision, exposed for tests: columns per chunk for an operation of
+// `count` columns whose host slot needs `send_blocks + recv_blocks` blocks of
+// `elem` bytes per column.
+size_t ChunkColumns(size_t count, size_t send_blocks, size_t recv_blocks, size_t elem,
+                    size_t chunk_bytes, size_t cap_bytes);
+
+}  // namespace infiniccl

@@ -1,0 +1,95 @@
+// StagingPool: reusable host buffers for staging device data through host
+// memory, shared by every communicator of the process.
+//
+// - Leases are RAII: a buffer goes back to the pool on every path, errors
+//   included. Once sizes repeat, a call allocates nothing.
+// - Pinned memory from the device runtime when the policy allows
+//   (INFINICCL_STAGING_PINNED), pageable otherwise; a failed pinned
+//   allocation falls back to pageable with one WARN.
+// - Retention: bytes held (idle + leased) are kept within
+//   INFINICCL_STAGING_CACHE_BYTES by freeing idle buffers; the pipeline sizes
+//   its leases so that one call never needs more than that.
+// - CommDestroy frees idle buffers only that communicator used; Finalize and
+//   infinicclMemTrim free all idle buffers.
+#pragma once
+
+#include <infiniccl/infiniccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "core/status.h"
+#include "device/device_runtime.h"
+
+namespace infiniccl {
+
+class StagingPool;
+
+struct StagingBlock {
+  char *data = nullptr;
+  size_t bytes = 0;
+  bool pinned = false;
+  DeviceRuntime *runtime = nullptr;  // allocator of pinned memory
+  const void *owner = nullptr;       // the one communicator that used it, or null
+  bool shared = false;               // used by more than one communicator
+};
+
+class StagingLease {
+ public:
+  StagingLease() = default;
+  ~StagingLease() { Reset(); }
+  StagingLease(StagingLease &&other) noexcept { *this = std::move(other); }
+  StagingLease &operator=(StagingLease &&other) noexcept;
+  StagingLease(const StagingLease &) = delete;
+  StagingLease &operator=(const StagingLease &) = delete;
+
+  char *data() const { return block_.data; }
+  size_t bytes() const { return block_.bytes; }
+  bool pinned() const { return block_.pinned; }
+  void Reset();  // returns the buffer to the pool now
+
+ private:
+  friend class StagingPool;
+  StagingPool *pool_ = nullptr;
+  StagingBlock block_;
+};
+
+class StagingPool {
+ public:
+  static StagingPool &Global();
+
+  // A buffer of at least `bytes` for copies with `runtime`, on behalf of the
+  // communicator `owner`.
+  Status Lease(size_t bytes, DeviceRuntime &runtime, const void *owner, StagingLease *out);
+
+  void Trim();                          // free every idle buffer
+  void ReleaseOwner(const void *owner); // free idle buffers only `owner` used
+  size_t cap_bytes() const;
+
+  // Counters kept by the pipeline.
+  void CountCopy(CopyKind kind, size_t bytes);
+  void CountCall(bool pipelined);
+  void CountDirect();
+  infinicclStagingStats Stats();
+  void ResetCounters();  // infinicclInit
+
+ private:
+  friend class StagingLease;
+  void Return(StagingBlock block);
+  // Frees idle buffers (largest first) until held + incoming <= cap.
+  void EnforceCapLocked(size_t incoming);
+  void FreeLocked(const StagingBlock &b);
+  StagingBlock AllocateLocked(size_t bytes, DeviceRuntime &runtime, Status *status);
+
+  std::mutex mutex_;
+  std::vector<StagingBlock> idle_;
+  size_t held_bytes_ = 0, pinned_held_bytes_ = 0, peak_bytes_ = 0;
+  uint64_t allocations_ = 0, frees_ = 0;
+  std::atomic<uint64_t> d2h_copies_{0}, d2h_bytes_{0}, h2d_copies_{0}, h2d_bytes_{0};
+  std::atomic<uint64_t> staged_calls_{0}, pipelined_calls_{0}, direct_calls_{0};
+  bool warned_pinned_ = false;
+};
+
+}  // namespace infiniccl
