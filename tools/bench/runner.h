@@ -1,0 +1,34 @@
+// The measurement: `repeat` rounds of every size, and within a size every
+// mode in turn on the same buffers (so host_C and infiniccl_C run side by
+// side); each (mode, size) is barrier, warm-up, barrier, `iters` timed calls.
+#ifndef INFINICCL_BENCH_RUNNER_H_
+#define INFINICCL_BENCH_RUNNER_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "modes.h"
+#include "run.h"
+
+namespace bench {
+
+struct Result {
+  const Mode *mode = nullptr;
+  size_t elements = 0;  // as requested
+  Layout layout;        // count and size columns agree on all ranks
+  std::string unavailable;
+  // Slowest rank's mean per call, minimum over repeats.
+  double time_us = std::numeric_limits<double>::infinity();
+  bool validated = false;
+  uint64_t wrong = 0;  // summed over ranks
+};
+
+// Results in mode-major order: all sizes of modes[0], then of modes[1], ...
+std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes);
+
+}  // namespace bench
+
+#endif  // INFINICCL_BENCH_RUNNER_H_
