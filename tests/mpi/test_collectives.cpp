@@ -1,0 +1,419 @@
+// Correctness matrix in the style of nccl-tests: every collective x dtype x
+// reduction op x count x in-place/out-of-place x root, on host buffers.
+// Every element of every result is compared with a value computed here
+// independently; guard zones around each buffer catch out-of-bounds writes,
+// and buffers a collective must not write (send buffers, recvbuff at a
+// non-root of Reduce/Gather) are checked to be unchanged.
+//
+// Usage: test_collectives [CollectiveName...]  (default: all collectives);
+// ITEST_VERBOSE=1 in the environment prints each case as it starts.
+#include <mpi.h>
+
+#include <cinttypes>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "test_util.h"
+
+using namespace itest;
+
+namespace {
+
+enum class Coll { AllReduce, Broadcast, Bcast, Reduce, AllGather, Gather, Scatter, ReduceScatter,
+                  AllToAll, SendRecv };
+constexpr Coll kAllColls[] = {Coll::AllReduce, Coll::Broadcast,     Coll::Bcast,    Coll::Reduce,
+                              Coll::AllGather, Coll::Gather,        Coll::Scatter,
+                              Coll::ReduceScatter, Coll::AllToAll, Coll::SendRecv};
+const char *CollName(Coll c) {
+  static const char *const kNames[] = {"AllReduce", "Broadcast",     "Bcast",    "Reduce",
+                                       "AllGather", "Gather",        "Scatter",
+                                       "ReduceScatter", "AllToAll", "SendRecv"};
+  return kNames[static_cast<int>(c)];
+}
+bool IsReduction(Coll c) {
+  return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter;
+}
+bool IsRooted(Coll c) {
+  return c == Coll::Broadcast || c == Coll::Bcast || c == Coll::Reduce || c == Coll::Gather ||
+         c == Coll::Scatter;
+}
+
+// Odd and prime counts catch chunking/remainder bugs; 65537 crosses 64 Ki.
+constexpr size_t kCounts[] = {0, 1, 1031, 65537};
+// Compare exactly (ops other than Avg never need a tolerance).
+constexpr infinicclRedOp_t kExact = infinicclSum;
+
+struct World {
+  int rank;
+  int n;
+  infinicclComm_t comm;
+};
+
+struct Case {
+  Coll coll;
+  infinicclDataType_t dt;
+  infinicclRedOp_t op;  // infinicclNumOps for data-moving collectives
+  size_t count;
+  int root;  // -1 when not rooted
+  bool inplace;
+  uint64_t seed;  // makes every case's data distinct from the previous one's
+};
+
+long g_cases = 0;
+long g_elements = 0;
+
+std::string Describe(const Case &c) {
+  char s[192];
+  std::snprintf(s, sizeof s, "%s dtype=%s op=%s count=%zu root=%d inplace=%d",
+                CollName(c.coll), Info(c.dt).name, OpName(c.op), c.count, c.root,
+                int(c.inplace));
+  return s;
+}
+
+size_t Bytes(const Case &c, size_t elems) { return elems * Info(c.dt).size; }
+unsigned char *At(const Case &c, GuardedBuffer &b, size_t elem) { return b.data() + Bytes(c, elem); }
+
+template <class F>
+void Fill(const Case &c, GuardedBuffer &b, size_t first, size_t count, F value) {
+  for (size_t i = 0; i < count; ++i) Encode(c.dt, b.data(), first + i, value(i));
+}
+
+// Elements [first, first+count) of b must equal want(i), i relative to first.
+template <class F>
+void CheckRegion(const Case &c, const char *region, const GuardedBuffer &b, size_t first,
+                 size_t count, infinicclRedOp_t cmp, F want) {
+  int shown = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double got = Decode(c.dt, b.data(), first + i), exp = want(i);
+    if (Matches(c.dt, cmp, got, exp)) continue;
+    if (shown++ < 3)
+      Fail(__FILE__, __LINE__, "element mismatch", "%s region=%s index=%zu expected=%.17g got=%.17g",
+           Describe(c).c_str(), region, first + i, exp, got);
+    else
+      ++g_failures;
+  }
+  g_elements += static_cast<long>(count);
+}
+
+void CheckGuards(const Case &c, const char *region, const GuardedBuffer &b) {
+  CHECK(b.GuardsIntact(), "%s: write outside the %s buffer", Describe(c).c_str(), region);
+}
+
+void CheckUntouched(const Case &c, const char *region, const GuardedBuffer &b) {
+  CHECK(b.Untouched(0, b.bytes()) && b.GuardsIntact(), "%s: %s buffer must not be written",
+        Describe(c).c_str(), region);
+}
+
+bool RcOk(const Case &c, infinicclResult_t rc, const char *call) {
+  if (rc == infinicclSuccess) return true;
+  Fail(__FILE__, __LINE__, call, "%s returned %d (%s): %s", Describe(c).c_str(), int(rc),
+       ResultName(rc), SafeLastError());
+  return false;
+}
+#define CALL_OR_RETURN(c, call) \
+  if (!RcOk(c, (call), #call)) return
+
+void RunAllReduce(const World &w, const Case &c) {
+  auto in = [&](size_t i) { return ReduceValue(c.dt, c.op, c.seed, w.rank, i); };
+  auto want = [&](size_t i) { return ExpectedReduce(c.dt, c.op, c.seed, w.n, i); };
+  GuardedBuffer recv(Bytes(c, c.count)), send(c.inplace ? 0 : Bytes(c, c.count));
+  GuardedBuffer &src = c.inplace ? recv : send;
+  Fill(c, src, 0, c.count, in);
+  CALL_OR_RETURN(c, infinicclAllReduce(src.data(), recv.data(), c.count, c.dt, c.op, w.comm, nullptr));
+  CheckRegion(c, "recv", recv, 0, c.count, c.op, want);
+  if (!c.inplace) CheckRegion(c, "send", send, 0, c.count, kExact, in);
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+// Broadcast (sendbuff, recvbuff) and Bcast (one buffer, always in place).
+void RunBroadcast(const World &w, const Case &c) {
+  auto data = [&](size_t i) { return DataValue(c.dt, c.seed, c.root, i); };
+  bool root = w.rank == c.root;
+  GuardedBuffer recv(Bytes(c, c.count)), send(c.inplace ? 0 : Bytes(c, c.count));
+  GuardedBuffer &src = c.inplace ? recv : send;
+  if (root) Fill(c, src, 0, c.count, data);  // sendbuff is not significant at non-roots
+  if (c.coll == Coll::Bcast) {
+    CALL_OR_RETURN(c, infinicclBcast(recv.data(), c.count, c.dt, c.root, w.comm, nullptr));
+  } else {
+    CALL_OR_RETURN(c, infinicclBroadcast(src.data(), recv.data(), c.count, c.dt, c.root, w.comm,
+                                         nullptr));
+  }
+  CheckRegion(c, "recv", recv, 0, c.count, kExact, data);
+  CheckGuards(c, "recv", recv);
+  if (c.inplace) return;
+  if (root)
+    CheckRegion(c, "send", send, 0, c.count, kExact, data);
+  else
+    CheckUntouched(c, "non-root send", send);
+}
+
+void RunReduce(const World &w, const Case &c) {
+  auto in = [&](size_t i) { return ReduceValue(c.dt, c.op, c.seed, w.rank, i); };
+  auto want = [&](size_t i) { return ExpectedReduce(c.dt, c.op, c.seed, w.n, i); };
+  bool root = w.rank == c.root;
+  GuardedBuffer recv(Bytes(c, c.count)), send(c.inplace ? 0 : Bytes(c, c.count));
+  GuardedBuffer &src = c.inplace ? recv : send;
+  Fill(c, src, 0, c.count, in);
+  CALL_OR_RETURN(c, infinicclReduce(src.data(), recv.data(), c.count, c.dt, c.op, c.root, w.comm,
+                                    nullptr));
+  if (root)
+    CheckRegion(c, "recv", recv, 0, c.count, c.op, want);
+  else if (c.inplace)  // a non-root's input must survive: only the root receives
+    CheckRegion(c, "non-root in-place buffer", recv, 0, c.count, kExact, in);
+  else
+    CheckUntouched(c, "non-root recv", recv);
+  if (!c.inplace) CheckRegion(c, "send", send, 0, c.count, kExact, in);
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+void RunAllGather(const World &w, const Case &c) {
+  auto data = [&](int r) { return [&c, r](size_t i) { return DataValue(c.dt, c.seed, r, i); }; };
+  GuardedBuffer recv(Bytes(c, w.n * c.count)), send(c.inplace ? 0 : Bytes(c, c.count));
+  const void *sb = send.data();
+  if (c.inplace) {  // NCCL layout: sendbuff == recvbuff + rank*count
+    Fill(c, recv, w.rank * c.count, c.count, data(w.rank));
+    sb = At(c, recv, w.rank * c.count);
+  } else {
+    Fill(c, send, 0, c.count, data(w.rank));
+  }
+  CALL_OR_RETURN(c, infinicclAllGather(sb, recv.data(), c.count, c.dt, w.comm, nullptr));
+  for (int r = 0; r < w.n; ++r) CheckRegion(c, "recv", recv, r * c.count, c.count, kExact, data(r));
+  if (!c.inplace) CheckRegion(c, "send", send, 0, c.count, kExact, data(w.rank));
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+void RunGather(const World &w, const Case &c) {
+  auto data = [&](int r) { return [&c, r](size_t i) { return DataValue(c.dt, c.seed, r, i); }; };
+  bool root = w.rank == c.root;
+  bool inplace = c.inplace && root;  // in place is a root-side layout
+  GuardedBuffer recv(Bytes(c, w.n * c.count)), send(inplace ? 0 : Bytes(c, c.count));
+  const void *sb = send.data();
+  if (inplace) {  // sendbuff == recvbuff + root*count
+    Fill(c, recv, c.root * c.count, c.count, data(w.rank));
+    sb = At(c, recv, c.root * c.count);
+  } else {
+    Fill(c, send, 0, c.count, data(w.rank));
+  }
+  CALL_OR_RETURN(c, infinicclGather(sb, recv.data(), c.count, c.dt, c.root, w.comm, nullptr));
+  if (root) {
+    for (int r = 0; r < w.n; ++r)
+      CheckRegion(c, "recv", recv, r * c.count, c.count, kExact, data(r));
+    CheckGuards(c, "recv", recv);
+  } else {
+    CheckUntouched(c, "non-root recv", recv);
+  }
+  if (!inplace) CheckRegion(c, "send", send, 0, c.count, kExact, data(w.rank));
+  CheckGuards(c, "send", send);
+}
+
+void RunScatter(const World &w, const Case &c) {
+  auto data = [&](size_t i) { return DataValue(c.dt, c.seed, c.root, i); };
+  bool root = w.rank == c.root;
+  bool inplace = c.inplace && root;
+  GuardedBuffer send(Bytes(c, w.n * c.count)), recv(inplace ? 0 : Bytes(c, c.count));
+  if (root) Fill(c, send, 0, w.n * c.count, data);
+  void *rb = inplace ? At(c, send, c.root * c.count) : recv.data();  // recvbuff == sendbuff + root*count
+  CALL_OR_RETURN(c, infinicclScatter(send.data(), rb, c.count, c.dt, c.root, w.comm, nullptr));
+  if (root)  // whole sendbuff unchanged; in place its root block is the result
+    CheckRegion(c, "send", send, 0, w.n * c.count, kExact, data);
+  else
+    CheckUntouched(c, "non-root send", send);
+  if (!inplace) {
+    size_t off = w.rank * c.count;
+    CheckRegion(c, "recv", recv, 0, c.count, kExact, [&](size_t i) { return data(off + i); });
+  }
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+void RunReduceScatter(const World &w, const Case &c) {
+  auto in = [&](size_t i) { return ReduceValue(c.dt, c.op, c.seed, w.rank, i); };
+  size_t off = w.rank * c.count;
+  auto want = [&](size_t i) { return ExpectedReduce(c.dt, c.op, c.seed, w.n, off + i); };
+  GuardedBuffer send(Bytes(c, w.n * c.count)), recv(c.inplace ? 0 : Bytes(c, c.count));
+  Fill(c, send, 0, w.n * c.count, in);
+  void *rb = c.inplace ? At(c, send, off) : recv.data();  // recvbuff == sendbuff + rank*count
+  CALL_OR_RETURN(c, infinicclReduceScatter(send.data(), rb, c.count, c.dt, c.op, w.comm, nullptr));
+  if (c.inplace) {  // the other blocks of an in-place buffer are undefined afterwards
+    CheckRegion(c, "recv", send, off, c.count, c.op, want);
+  } else {
+    CheckRegion(c, "recv", recv, 0, c.count, c.op, want);
+    CheckRegion(c, "send", send, 0, w.n * c.count, kExact, in);
+  }
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+void RunAllToAll(const World &w, const Case &c) {
+  // Rank r's element j*count+k goes to rank j's block r, element k.
+  auto data = [&](int r) { return [&c, r](size_t i) { return DataValue(c.dt, c.seed, r, i); }; };
+  size_t total = w.n * c.count;
+  GuardedBuffer recv(Bytes(c, total)), send(c.inplace ? 0 : Bytes(c, total));
+  GuardedBuffer &src = c.inplace ? recv : send;
+  Fill(c, src, 0, total, data(w.rank));
+  CALL_OR_RETURN(c, infinicclAllToAll(src.data(), recv.data(), c.count, c.dt, w.comm, nullptr));
+  size_t off = w.rank * c.count;
+  for (int r = 0; r < w.n; ++r)
+    CheckRegion(c, "recv", recv, r * c.count, c.count, kExact,
+                [&](size_t i) { return data(r)(off + i); });
+  if (!c.inplace) CheckRegion(c, "send", send, 0, total, kExact, data(w.rank));
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+// A ring: send to rank+1, receive from rank-1. Even ranks send first and odd
+// ranks receive first, so blocking sends cannot all wait on each other.
+void RunSendRecv(const World &w, const Case &c) {
+  int next = (w.rank + 1) % w.n, prev = (w.rank - 1 + w.n) % w.n;
+  auto data = [&](int r) { return [&c, r](size_t i) { return DataValue(c.dt, c.seed, r, i); }; };
+  GuardedBuffer send(Bytes(c, c.count)), recv(Bytes(c, c.count));
+  Fill(c, send, 0, c.count, data(w.rank));
+  for (int step = 0; step < 2; ++step) {
+    if ((step == 0) == (w.rank % 2 == 0)) {
+      CALL_OR_RETURN(c, infinicclSend(send.data(), c.count, c.dt, next, w.comm, nullptr));
+    } else {
+      CALL_OR_RETURN(c, infinicclRecv(recv.data(), c.count, c.dt, prev, w.comm, nullptr));
+    }
+  }
+  CheckRegion(c, "recv", recv, 0, c.count, kExact, data(prev));
+  CheckRegion(c, "send", send, 0, c.count, kExact, data(w.rank));
+  CheckGuards(c, "recv", recv);
+  CheckGuards(c, "send", send);
+}
+
+// ITEST_VERBOSE=1 names each case before it runs: the last line printed
+// names the case when a run crashes or hangs.
+const bool g_verbose = std::getenv("ITEST_VERBOSE") != nullptr;
+
+// Collective/dtype/op combinations with a failure, for the summary: only
+// the first few mismatches are printed in full.
+std::set<std::string> g_failed_combos;
+
+void RunCaseBody(const World &w, const Case &c);
+
+void RunCase(const World &w, const Case &c) {
+  ++g_cases;
+  if (g_verbose) std::fprintf(stderr, "[rank %d] %s\n", w.rank, Describe(c).c_str());
+  long before = g_failures;
+  RunCaseBody(w, c);
+  if (g_failures != before)
+    g_failed_combos.insert(std::string(CollName(c.coll)) + "/" + Info(c.dt).name + "/" +
+                           OpName(c.op));
+}
+
+void RunCaseBody(const World &w, const Case &c) {
+  switch (c.coll) {
+    case Coll::AllReduce: RunAllReduce(w, c); break;
+    case Coll::Broadcast:
+    case Coll::Bcast: RunBroadcast(w, c); break;
+    case Coll::Reduce: RunReduce(w, c); break;
+    case Coll::AllGather: RunAllGather(w, c); break;
+    case Coll::Gather: RunGather(w, c); break;
+    case Coll::Scatter: RunScatter(w, c); break;
+    case Coll::ReduceScatter: RunReduceScatter(w, c); break;
+    case Coll::AllToAll: RunAllToAll(w, c); break;
+    case Coll::SendRecv: RunSendRecv(w, c); break;
+  }
+}
+
+void RunMatrix(const World &w, Coll coll, uint64_t &seed) {
+  if (coll == Coll::SendRecv && w.n < 2) return;  // sending to self is invalid
+  for (const DtypeInfo &d : kDtypes) {
+    for (int op = 0; op < infinicclNumOps; ++op) {
+      if (!IsReduction(coll) && op > 0) break;
+      auto rop = IsReduction(coll) ? infinicclRedOp_t(op) : infinicclNumOps;
+      for (size_t count : kCounts) {
+        for (int inplace = 0; inplace < 2; ++inplace) {
+          if (coll == Coll::SendRecv && inplace) continue;   // no in-place form
+          if (coll == Coll::Bcast && !inplace) continue;     // always in place
+          for (int root = IsRooted(coll) ? 0 : -1; root < (IsRooted(coll) ? w.n : 0); ++root)
+            RunCase(w, Case{coll, d.dt, rop, count, root, inplace != 0, ++seed});
+        }
+      }
+    }
+  }
+}
+
+// The codecs are the reference for every fp16/bf16 check, so test them first.
+void CheckCodecs() {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+    if (!nan) CHECK(FloatToHalf(HalfToFloat(uint16_t(h))) == h, "half 0x%04x", h);
+    bool bnan = (h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0;
+    if (!bnan) CHECK(FloatToBFloat16(BFloat16ToFloat(uint16_t(h))) == h, "bf16 0x%04x", h);
+  }
+  for (int i = -2048; i <= 2048; ++i) CHECK(HalfToFloat(FloatToHalf(float(i))) == float(i));
+  for (int i = -256; i <= 256; ++i) CHECK(BFloat16ToFloat(FloatToBFloat16(float(i))) == float(i));
+  CHECK(FloatToHalf(1.0f) == 0x3c00);
+  CHECK(FloatToHalf(65504.0f) == 0x7bff);
+  CHECK(FloatToHalf(65520.0f) == 0x7c00);
+  CHECK(FloatToHalf(2049.0f) == 0x6800);  // tie -> even (2048)
+  CHECK(FloatToHalf(2051.0f) == 0x6802);  // tie -> even (2052)
+  CHECK(FloatToHalf(1.0f / 3) == 0x3555);
+  CHECK(FloatToHalf(0x1p-25f) == 0x0000);  // tie -> even (0)
+  CHECK(FloatToHalf(0x1.8p-25f) == 0x0001);
+  CHECK(FloatToBFloat16(257.0f) == 0x4380);  // tie -> even (256)
+  CHECK(FloatToBFloat16(259.0f) == 0x4382);  // tie -> even (260)
+  CHECK(FloatToBFloat16(1.0f / 3) == 0x3eab);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (infinicclInit(&argc, &argv) != infinicclSuccess) {
+    std::fprintf(stderr, "infinicclInit failed: %s\n", SafeLastError());
+    return 2;
+  }
+  World w{};
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.n);
+  g_rank = w.rank;
+  double t0 = MPI_Wtime();
+
+  int v = -1;
+  CHECK_RC(infinicclGetRank(&v), infinicclSuccess);
+  CHECK(v == w.rank, "GetRank %d, MPI says %d", v, w.rank);
+  CHECK_RC(infinicclGetSize(&v), infinicclSuccess);
+  CHECK(v == w.n, "GetSize %d, MPI says %d", v, w.n);
+  CHECK_RC(infinicclCommInitAll(&w.comm, 0, nullptr), infinicclSuccess);
+  if (w.comm == nullptr) {
+    std::fprintf(stderr, "[rank %d] no communicator: %s\n", w.rank, SafeLastError());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  CHECK_RC(infinicclCommCount(w.comm, &v), infinicclSuccess);
+  CHECK(v == w.n, "CommCount %d, MPI says %d", v, w.n);
+  CHECK_RC(infinicclCommUserRank(w.comm, &v), infinicclSuccess);
+  CHECK(v == w.rank, "CommUserRank %d, MPI says %d", v, w.rank);
+  CheckCodecs();
+
+  uint64_t seed = 0;
+  for (Coll coll : kAllColls) {
+    bool selected = argc < 2;
+    for (int i = 1; i < argc; ++i) selected |= std::string(argv[i]) == CollName(coll);
+    if (!selected) continue;
+    long before = g_failures;
+    double t = MPI_Wtime();
+    RunMatrix(w, coll, seed);
+    if (w.rank == 0)
+      std::printf("[rank 0] %-13s %s (%.2f s)\n", CollName(coll),
+                  g_failures == before ? "ok" : "FAILED", MPI_Wtime() - t);
+  }
+
+  CHECK_RC(infinicclCommDestroy(w.comm), infinicclSuccess);
+  long total = 0;
+  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  std::printf("[rank %d/%d] test_collectives: %ld cases, %ld elements checked, %ld failures, "
+              "%.2f s\n", w.rank, w.n, g_cases, g_elements, g_failures, MPI_Wtime() - t0);
+  if (!g_failed_combos.empty()) {
+    std::string list;
+    for (const std::string &k : g_failed_combos) list += " " + k;
+    std::printf("[rank %d] failed combinations:%s\n", w.rank, list.c_str());
+  }
+  if (w.rank == 0 && total != 0) std::printf("test_collectives: %ld failures in all ranks\n", total);
+  CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  return g_failures == 0 && total == 0 ? 0 : 1;
+}
