@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""icclrun --dry-run: the launcher line it builds for Open MPI and MPICH.
+
+usage: icclrun_dryrun_test.py ICCLRUN CASE   (CASE 'list' prints the cases)
+
+Each case runs icclrun with --dry-run, splits its one output line as a shell
+would, and checks the flags. Nothing is launched, so these pass on a machine
+with either MPI (or none: icclrun then names the plain launcher).
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ICCLRUN = ""
+PROGRAM = sys.executable  # a program that exists on this host
+IS_ROOT = os.geteuid() == 0
+HUGE_NP = "100000"  # more processes than any test machine has cores
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("INFINICCL_MPI", "INFINICCL_MPIRUN", "OMPI_MCA_btl")}
+    env.update(extra)
+    return env
+
+
+def run(args, env=None):
+    p = subprocess.run([ICCLRUN] + args, capture_output=True, text=True,
+                       env=env if env is not None else clean_env(), timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def dry(args, env=None):
+    """The dry-run command line, as an argv list."""
+    rc, out, err = run(["--dry-run"] + args, env)
+    if rc != 0:
+        fail("icclrun %s: exit %d\nstdout: %s\nstderr: %s" % (args, rc, out, err))
+    lines = out.splitlines()
+    if len(lines) != 1:
+        fail("expected one line from --dry-run, got %r" % out)
+    argv = shlex.split(lines[0])
+    print("icclrun %s\n  -> %s" % (" ".join(args), lines[0]))
+    return argv
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def has_seq(argv, seq):
+    """True when `seq` appears in argv as consecutive items."""
+    n = len(seq)
+    return any(argv[i:i + n] == seq for i in range(len(argv) - n + 1))
+
+
+def expect_seq(argv, seq):
+    expect(has_seq(argv, seq), "expected %s in %s" % (seq, argv))
+
+
+def expect_no(argv, flag):
+    expect(flag not in argv, "did not expect %s in %s" % (flag, argv))
+
+
+def launcher_name(argv):
+    return os.path.basename(argv[0])
+
+
+def expect_btl_shared_memory(argv):
+    expect(has_seq(argv, ["--mca", "btl", "self,vader"]) or
+           has_seq(argv, ["--mca", "btl", "self,sm"]),
+           "expected --mca btl self,vader (or self,sm) in %s" % argv)
+
+
+# ---- Open MPI ---------------------------------------------------------------
+
+def case_openmpi_root():
+    argv = dry(["--mpi", "openmpi", "-np", "1", PROGRAM])
+    expect("mpirun" in launcher_name(argv) or "mpiexec" in launcher_name(argv)
+           or "orterun" in launcher_name(argv), "not an Open MPI launcher: %s" % argv)
+    if IS_ROOT:
+        expect("--allow-run-as-root" in argv, "root needs --allow-run-as-root: %s" % argv)
+    else:
+        expect_no(argv, "--allow-run-as-root")
+    expect_btl_shared_memory(argv)
+    expect_no(argv, "--oversubscribe")
+    expect_seq(argv, ["-np", "1", PROGRAM])
+    expect(argv[-1] == PROGRAM, "program must come last: %s" % argv)
+
+
+def case_openmpi_oversubscribe():
+    argv = dry(["--mpi", "openmpi", "-np", HUGE_NP, PROGRAM])
+    expect("--oversubscribe" in argv, "-np above nproc needs --oversubscribe: %s" % argv)
+    expect_seq(argv, ["-np", HUGE_NP])
+    argv = dry(["--mpi", "openmpi", "-n", "1", PROGRAM])
+    expect_no(argv, "--oversubscribe")
+    argv = dry(["--mpi", "openmpi", PROGRAM])  # no -np: the launcher decides
+    expect_no(argv, "--oversubscribe")
+    expect_no(argv, "-np")
+
+
+def case_openmpi_hosts():
+    argv = dry(["--mpi", "openmpi", "-np", HUGE_NP, "-H", "node1,node2", PROGRAM])
+    expect_seq(argv, ["-H", "node1,node2"])
+    # Several hosts: slots come from the host list, and the network is needed.
+    expect_no(argv, "--oversubscribe")
+    expect_no(argv, "--mca")
+    with tempfile.NamedTemporaryFile("w", suffix=".hosts") as f:
+        f.write("node1 slots=2\nnode2 slots=2\n")
+        f.flush()
+        argv = dry(["--mpi", "openmpi", "-np", "4", "--hostfile", f.name, PROGRAM])
+        expect_seq(argv, ["--hostfile", f.name])
+        expect_no(argv, "--mca")
+
+
+def case_openmpi_env():
+    argv = dry(["--mpi", "openmpi", "-np", "2", "-x", "A=1", "-x", "B", "-x",
+                "C=two words", PROGRAM])
+    expect_seq(argv, ["-x", "A=1"])
+    expect_seq(argv, ["-x", "B"])
+    expect_seq(argv, ["-x", "C=two words"])
+    expect_no(argv, "-genv")
+
+
+def case_openmpi_btl_from_env():
+    argv = dry(["--mpi", "openmpi", "-np", "1", PROGRAM],
+               env=clean_env(OMPI_MCA_btl="self,tcp"))
+    expect_no(argv, "--mca")
+
+
+# ---- MPICH ------------------------------------------------------------------
+
+def case_mpich_flags():
+    argv = dry(["--mpi", "mpich", "-np", HUGE_NP, PROGRAM])
+    expect("mpiexec" in launcher_name(argv) or "mpirun" in launcher_name(argv),
+           "not a Hydra launcher: %s" % argv)
+    # Hydra runs as root and oversubscribes without being asked.
+    for flag in ("--allow-run-as-root", "--oversubscribe", "--mca", "-np", "-x"):
+        expect_no(argv, flag)
+    expect_seq(argv, ["-n", HUGE_NP, PROGRAM])
+
+
+def case_mpich_env():
+    argv = dry(["--mpi", "mpich", "-n", "2", "-x", "A=1", "-x", "B", "-x",
+                "C=two words", "-x", "D", "-x", "E=", PROGRAM])
+    expect_seq(argv, ["-genv", "A", "1"])
+    expect_seq(argv, ["-genv", "C", "two words"])
+    expect_seq(argv, ["-genv", "E", ""])
+    expect_seq(argv, ["-genvlist", "B,D"])
+    expect_no(argv, "-x")
+    # Global options before the local -n.
+    expect(argv.index("-genvlist") < argv.index("-n"), "-genv* must precede -n: %s" % argv)
+
+
+def case_mpich_hosts():
+    argv = dry(["--mpi", "mpich", "-np", "4", "-H", "node1,node2", PROGRAM])
+    expect_seq(argv, ["-hosts", "node1,node2"])
+    expect_no(argv, "-H")
+    with tempfile.NamedTemporaryFile("w", suffix=".hosts") as f:
+        f.write("node1:2\nnode2:2\n")
+        f.flush()
+        argv = dry(["--mpi", "mpich", "-np", "4", "--hostfile", f.name, PROGRAM])
+        expect_seq(argv, ["-f", f.name])
+        expect_no(argv, "--hostfile")
+
+
+def case_flavor_from_env():
+    argv = dry(["-np", "2", PROGRAM], env=clean_env(INFINICCL_MPI="mpich"))
+    expect_seq(argv, ["-n", "2"])
+    argv = dry(["-np", "2", PROGRAM], env=clean_env(INFINICCL_MPI="openmpi"))
+    expect_seq(argv, ["-np", "2"])
+    # --mpi wins over the environment.
+    argv = dry(["--mpi", "openmpi", "-np", "2", PROGRAM],
+               env=clean_env(INFINICCL_MPI="mpich"))
+    expect_seq(argv, ["-np", "2"])
+
+
+def case_detect():
+    rc, out, err = run(["--dry-run", "-np", "2", PROGRAM])
+    if rc != 0 and "no MPI launcher found" in err:
+        print("no MPI launcher installed: detection has nothing to find")
+        return
+    expect(rc == 0, "detection failed: %s" % err)
+    argv = shlex.split(out)
+    expect(has_seq(argv, ["-np", "2"]) or has_seq(argv, ["-n", "2"]), str(argv))
+
+
+def case_launcher():
+    ompi = shutil.which("mpirun.openmpi")
+    mpich = shutil.which("mpiexec.mpich")
+    if not ompi and not mpich:
+        print("neither mpirun.openmpi nor mpiexec.mpich installed: nothing to check")
+        return
+    if mpich:  # flavour detected from the launcher named
+        argv = dry(["--launcher", mpich, "-np", "2", PROGRAM])
+        expect(argv[0] == mpich and has_seq(argv, ["-n", "2"]), str(argv))
+        argv = dry(["-np", "2", PROGRAM], env=clean_env(INFINICCL_MPIRUN=mpich))
+        expect(argv[0] == mpich, str(argv))
+    if ompi:
+        argv = dry(["--launcher", ompi, "-np", "2", PROGRAM])
+        expect(argv[0] == ompi and has_seq(argv, ["-np", "2"]), str(argv))
+        rc, _, err = run(["--dry-run", "--mpi", "mpich", "--launcher", ompi, PROGRAM])
+        expect(rc == 2 and "openmpi" in err, "flavour mismatch: %d %s" % (rc, err))
+
+
+# ---- arguments and errors ---------------------------------------------------
+
+def case_program_args():
+    # Everything after the program is the program's, even icclrun's options.
+    tail = [PROGRAM, "-x", "Y", "--dry-run", "two words", "it's", "$HOME", ""]
+    for sep in ([], ["--"]):
+        for flavor in ("openmpi", "mpich"):
+            argv = dry(["--mpi", flavor, "-np", "2"] + sep + tail)
+            expect(argv[-len(tail):] == tail, "program and args must be kept verbatim: %s"
+                   % argv)
+
+
+def case_errors():
+    with tempfile.TemporaryDirectory() as d:
+        missing = os.path.join(d, "no-such-hostfile")
+        bad = [
+            (["--bogus", PROGRAM], "--bogus"),
+            (["-np", "2"], "no program"),
+            (["-np", "2", "--"], "no program"),
+            (["-np"], "needs a value"),
+            (["-np", "zero", PROGRAM], "positive integer"),
+            (["-np", "0", PROGRAM], "positive integer"),
+            (["--mpi", "lam", PROGRAM], "lam"),
+            (["-x", "1BAD", PROGRAM], "-x"),
+            (["--hostfile", missing, PROGRAM], missing),
+            (["-H", "a", "--hostfile", "/dev/null", PROGRAM], "not both"),
+            (["-np", "2", os.path.join(d, "no-such-program")], "not found"),
+            (["-np", "2", "no-such-program-icclrun-test"], "not found"),
+        ]
+        for args, words in bad:
+            rc, out, err = run(["--dry-run"] + args)
+            print("icclrun --dry-run %s -> exit %d: %s" % (args, rc, err.strip()))
+            expect(rc == 2, "expected exit 2 for %s, got %d" % (args, rc))
+            expect(out == "", "nothing on stdout for an error: %r" % out)
+            expect(words in err, "message for %s should mention %r: %s" % (args, words, err))
+    rc, _, err = run(["--dry-run", "-np", "2", PROGRAM],
+                     env=clean_env(INFINICCL_MPI="lam"))
+    expect(rc == 2 and "INFINICCL_MPI" in err, "bad INFINICCL_MPI: %d %s" % (rc, err))
+
+
+def case_help():
+    for flag in ("--help", "-h"):
+        rc, out, _ = run([flag])
+        expect(rc == 0, "%s exits 0" % flag)
+        for word in ("usage: icclrun", "-np", "--hostfile", "-x VAR=value", "--mpi",
+                     "--dry-run"):
+            expect(word in out, "%s should mention %r" % (flag, word))
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items()
+         if name.startswith("case_")}
+
+
+def main():
+    global ICCLRUN
+    if len(sys.argv) == 2 and sys.argv[1] == "list":
+        print("\n".join(sorted(CASES)))
+        return 0
+    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
+        print(__doc__.strip() + "\ncases: " + " ".join(sorted(CASES)))
+        return 2
+    ICCLRUN = os.path.abspath(sys.argv[1])
+    CASES[sys.argv[2]]()
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

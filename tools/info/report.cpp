@@ -1,0 +1,182 @@
+#include "report.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <memory>
+
+#include "backend/mpi/gpu_aware.h"
+#include "core/communicator.h"
+#include "core/config.h"
+#include "core/runtime.h"
+#include "device/registry.h"
+
+namespace info {
+
+namespace {
+
+using infiniccl::DeviceKind;
+using infiniccl::DeviceKindName;
+
+std::string FirstLine(const std::string &s) {
+  return s.substr(0, s.find('\n'));
+}
+
+std::string Trim(const std::string &s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+void CollectBuild(RankReport *r) {
+  int code = 0;
+  infinicclGetVersion(&code);
+  r->version_code = code;
+  r->version = std::to_string(code / 10000) + "." + std::to_string((code / 100) % 100) +
+               "." + std::to_string(code % 100);
+  for (DeviceKind k : infiniccl::DeviceRegistry::Built()) {
+    r->devices_built.push_back(DeviceKindName(k));
+  }
+  r->backends = {"mpi"};
+#if MPI_VERSION >= 4
+  r->large_count = "MPI-4 large-count calls (MPI_*_c) above INT_MAX";
+#else
+  r->large_count =
+      "MPI-3: chunked element-wise calls and derived datatypes above INT_MAX";
+#endif
+}
+
+void CollectMpi(RankReport *r) {
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  r->mpi_library = Trim(FirstLine(lib));
+  r->mpi_flavor = MpiFlavorFromLibraryVersion(lib);
+  r->mpi_version = MpiVersionFromLibraryVersion(lib);
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  r->mpi_standard = std::to_string(major) + "." + std::to_string(minor);
+  r->mpi_standard_headers =
+      std::to_string(MPI_VERSION) + "." + std::to_string(MPI_SUBVERSION);
+  const infiniccl::GpuAwareness g = infiniccl::QueryMpiGpuAware(DeviceKind::kCuda);
+  r->mpi_gpu_aware = g.supported;
+  r->mpi_gpu_aware_how = g.how;
+}
+
+void CollectProcess(RankReport *r) {
+  MPI_Comm_rank(MPI_COMM_WORLD, &r->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &r->nranks);
+  char host[MPI_MAX_PROCESSOR_NAME] = "";
+  int len = 0;
+  MPI_Get_processor_name(host, &len);
+  r->host = host;
+  r->pid = static_cast<long>(getpid());
+  for (infiniccl::DeviceRuntime *rt : infiniccl::DeviceRegistry::Active()) {
+    DeviceSummary d;
+    d.kind = DeviceKindName(rt->kind());
+    d.description = rt->description();
+    d.count = rt->DeviceCount();
+    d.emulated = rt->emulated();
+    r->devices.push_back(d);
+  }
+}
+
+// The value of `name` in Describe()'s "NAME=value" list.
+std::string ValueOf(const std::vector<std::string> &described, const std::string &name) {
+  for (const std::string &v : described) {
+    if (v.size() > name.size() && v.compare(0, name.size(), name) == 0 &&
+        v[name.size()] == '=') {
+      return v.substr(name.size() + 1);
+    }
+  }
+  return "";
+}
+
+void CollectSettings(RankReport *r) {
+  const infiniccl::Config &config = infiniccl::GlobalConfig();
+  const std::vector<std::string> values = config.Describe();
+  // Defaults resolved the way values are ("256M" reads back as 268435456).
+  const std::vector<std::string> defaults =
+      infiniccl::Config::Parse([](const char *) -> const char * {
+        return nullptr;
+      }).Describe();
+  for (const infiniccl::Config::Entry &e : infiniccl::Config::Table()) {
+    Setting s;
+    s.name = e.name;
+    s.default_value = e.default_value;
+    s.doc = e.doc;
+    s.value = ValueOf(values, s.name);
+    s.at_default = s.value == ValueOf(defaults, s.name);
+    r->settings.push_back(s);
+  }
+  r->warnings = config.warnings;
+}
+
+}  // namespace
+
+std::string MpiFlavorFromLibraryVersion(const std::string &library_version) {
+  const std::string first = FirstLine(library_version);
+  if (first.find("Open MPI") != std::string::npos) return "openmpi";
+  // MPICH and its derivatives (Intel MPI, MVAPICH) share the Hydra launcher
+  // and the MPI_LOCALRANKID convention.
+  if (first.find("MPICH") != std::string::npos ||
+      first.find("Intel(R) MPI") != std::string::npos ||
+      first.find("MVAPICH") != std::string::npos) {
+    return "mpich";
+  }
+  return "unknown";
+}
+
+std::string MpiVersionFromLibraryVersion(const std::string &library_version) {
+  const std::string first = FirstLine(library_version);
+  for (size_t i = 0; i < first.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(first[i]))) continue;
+    if (i > 0 && std::isalnum(static_cast<unsigned char>(first[i - 1])) &&
+        first[i - 1] != 'v') {
+      continue;  // part of a word such as "MVAPICH2"
+    }
+    size_t j = i;
+    bool dotted = false;
+    while (j < first.size() &&
+           (std::isdigit(static_cast<unsigned char>(first[j])) || first[j] == '.')) {
+      dotted = dotted || first[j] == '.';
+      ++j;
+    }
+    while (j > i && first[j - 1] == '.') --j;
+    if (dotted) return first.substr(i, j - i);
+    i = j;
+  }
+  return "";
+}
+
+bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
+  *out = RankReport{};
+  CollectBuild(out);
+  CollectMpi(out);
+  CollectProcess(out);
+  CollectSettings(out);
+
+  std::shared_ptr<infiniccl::Communicator> c;
+  const infiniccl::Status st = infiniccl::Runtime::Lookup(comm, &c);
+  if (!st.ok()) {
+    *error = "looking up the communicator: " + st.message();
+    return false;
+  }
+  const infiniccl::Communicator::Binding &b = c->binding();
+  out->local_rank = b.local_rank.rank;
+  out->local_rank_source = b.local_rank.source;
+  out->device_kind = DeviceKindName(b.kind);
+  out->device_id = b.device;
+  if (b.kind != DeviceKind::kCpu) {
+    if (infiniccl::DeviceRuntime *rt = infiniccl::DeviceRegistry::Get(b.kind)) {
+      out->device_description = rt->description();
+      out->device_emulated = rt->emulated();
+    }
+  }
+  return true;
+}
+
+}  // namespace info
