@@ -1,0 +1,90 @@
+/* The public header compiles as strict C99 (-std=c99 -pedantic -Werror) and
+ * every function it declares is exported by the shared library: each is
+ * referenced below, so a missing or hidden symbol fails the link. main()
+ * checks a few enum values and calls what works without infinicclInit. */
+#include <infiniccl/infiniccl.h>
+
+/* Compile-time checks without C11's _Static_assert. */
+#define CHECK(name, cond) typedef char check_##name[(cond) ? 1 : -1]
+CHECK(success, infinicclSuccess == 0);
+CHECK(not_supported, infinicclNotSupported == 8);
+CHECK(num_results, infinicclNumResults == 9);
+CHECK(char_is_int8, infinicclChar == 0 && infinicclInt8 == 0);
+CHECK(int32, infinicclInt == 2 && infinicclInt32 == 2);
+CHECK(uint64, infinicclUInt64 == 7);
+CHECK(half, infinicclHalf == 8 && infinicclFloat16 == 8);
+CHECK(bfloat16, infinicclBFloat16 == 9);
+CHECK(float32, infinicclFloat == 10 && infinicclFloat32 == 10);
+CHECK(float64, infinicclDouble == 11 && infinicclFloat64 == 11);
+CHECK(num_types, infinicclNumTypes == 12);
+CHECK(ops, infinicclSum == 0 && infinicclProd == 1 && infinicclMax == 2 &&
+               infinicclMin == 3 && infinicclAvg == 4 && infinicclNumOps == 5);
+CHECK(unique_id, sizeof(infinicclUniqueId) == INFINICCL_UNIQUE_ID_BYTES);
+CHECK(version, INFINICCL_VERSION_CODE ==
+                   INFINICCL_MAJOR * 10000 + INFINICCL_MINOR * 100 + INFINICCL_PATCH);
+
+typedef void (*AnyFunction)(void);
+
+static const AnyFunction kFunctions[] = {
+    (AnyFunction)infinicclInit,         (AnyFunction)infinicclFinalize,
+    (AnyFunction)infinicclGetRank,      (AnyFunction)infinicclGetSize,
+    (AnyFunction)infinicclGetUniqueId,  (AnyFunction)infinicclCommInitAll,
+    (AnyFunction)infinicclCommInitRank, (AnyFunction)infinicclCommDestroy,
+    (AnyFunction)infinicclAllReduce,    (AnyFunction)infinicclBroadcast,
+    (AnyFunction)infinicclBcast,        (AnyFunction)infinicclReduce,
+    (AnyFunction)infinicclAllGather,    (AnyFunction)infinicclGather,
+    (AnyFunction)infinicclScatter,      (AnyFunction)infinicclReduceScatter,
+    (AnyFunction)infinicclAllToAll,     (AnyFunction)infinicclSend,
+    (AnyFunction)infinicclRecv,         (AnyFunction)infinicclGetErrorString,
+    (AnyFunction)infinicclGetLastError, (AnyFunction)infinicclGetVersion,
+    (AnyFunction)infinicclCommCount,    (AnyFunction)infinicclCommUserRank,
+};
+
+/* Typed pointers: a changed signature fails to compile. */
+static infinicclResult_t (*const kAllReduce)(const void *, void *, size_t,
+                                             infinicclDataType_t, infinicclRedOp_t,
+                                             infinicclComm_t,
+                                             void *) = infinicclAllReduce;
+static infinicclResult_t (*const kCommInitRank)(infinicclComm_t *, int, infinicclUniqueId,
+                                                int) = infinicclCommInitRank;
+static const char *(*const kGetErrorString)(infinicclResult_t) = infinicclGetErrorString;
+
+int main(void) {
+  const infinicclDataType_t types[] = {
+      infinicclChar,     infinicclInt8,    infinicclInt16,   infinicclInt,
+      infinicclInt32,    infinicclInt64,   infinicclUInt8,   infinicclUInt16,
+      infinicclUInt32,   infinicclUInt64,  infinicclHalf,    infinicclFloat16,
+      infinicclBFloat16, infinicclFloat,   infinicclFloat32, infinicclDouble,
+      infinicclFloat64,  infinicclNumTypes};
+  const infinicclRedOp_t ops[] = {infinicclSum, infinicclProd, infinicclMax,
+                                  infinicclMin, infinicclAvg,  infinicclNumOps};
+  const infinicclResult_t results[] = {infinicclSuccess,         infinicclUnhandledError,
+                                       infinicclSystemError,     infinicclInternalError,
+                                       infinicclInvalidArgument, infinicclInvalidUsage,
+                                       infinicclRemoteError,     infinicclInProgress,
+                                       infinicclNotSupported,    infinicclNumResults};
+  infinicclComm_t comm = NULL;
+  infinicclUniqueId id;
+  size_t i;
+  int version = 0;
+
+  for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
+    if (kFunctions[i] == NULL) return 10;
+  }
+  if (sizeof kFunctions / sizeof kFunctions[0] != 24) return 11;
+  if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
+  if (kAllReduce == NULL || kCommInitRank == NULL) return 13;
+  if (comm != NULL) return 14;
+  id.internal[0] = 0;
+  if (id.internal[0] != 0) return 15;
+
+  /* What works without infinicclInit. */
+  if (infinicclGetVersion(&version) != infinicclSuccess) return 20;
+  if (version != INFINICCL_VERSION_CODE) return 21;
+  for (i = 0; i < sizeof results / sizeof results[0]; ++i) {
+    if (kGetErrorString(results[i]) == NULL) return 22;
+  }
+  if (infinicclGetLastError(NULL) == NULL) return 23;
+  if (infinicclGetRank(&version) != infinicclInvalidUsage) return 24;
+  return 0;
+}

@@ -1,0 +1,183 @@
+// The public C API in a process that never calls infinicclInit (no MPI
+// launch): error strings, version, and InvalidUsage with a last-error message
+// naming the call for everything that needs an initialised library.
+#include <gtest/gtest.h>
+#include <infiniccl/infiniccl.h>
+
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "c_caller.h"
+
+namespace {
+
+std::string LastErrorOnFreshThread() {
+  std::string out = "<not run>";
+  std::thread([&] { out = infinicclGetLastError(nullptr); }).join();
+  return out;
+}
+
+TEST(ErrorString, DistinctForEveryResultCode) {
+  std::set<std::string> seen;
+  for (int r = 0; r < infinicclNumResults; ++r) {
+    const char *s = infinicclGetErrorString(static_cast<infinicclResult_t>(r));
+    ASSERT_NE(s, nullptr) << r;
+    EXPECT_GT(std::strlen(s), 0u) << r;
+    EXPECT_TRUE(seen.insert(s).second) << r << ": \"" << s << "\" is not distinct";
+  }
+  EXPECT_EQ(seen.size(), 9u);
+}
+
+TEST(ErrorString, NeverNullForUnknownCodes) {
+  for (int r : {9, 10, -1, 1000, -1000}) {
+    const char *s = c_caller::CallAsC(&infinicclGetErrorString, r);
+    ASSERT_NE(s, nullptr) << r;
+    EXPECT_GT(std::strlen(s), 0u) << r;
+    for (int known = 0; known < infinicclNumResults; ++known) {
+      EXPECT_STRNE(s, infinicclGetErrorString(static_cast<infinicclResult_t>(known)))
+          << r << " reads like known code " << known;
+    }
+  }
+}
+
+TEST(Version, WorksBeforeInit) {
+  int version = -1;
+  ASSERT_EQ(infinicclGetVersion(&version), infinicclSuccess);
+  EXPECT_EQ(version, INFINICCL_VERSION_CODE);
+  EXPECT_EQ(version, 100);  // 0.1.0
+}
+
+TEST(Version, NullPointerIsInvalidArgument) {
+  std::string message;
+  infinicclResult_t r = infinicclSuccess;
+  std::thread([&] {
+    r = infinicclGetVersion(nullptr);
+    message = infinicclGetLastError(nullptr);
+  }).join();
+  EXPECT_EQ(r, infinicclInvalidArgument);
+  EXPECT_EQ(message.rfind("infinicclGetVersion: ", 0), 0u) << message;
+  EXPECT_NE(message.find("version"), std::string::npos) << message;
+}
+
+TEST(LastError, EmptyOnAThreadWithoutFailures) {
+  EXPECT_EQ(LastErrorOnFreshThread(), "");
+}
+
+// Every entry point that needs infinicclInit, called before it. Each runs on
+// its own thread so that the message read back can only come from it.
+TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
+  alignas(8) char buf[64] = {};
+  infinicclComm_t fake_comm = reinterpret_cast<infinicclComm_t>(0x1234);
+  struct Call {
+    const char *name;
+    std::function<infinicclResult_t()> fn;
+  };
+  int out = -7;
+  infinicclComm_t comm_out = fake_comm;
+  const std::vector<Call> calls = {
+      {"infinicclAllReduce",
+       [&] {
+         return infinicclAllReduce(buf, buf + 32, 2, infinicclFloat, infinicclSum,
+                                   nullptr, nullptr);
+       }},
+      {"infinicclBroadcast",
+       [&] {
+         return infinicclBroadcast(buf, buf + 32, 2, infinicclFloat, 0, nullptr, nullptr);
+       }},
+      {"infinicclBcast",
+       [&] { return infinicclBcast(buf, 2, infinicclFloat, 0, fake_comm, nullptr); }},
+      {"infinicclReduce",
+       [&] {
+         return infinicclReduce(buf, buf + 32, 2, infinicclFloat, infinicclMax, 0,
+                                nullptr, nullptr);
+       }},
+      {"infinicclAllGather",
+       [&] {
+         return infinicclAllGather(buf, buf + 32, 2, infinicclInt8, nullptr, nullptr);
+       }},
+      {"infinicclGather",
+       [&] {
+         return infinicclGather(buf, buf + 32, 2, infinicclInt8, 0, nullptr, nullptr);
+       }},
+      {"infinicclScatter",
+       [&] {
+         return infinicclScatter(buf, buf + 32, 2, infinicclInt8, 0, nullptr, nullptr);
+       }},
+      {"infinicclReduceScatter",
+       [&] {
+         return infinicclReduceScatter(buf, buf + 32, 2, infinicclHalf, infinicclSum,
+                                       nullptr, nullptr);
+       }},
+      {"infinicclAllToAll",
+       [&] {
+         return infinicclAllToAll(buf, buf + 32, 2, infinicclDouble, nullptr, nullptr);
+       }},
+      {"infinicclSend",
+       [&] { return infinicclSend(buf, 2, infinicclInt, 1, nullptr, nullptr); }},
+      {"infinicclRecv",
+       [&] { return infinicclRecv(buf, 2, infinicclInt, 1, nullptr, nullptr); }},
+      // Valid-looking arguments everywhere else: only the missing Init is wrong.
+      {"infinicclAllReduce",
+       [&] {
+         return infinicclAllReduce(buf, buf, 0, infinicclFloat, infinicclAvg, fake_comm,
+                                   nullptr);
+       }},
+      {"infinicclCommInitAll",
+       [&] { return infinicclCommInitAll(&comm_out, 0, nullptr); }},
+      {"infinicclCommDestroy", [&] { return infinicclCommDestroy(fake_comm); }},
+      {"infinicclCommCount", [&] { return infinicclCommCount(fake_comm, &out); }},
+      {"infinicclCommUserRank", [&] { return infinicclCommUserRank(fake_comm, &out); }},
+      {"infinicclGetRank", [&] { return infinicclGetRank(&out); }},
+      {"infinicclGetSize", [&] { return infinicclGetSize(&out); }},
+      {"infinicclFinalize", [&] { return infinicclFinalize(); }},
+  };
+  for (const Call &c : calls) {
+    infinicclResult_t r = infinicclSuccess;
+    std::string thread_error, comm_error;
+    std::thread([&] {
+      r = c.fn();
+      thread_error = infinicclGetLastError(nullptr);
+    }).join();
+    EXPECT_EQ(r, infinicclInvalidUsage) << c.name << ": " << thread_error;
+    EXPECT_EQ(thread_error.rfind(std::string(c.name) + ": ", 0), 0u)
+        << c.name << ": \"" << thread_error << "\"";
+    EXPECT_GT(thread_error.size(), std::strlen(c.name) + 2) << c.name;
+  }
+  EXPECT_EQ(out, -7) << "an output was written by a failed call";
+  for (char c : buf) EXPECT_EQ(c, 0) << "a failed call wrote to a buffer";
+}
+
+TEST(BeforeInit, LastErrorIsPerThreadAndOnTheCallingThread) {
+  infinicclComm_t comm = nullptr;
+  ASSERT_EQ(infinicclCommInitAll(&comm, 0, nullptr), infinicclInvalidUsage);
+  const std::string here = infinicclGetLastError(nullptr);
+  EXPECT_EQ(here.rfind("infinicclCommInitAll: ", 0), 0u) << here;
+  EXPECT_EQ(LastErrorOnFreshThread(), "");
+  // A successful call leaves the message of the last failure in place.
+  int version = 0;
+  ASSERT_EQ(infinicclGetVersion(&version), infinicclSuccess);
+  EXPECT_EQ(std::string(infinicclGetLastError(nullptr)), here);
+  // The next failure replaces it.
+  ASSERT_EQ(infinicclFinalize(), infinicclInvalidUsage);
+  EXPECT_EQ(std::string(infinicclGetLastError(nullptr)).rfind("infinicclFinalize: ", 0),
+            0u);
+}
+
+TEST(BeforeInit, UniqueIdBootstrapIsNotSupported) {
+  infinicclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  EXPECT_EQ(infinicclGetUniqueId(&id), infinicclNotSupported);
+  EXPECT_EQ(
+      std::string(infinicclGetLastError(nullptr)).rfind("infinicclGetUniqueId: ", 0), 0u);
+  infinicclComm_t comm = nullptr;
+  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 0), infinicclNotSupported);
+  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 2), infinicclInvalidArgument);
+  EXPECT_EQ(infinicclCommInitRank(nullptr, 2, id, 0), infinicclInvalidArgument);
+  EXPECT_EQ(infinicclGetUniqueId(nullptr), infinicclInvalidArgument);
+}
+
+}  // namespace
