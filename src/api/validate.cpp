@@ -1,6 +1,7 @@
 #include "api/validate.h"
 
 #include <cstdint>
+#include <cstring>
 
 #include "core/dtype.h"
 
@@ -66,15 +67,20 @@ bool Overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
 }  // namespace
 
 Status ValidateCollective(int rank, int size, CollArgs *a) {
-  if (!IsValidDataType(a->dtype)) {
+  // A C caller may pass any int; reading such a value through the C++ enum
+  // type is undefined, so look at the raw bits.
+  int dtype, op;
+  std::memcpy(&dtype, &a->dtype, sizeof dtype);
+  std::memcpy(&op, &a->op, sizeof op);
+  if (!IsValidDataType(dtype)) {
     return MakeStatus(infinicclInvalidArgument,
-                      "datatype %d is not a valid infinicclDataType_t (0..%d)",
-                      static_cast<int>(a->dtype), infinicclNumTypes - 1);
+                      "datatype %d is not a valid infinicclDataType_t (0..%d)", dtype,
+                      infinicclNumTypes - 1);
   }
-  if (IsReduction(a->kind) && !IsValidRedOp(a->op)) {
+  if (IsReduction(a->kind) && !IsValidRedOp(op)) {
     return MakeStatus(infinicclInvalidArgument,
-                      "op %d is not a valid infinicclRedOp_t (0..%d)",
-                      static_cast<int>(a->op), infinicclNumOps - 1);
+                      "op %d is not a valid infinicclRedOp_t (0..%d)", op,
+                      infinicclNumOps - 1);
   }
   const bool p2p = a->kind == CollKind::kSend || a->kind == CollKind::kRecv;
   if ((IsRooted(a->kind) || p2p) && (a->root < 0 || a->root >= size)) {

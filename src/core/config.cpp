@@ -175,7 +175,7 @@ Config Config::Parse(const Lookup &lookup) {
   if (const char *v = lookup(kAbort)) {
     if (!ParseBool(v, &c.abort_on_error)) {
       c.warnings.push_back(std::string(kAbort) + "='" + v +
-                           "' is not 0 or 1; using 0");
+                           "' is not 0/1 (or true/false, yes/no, on/off); using 0");
     }
   }
   if (const char *v = lookup(kDevice)) {
