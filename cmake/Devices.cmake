@@ -1,0 +1,234 @@
+# Devices: which vendor runtimes are compiled into the library.
+#
+#   WITH_NVIDIA    NVIDIA CUDA        (CUDA toolkit: find_package(CUDAToolkit))
+#   WITH_ILUVATAR  Iluvatar CoreX     (COREX_PATH, default /usr/local/corex)
+#   WITH_METAX     MetaX MACA         (MACA_PATH,  default /opt/maca)
+#   WITH_MOORE     Moore Threads MUSA (MUSA_PATH,  default /usr/local/musa)
+#   AUTO_DETECT_DEVICES (ON): enable each vendor whose SDK is found
+#
+# An explicit -DWITH_<VENDOR>=ON or OFF always wins; only a WITH_<VENDOR> never
+# given is decided by detection (and then written to the cache with the
+# detected value, re-detected on every configure until it is given
+# explicitly). An explicit ON whose SDK is missing stops the configure.
+# COREX_PATH, MACA_PATH and MUSA_PATH may be CMake variables or environment
+# variables.
+#
+# Results, for src/CMakeLists.txt and tests:
+#   INFINICCL_DEVICE_SOURCES   the factory sources of the enabled runtimes
+#   INFINICCL_DEVICE_LIBRARIES their runtime libraries (imported targets)
+#   INFINICCL_WITH_<VENDOR>    ON/OFF, one per vendor
+#   infiniccl_configure_devices(<target> [PUBLIC|PRIVATE])
+#       adds the INFINICCL_WITH_<VENDOR> definitions and links the runtime
+#       libraries (whose usage requirements carry the vendor include dirs).
+#
+# A runtime library is linked normally, never dlopen'ed: libcudart loads on a
+# machine without the NVIDIA driver (it opens libcuda itself) and then reports
+# 0 devices. libmcruntime and libmusart are expected to do the same (not yet
+# checked on those SDKs).
+
+option(AUTO_DETECT_DEVICES
+       "Enable each vendor runtime whose SDK is found, unless WITH_<VENDOR> is given" ON)
+
+get_filename_component(_iccl_dev_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+set(_iccl_dev_dir "${_iccl_dev_root}/src/device/cuda_like")
+
+set(INFINICCL_DEVICE_SOURCES "")
+set(INFINICCL_DEVICE_LIBRARIES "")
+set(INFINICCL_DEVICE_DEFINITIONS "")
+
+# Sets _iccl_req_<vendor> to ON or OFF (given by the user), AUTO (to detect) or
+# NOAUTO (not given, detection off). A value equal to the one detection wrote
+# last time counts as not given.
+macro(_iccl_device_request vendor)
+  set(_iccl_auto_key _INFINICCL_AUTO_WITH_${vendor})
+  if(DEFINED WITH_${vendor} AND NOT (DEFINED ${_iccl_auto_key}
+                                     AND "${WITH_${vendor}}" STREQUAL "${${_iccl_auto_key}}"))
+    unset(${_iccl_auto_key} CACHE)
+    # Typed and documented in the cache; the value given is kept.
+    set(WITH_${vendor} "${WITH_${vendor}}" CACHE BOOL "Build this vendor's device runtime")
+    if(WITH_${vendor})
+      set(_iccl_req_${vendor} ON)
+    else()
+      set(_iccl_req_${vendor} OFF)
+    endif()
+  elseif(AUTO_DETECT_DEVICES)
+    set(_iccl_req_${vendor} AUTO)
+  else()
+    set(_iccl_req_${vendor} NOAUTO)
+  endif()
+endmacro()
+
+# A vendor SDK root: the CMake variable, else the environment variable, else
+# the default.
+function(_iccl_sdk_root out var default)
+  if(DEFINED ${var} AND NOT "${${var}}" STREQUAL "")
+    set(${out} "${${var}}" PARENT_SCOPE)
+  elseif(DEFINED ENV{${var}} AND NOT "$ENV{${var}}" STREQUAL "")
+    set(${out} "$ENV{${var}}" PARENT_SCOPE)
+  else()
+    set(${out} "${default}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# NVIDIA: the CUDA toolkit through FindCUDAToolkit (nvcc on PATH, CUDA_PATH,
+# CUDAToolkit_ROOT, or /usr/local/cuda). Only the runtime library and its
+# headers are used; no CUDA language support is enabled.
+function(_iccl_find_cuda_toolkit found detail)
+  if(NOT DEFINED CUDAToolkit_ROOT AND NOT DEFINED ENV{CUDAToolkit_ROOT}
+     AND NOT DEFINED ENV{CUDA_PATH} AND IS_DIRECTORY /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cudart)
+    set(${found} TRUE PARENT_SCOPE)
+    set(${detail} "CUDA toolkit ${CUDAToolkit_VERSION}, ${CUDA_cudart_LIBRARY}"
+        PARENT_SCOPE)
+  else()
+    set(${found} FALSE PARENT_SCOPE)
+    set(${detail} "no CUDA toolkit (nvcc on PATH, CUDA_PATH, CUDAToolkit_ROOT or /usr/local/cuda)"
+        PARENT_SCOPE)
+  endif()
+endfunction()
+
+# A CUDA-like SDK laid out as <root>/include/<header> and <root>/lib[64]/lib<lib>.so;
+# on success defines the imported target <target> carrying its include dir.
+function(_iccl_find_sdk found detail target root header lib)
+  set(${found} FALSE PARENT_SCOPE)
+  if(NOT IS_DIRECTORY "${root}")
+    set(${detail} "${root} does not exist" PARENT_SCOPE)
+    return()
+  endif()
+  find_path(_inc NAMES ${header} PATHS "${root}/include" NO_DEFAULT_PATH NO_CACHE)
+  find_library(_lib NAMES ${lib} PATHS "${root}/lib64" "${root}/lib" NO_DEFAULT_PATH NO_CACHE)
+  if(NOT _inc)
+    set(${detail} "${root} has no include/${header}" PARENT_SCOPE)
+    return()
+  endif()
+  if(NOT _lib)
+    set(${detail} "${root} has no lib${lib} in lib64/ or lib/" PARENT_SCOPE)
+    return()
+  endif()
+  if(NOT TARGET ${target})
+    add_library(${target} UNKNOWN IMPORTED)
+    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION "${_lib}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${_inc}")
+  endif()
+  set(${found} TRUE PARENT_SCOPE)
+  set(${detail} "${_lib}" PARENT_SCOPE)
+endfunction()
+
+# Decides one vendor from its request and (unless told otherwise) its SDK.
+# `blocked` non-empty: detection must not enable it, for that reason.
+# Appends to the INFINICCL_DEVICE_* lists and sets INFINICCL_WITH_<vendor>.
+macro(_iccl_decide_device vendor what hint source library blocked)
+  set(_iccl_req ${_iccl_req_${vendor}})
+  set(_iccl_on OFF)
+  if(_iccl_req STREQUAL "OFF")
+    set(_iccl_why "explicit (-DWITH_${vendor}=OFF)")
+  elseif(_iccl_req STREQUAL "NOAUTO")
+    set(_iccl_why "not requested (AUTO_DETECT_DEVICES=OFF)")
+  elseif(_iccl_req STREQUAL "AUTO" AND NOT "${blocked}" STREQUAL "")
+    set(_iccl_why "not auto-enabled: ${blocked}")
+  else()
+    cmake_language(CALL _iccl_probe_${vendor} _iccl_found _iccl_detail)
+    if(_iccl_found)
+      set(_iccl_on ON)
+      if(_iccl_req STREQUAL "ON")
+        set(_iccl_why "explicit (-DWITH_${vendor}=ON), ${_iccl_detail}")
+      else()
+        set(_iccl_why "detected: ${_iccl_detail}")
+      endif()
+    elseif(_iccl_req STREQUAL "ON")
+      message(FATAL_ERROR
+        "WITH_${vendor}=ON but the ${what} SDK was not found: ${_iccl_detail}.\n"
+        "Install it, point ${hint} at it, or configure with -DWITH_${vendor}=OFF.")
+    else()
+      set(_iccl_why "not found: ${_iccl_detail}")
+    endif()
+  endif()
+  if(_iccl_req STREQUAL "AUTO" OR _iccl_req STREQUAL "NOAUTO")
+    # Visible in the cache (cmake -L, ccmake); marked as detection's own value.
+    set(WITH_${vendor} ${_iccl_on} CACHE BOOL "Build the ${what} device runtime" FORCE)
+    set(_INFINICCL_AUTO_WITH_${vendor} ${_iccl_on} CACHE INTERNAL "")
+  endif()
+  set(INFINICCL_WITH_${vendor} ${_iccl_on})
+  if(_iccl_on)
+    list(APPEND INFINICCL_DEVICE_SOURCES "${_iccl_dev_dir}/${source}")
+    list(APPEND INFINICCL_DEVICE_LIBRARIES ${library})
+    list(APPEND INFINICCL_DEVICE_DEFINITIONS INFINICCL_WITH_${vendor})
+    message(STATUS "InfiniCCL device ${vendor} (${what}): enabled, ${_iccl_why}")
+  else()
+    message(STATUS "InfiniCCL device ${vendor} (${what}): disabled, ${_iccl_why}")
+  endif()
+endmacro()
+
+_iccl_sdk_root(_iccl_corex_root COREX_PATH /usr/local/corex)
+_iccl_sdk_root(_iccl_maca_root MACA_PATH /opt/maca)
+_iccl_sdk_root(_iccl_musa_root MUSA_PATH /usr/local/musa)
+
+# One probe per vendor (CMake command names ignore case, hence "probe").
+function(_iccl_probe_ILUVATAR found detail)
+  _iccl_find_sdk(_f _d InfiniCCL::corex_cudart "${_iccl_corex_root}"
+                 cuda_runtime_api.h cudart)
+  set(${found} ${_f} PARENT_SCOPE)
+  set(${detail} "${_d}" PARENT_SCOPE)
+endfunction()
+function(_iccl_probe_NVIDIA found detail)
+  _iccl_find_cuda_toolkit(_f _d)
+  set(${found} ${_f} PARENT_SCOPE)
+  set(${detail} "${_d}" PARENT_SCOPE)
+endfunction()
+function(_iccl_probe_METAX found detail)
+  _iccl_find_sdk(_f _d InfiniCCL::maca_runtime "${_iccl_maca_root}"
+                 mcr/mc_runtime_api.h mcruntime)
+  set(${found} ${_f} PARENT_SCOPE)
+  set(${detail} "${_d}" PARENT_SCOPE)
+endfunction()
+function(_iccl_probe_MOORE found detail)
+  _iccl_find_sdk(_f _d InfiniCCL::musa_runtime "${_iccl_musa_root}"
+                 musa_runtime_api.h musart)
+  set(${found} ${_f} PARENT_SCOPE)
+  set(${detail} "${_d}" PARENT_SCOPE)
+endfunction()
+
+foreach(_v NVIDIA ILUVATAR METAX MOORE)
+  _iccl_device_request(${_v})
+endforeach()
+
+# CoreX's libcudart defines the same cuda* symbols as NVIDIA's: one or the
+# other. Detection prefers CoreX where it is installed (a CoreX machine may
+# also carry a CUDA toolkit for its compilers); an explicit choice decides.
+if(_iccl_req_NVIDIA STREQUAL "ON" AND _iccl_req_ILUVATAR STREQUAL "ON")
+  message(FATAL_ERROR "WITH_NVIDIA and WITH_ILUVATAR cannot both be ON: CoreX's libcudart "
+                      "and NVIDIA's define the same cuda* symbols. Pick one.")
+endif()
+set(_iccl_block "")
+if(_iccl_req_NVIDIA STREQUAL "ON")
+  set(_iccl_block "WITH_NVIDIA=ON given (CoreX and CUDA share the cuda* API)")
+endif()
+_iccl_decide_device(ILUVATAR "Iluvatar CoreX" COREX_PATH
+                    iluvatar_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
+set(_iccl_block "")
+if(INFINICCL_WITH_ILUVATAR)
+  set(_iccl_block "Iluvatar CoreX is enabled and provides the cuda* API (configure with \
+-DWITH_ILUVATAR=OFF -DWITH_NVIDIA=ON for NVIDIA's)")
+endif()
+_iccl_decide_device(NVIDIA "NVIDIA CUDA" "CUDAToolkit_ROOT (or CUDA_PATH)"
+                    cuda_runtime.cpp CUDA::cudart "${_iccl_block}")
+_iccl_decide_device(METAX "MetaX MACA" MACA_PATH
+                    maca_runtime.cpp InfiniCCL::maca_runtime "")
+_iccl_decide_device(MOORE "Moore Threads MUSA" MUSA_PATH
+                    musa_runtime.cpp InfiniCCL::musa_runtime "")
+
+function(infiniccl_configure_devices target)
+  set(scope PUBLIC)
+  if(ARGC GREATER 1)
+    set(scope ${ARGV1})
+  endif()
+  if(INFINICCL_DEVICE_DEFINITIONS)
+    target_compile_definitions(${target} ${scope} ${INFINICCL_DEVICE_DEFINITIONS})
+  endif()
+  if(INFINICCL_DEVICE_LIBRARIES)
+    target_link_libraries(${target} ${scope} ${INFINICCL_DEVICE_LIBRARIES})
+  endif()
+endfunction()
