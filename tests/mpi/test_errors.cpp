@@ -17,14 +17,31 @@
 
 using namespace itest;
 
+// test_errors_raw.c: the API called from C, where int dtype/op values
+// outside the enums are well defined.
+extern "C" {
+infinicclResult_t itest_AllReduce(const void *, void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_Broadcast(const void *, void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_Bcast(void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_Reduce(const void *, void *, size_t, int, int, int, infinicclComm_t);
+infinicclResult_t itest_AllGather(const void *, void *, size_t, int, infinicclComm_t);
+infinicclResult_t itest_Gather(const void *, void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_Scatter(const void *, void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_ReduceScatter(const void *, void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_AllToAll(const void *, void *, size_t, int, infinicclComm_t);
+infinicclResult_t itest_Send(const void *, size_t, int, int, infinicclComm_t);
+infinicclResult_t itest_Recv(void *, size_t, int, int, infinicclComm_t);
+const char *itest_GetErrorString(int);
+}
+
 namespace {
 
 struct Args {
   const void *send;
   void *recv;
   size_t count;
-  infinicclDataType_t dt;
-  infinicclRedOp_t op;
+  int dt;
+  int op;
   int root;  // root, or peer for Send/Recv
   infinicclComm_t comm;
 };
@@ -43,30 +60,32 @@ struct Coll {
   bool p2p;
 };
 
+// clang-format off
 const Coll kColls[] = {
-    {"AllReduce", [](const Args &a) { return infinicclAllReduce(a.send, a.recv, a.count, a.dt, a.op, a.comm, nullptr); },
+    {"AllReduce", [](const Args &a) { return itest_AllReduce(a.send, a.recv, a.count, a.dt, a.op, a.comm); },
      true, false, kAll, kAll, kNone, false},
-    {"Broadcast", [](const Args &a) { return infinicclBroadcast(a.send, a.recv, a.count, a.dt, a.root, a.comm, nullptr); },
+    {"Broadcast", [](const Args &a) { return itest_Broadcast(a.send, a.recv, a.count, a.dt, a.root, a.comm); },
      false, true, kRootOnly, kAll, kNone, false},
-    {"Bcast", [](const Args &a) { return infinicclBcast(a.recv, a.count, a.dt, a.root, a.comm, nullptr); },
+    {"Bcast", [](const Args &a) { return itest_Bcast(a.recv, a.count, a.dt, a.root, a.comm); },
      false, true, kNone, kAll, kNone, false},
-    {"Reduce", [](const Args &a) { return infinicclReduce(a.send, a.recv, a.count, a.dt, a.op, a.root, a.comm, nullptr); },
+    {"Reduce", [](const Args &a) { return itest_Reduce(a.send, a.recv, a.count, a.dt, a.op, a.root, a.comm); },
      true, true, kAll, kRootOnly, kNone, false},
-    {"AllGather", [](const Args &a) { return infinicclAllGather(a.send, a.recv, a.count, a.dt, a.comm, nullptr); },
+    {"AllGather", [](const Args &a) { return itest_AllGather(a.send, a.recv, a.count, a.dt, a.comm); },
      false, false, kAll, kAll, kAll, false},
-    {"Gather", [](const Args &a) { return infinicclGather(a.send, a.recv, a.count, a.dt, a.root, a.comm, nullptr); },
+    {"Gather", [](const Args &a) { return itest_Gather(a.send, a.recv, a.count, a.dt, a.root, a.comm); },
      false, true, kAll, kRootOnly, kRootOnly, false},
-    {"Scatter", [](const Args &a) { return infinicclScatter(a.send, a.recv, a.count, a.dt, a.root, a.comm, nullptr); },
+    {"Scatter", [](const Args &a) { return itest_Scatter(a.send, a.recv, a.count, a.dt, a.root, a.comm); },
      false, true, kRootOnly, kAll, kRootOnly, false},
-    {"ReduceScatter", [](const Args &a) { return infinicclReduceScatter(a.send, a.recv, a.count, a.dt, a.op, a.comm, nullptr); },
+    {"ReduceScatter", [](const Args &a) { return itest_ReduceScatter(a.send, a.recv, a.count, a.dt, a.op, a.comm); },
      true, false, kAll, kAll, kAll, false},
-    {"AllToAll", [](const Args &a) { return infinicclAllToAll(a.send, a.recv, a.count, a.dt, a.comm, nullptr); },
+    {"AllToAll", [](const Args &a) { return itest_AllToAll(a.send, a.recv, a.count, a.dt, a.comm); },
      false, false, kAll, kAll, kAll, false},
-    {"Send", [](const Args &a) { return infinicclSend(a.send, a.count, a.dt, a.root, a.comm, nullptr); },
+    {"Send", [](const Args &a) { return itest_Send(a.send, a.count, a.dt, a.root, a.comm); },
      false, true, kAll, kNone, kNone, true},
-    {"Recv", [](const Args &a) { return infinicclRecv(a.recv, a.count, a.dt, a.root, a.comm, nullptr); },
+    {"Recv", [](const Args &a) { return itest_Recv(a.recv, a.count, a.dt, a.root, a.comm); },
      false, true, kNone, kAll, kNone, true},
 };
+// clang-format on
 
 int g_n = 1;
 long g_checked = 0;
@@ -136,11 +155,11 @@ void CheckBeforeInit() {
 void CheckResultStrings() {
   std::set<std::string> seen;
   for (int r = 0; r <= 9; ++r) {
-    const char *s = infinicclGetErrorString(infinicclResult_t(r));
+    const char *s = itest_GetErrorString(r);
     CHECK(s != nullptr && s[0] != '\0', "GetErrorString(%d)", r);
     if (s != nullptr) CHECK(seen.insert(s).second, "GetErrorString(%d) repeats \"%s\"", r, s);
   }
-  for (int r : {10, 12345, -1}) CHECK(infinicclGetErrorString(infinicclResult_t(r)) != nullptr, "%d", r);
+  for (int r : {10, 12345, -1}) CHECK(itest_GetErrorString(r) != nullptr, "GetErrorString(%d)", r);
 }
 
 void CheckCommAndQueryArgs(infinicclComm_t comm) {
@@ -188,13 +207,13 @@ void CheckCollectiveArgs(const Coll &c, infinicclComm_t comm, infinicclComm_t de
 
   for (int dt : {int(infinicclNumTypes), -1}) {
     a = good;
-    a.dt = infinicclDataType_t(dt);
+    a.dt = dt;
     expect(dt < 0 ? "dtype -1" : "dtype 12", a);
   }
   if (c.has_op) {
     for (int op : {int(infinicclNumOps), -1}) {
       a = good;
-      a.op = infinicclRedOp_t(op);
+      a.op = op;
       expect(op < 0 ? "op -1" : "op NumOps", a);
     }
   }

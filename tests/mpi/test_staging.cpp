@@ -1,0 +1,286 @@
+// The staging engine on the EMULATED device (sim): device buffers that MPI
+// must not read directly, staged through the pool and the pipeline.
+//
+// Modes (argv[1]):
+//   pool    - reuse (1000 AllReduces allocate only on the first), the cap
+//             bounds what is held during and after a large operation, MemTrim,
+//             CommDestroy releases what only that comm used, pinned
+//             unavailable -> pageable fallback, injected copy failure ->
+//             error, nothing held, next call fine; stream ordering; mixed
+//             host/device buffers; threads on two communicators.
+//   direct  - run with INFINICCL_MPI_DEVICE_DIRECT=1: device buffers go to MPI
+//             as they are, zero staging copies.
+// Expected values come from test_util.h (independent of the library).
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/registry.h"
+#include "device/sim/sim_runtime.h"
+#include "test_util.h"
+
+using namespace itest;
+using infiniccl::CopyKind;
+using infiniccl::DeviceRegistry;
+using infiniccl::SimRuntime;
+
+namespace {
+
+SimRuntime *g_sim = nullptr;
+int g_n = 0;
+
+// A device buffer of the emulated device, freed on scope exit.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t b) : bytes(b) { CHECK(g_sim->Malloc(&ptr, b).ok()); }
+  ~DeviceBuffer() { g_sim->Free(ptr); }
+  void Upload(const std::vector<unsigned char> &h, void *stream = nullptr) {
+    CHECK(g_sim->MemcpyAsync(ptr, h.data(), h.size(), CopyKind::kHostToDevice, stream).ok());
+    CHECK(g_sim->StreamSynchronize(stream).ok());
+  }
+  std::vector<unsigned char> Download() {
+    std::vector<unsigned char> h(bytes);
+    CHECK(g_sim->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, nullptr).ok());
+    CHECK(g_sim->StreamSynchronize(nullptr).ok());
+    return h;
+  }
+};
+
+infinicclStagingStats Stats() {
+  infinicclStagingStats s{};
+  CHECK(infinicclGetStagingStats(&s) == infinicclSuccess);
+  return s;
+}
+
+// Host input for an AllReduce of `count` elements of `dt` with `seed`.
+std::vector<unsigned char> Input(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
+                                 int rank, size_t count) {
+  std::vector<unsigned char> h(count * Info(dt).size);
+  for (size_t i = 0; i < count; ++i) Encode(dt, h.data(), i, ReduceValue(dt, op, seed, rank, i));
+  return h;
+}
+
+long CountWrong(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
+                const std::vector<unsigned char> &got, size_t count) {
+  long wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!Matches(dt, op, Decode(dt, got.data(), i), ExpectedReduce(dt, op, seed, g_n, i))) {
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+// One AllReduce on device buffers, checked; returns the call's result.
+infinicclResult_t DeviceAllReduce(infinicclComm_t comm, int rank, size_t count,
+                                  infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed) {
+  const size_t bytes = count * Info(dt).size;
+  DeviceBuffer send(bytes), recv(bytes);
+  send.Upload(Input(dt, op, seed, rank, count));
+  const infinicclResult_t rc = infinicclAllReduce(send.ptr, recv.ptr, count, dt, op, comm, nullptr);
+  if (rc == infinicclSuccess) {
+    const long wrong = CountWrong(dt, op, seed, recv.Download(), count);
+    CHECK(wrong == 0, "AllReduce count=%zu dtype=%s op=%s: %ld wrong", count, Info(dt).name,
+          OpName(op), wrong);
+  }
+  return rc;
+}
+
+void TestReuse(infinicclComm_t comm, int rank) {
+  CHECK(DeviceAllReduce(comm, rank, 300000, infinicclFloat32, infinicclSum, 1) == infinicclSuccess);
+  const infinicclStagingStats first = Stats();
+  const size_t bytes = 300000 * 4;
+  DeviceBuffer send(bytes), recv(bytes);
+  send.Upload(Input(infinicclFloat32, infinicclSum, 2, rank, 300000));
+  for (int i = 0; i < 1000; ++i) {
+    CHECK(infinicclAllReduce(send.ptr, recv.ptr, 300000, infinicclFloat32, infinicclSum, comm,
+                             nullptr) == infinicclSuccess);
+  }
+  const infinicclStagingStats after = Stats();
+  CHECK(after.allocations == first.allocations,
+        "1000 AllReduces allocated %llu staging buffers after the first call's %llu",
+        after.allocations - first.allocations, first.allocations);
+  CHECK(after.staged_calls >= first.staged_calls + 1000);
+  CHECK(after.d2h_bytes >= first.d2h_bytes + 1000ull * bytes);
+}
+
+void TestCapAndTrim(infinicclComm_t comm, int rank, size_t cap) {
+  // 4x the cap in one operation: must run in pieces and stay under the cap.
+  const size_t count = cap;  // float32: 4 * cap bytes per buffer
+  CHECK(DeviceAllReduce(comm, rank, count, infinicclFloat32, infinicclSum, 3) == infinicclSuccess);
+  const infinicclStagingStats s = Stats();
+  CHECK(s.peak_bytes_held <= cap, "peak %llu > cap %zu", s.peak_bytes_held, cap);
+  CHECK(s.bytes_held <= cap, "held %llu > cap %zu after the call", s.bytes_held, cap);
+  CHECK(s.pipelined_calls > 0);
+  CHECK(infinicclMemTrim() == infinicclSuccess);
+  CHECK(Stats().bytes_held == 0, "MemTrim left %llu bytes", Stats().bytes_held);
+}
+
+void TestCommDestroyReleases(int rank) {
+  CHECK(infinicclMemTrim() == infinicclSuccess);
+  infinicclComm_t a = nullptr, b = nullptr;
+  CHECK(infinicclCommInitAll(&a, 0, nullptr) == infinicclSuccess);
+  CHECK(infinicclCommInitAll(&b, 0, nullptr) == infinicclSuccess);
+  CHECK(DeviceAllReduce(a, rank, 5000, infinicclInt32, infinicclMax, 4) == infinicclSuccess);
+  CHECK(Stats().bytes_held > 0);
+  CHECK(infinicclCommDestroy(a) == infinicclSuccess);
+  CHECK(Stats().bytes_held == 0, "CommDestroy left %llu bytes only it used",
+        Stats().bytes_held);
+  // A buffer used by b stays cached after a is gone.
+  CHECK(DeviceAllReduce(b, rank, 5000, infinicclInt32, infinicclMax, 5) == infinicclSuccess);
+  CHECK(Stats().bytes_held > 0);
+  CHECK(infinicclCommDestroy(b) == infinicclSuccess);
+}
+
+void TestPageableFallback(infinicclComm_t comm, int rank) {
+  CHECK(infinicclMemTrim() == infinicclSuccess);
+  g_sim->SetPinnedAvailable(false);
+  CHECK(DeviceAllReduce(comm, rank, 70001, infinicclFloat16, infinicclSum, 6) == infinicclSuccess);
+  CHECK(Stats().pinned == 0, "staging says pinned with pinned memory unavailable");
+  g_sim->SetPinnedAvailable(true);
+  CHECK(infinicclMemTrim() == infinicclSuccess);
+  CHECK(DeviceAllReduce(comm, rank, 70001, infinicclFloat16, infinicclSum, 7) == infinicclSuccess);
+  CHECK(Stats().pinned == 1);
+}
+
+void TestCopyFailure(infinicclComm_t comm, int rank) {
+  const size_t count = 100000;
+  DeviceBuffer send(count * 8), recv(count * 8);
+  send.Upload(Input(infinicclFloat64, infinicclSum, 8, rank, count));
+  // Every rank fails its first staging copy, so no rank is left waiting in MPI.
+  g_sim->FailNextCopies(1);
+  const infinicclResult_t rc = infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat64,
+                                                  infinicclSum, comm, nullptr);
+  CHECK(rc == infinicclSystemError, "injected copy failure returned %s", ResultName(rc));
+  CHECK(NamesCall(infinicclGetLastError(comm), "infinicclAllReduce"), "message: %s",
+        infinicclGetLastError(comm));
+  // Every lease went back: trimming frees everything.
+  CHECK(infinicclMemTrim() == infinicclSuccess);
+  CHECK(Stats().bytes_held == 0, "a failed call kept %llu bytes leased", Stats().bytes_held);
+  CHECK(DeviceAllReduce(comm, rank, 100000, infinicclFloat64, infinicclSum, 9) == infinicclSuccess);
+}
+
+void TestStreamOrdering(infinicclComm_t comm, int rank) {
+  // The input is produced by a slow asynchronous copy queued on the stream
+  // just before the call; the call must wait for it.
+  const size_t count = 1 << 20;
+  void *stream = nullptr;
+  CHECK(g_sim->StreamCreate(&stream).ok());
+  DeviceBuffer send(count * 4), recv(count * 4);
+  send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale data: zeros
+  const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 10, rank, count);
+  g_sim->SetCopyGbps(0.5);  // 4 MiB at 0.5 GB/s: about 8 ms
+  CHECK(g_sim->MemcpyAsync(send.ptr, fresh.data(), fresh.size(), CopyKind::kHostToDevice, stream)
+            .ok());
+  CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclSum, comm,
+                           stream) == infinicclSuccess);
+  g_sim->SetCopyGbps(0);
+  const long wrong = CountWrong(infinicclInt32, infinicclSum, 10, recv.Download(), count);
+  CHECK(wrong == 0, "%ld elements read before the producing copy finished", wrong);
+  CHECK(g_sim->StreamDestroy(stream).ok());
+}
+
+void TestMixedHostDevice(infinicclComm_t comm, int rank) {
+  // Host send, device recv (AllGather) and device send, host recv (Reduce).
+  const size_t count = 12345;
+  std::vector<int32_t> host_send(count), host_recv(count * g_n);
+  for (size_t i = 0; i < count; ++i) host_send[i] = int32_t(rank * 100000 + i);
+  DeviceBuffer dev_recv(count * g_n * 4);
+  CHECK(infinicclAllGather(host_send.data(), dev_recv.ptr, count, infinicclInt32, comm,
+                           nullptr) == infinicclSuccess);
+  std::vector<unsigned char> got = dev_recv.Download();
+  long wrong = 0;
+  for (int r = 0; r < g_n; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      int32_t v;
+      std::memcpy(&v, got.data() + (r * count + i) * 4, 4);
+      wrong += v != int32_t(r * 100000 + i);
+    }
+  }
+  CHECK(wrong == 0, "mixed AllGather: %ld wrong", wrong);
+
+  DeviceBuffer dev_send(count * 4);
+  dev_send.Upload(Input(infinicclInt64, infinicclSum, 11, rank, count / 2));
+  std::vector<unsigned char> out(count / 2 * 8);
+  CHECK(infinicclReduce(dev_send.ptr, out.data(), count / 2, infinicclInt64, infinicclSum,
+                        g_n - 1, comm, nullptr) == infinicclSuccess);
+  if (rank == g_n - 1) {
+    CHECK(CountWrong(infinicclInt64, infinicclSum, 11, out, count / 2) == 0);
+  }
+}
+
+void TestThreads(int rank) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    if (rank == 0) std::printf("threads: skipped (MPI thread level %d)\n", provided);
+    return;
+  }
+  infinicclComm_t comms[2] = {nullptr, nullptr};
+  for (auto &c : comms) CHECK(infinicclCommInitAll(&c, 0, nullptr) == infinicclSuccess);
+  std::thread workers[2];
+  for (int t = 0; t < 2; ++t) {
+    workers[t] = std::thread([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        CHECK(DeviceAllReduce(comms[t], rank, 40000 + 1000 * t, infinicclFloat32, infinicclMax,
+                              100 + t * 50 + i) == infinicclSuccess);
+      }
+    });
+  }
+  for (auto &w : workers) w.join();
+  for (auto &c : comms) CHECK(infinicclCommDestroy(c) == infinicclSuccess);
+}
+
+void TestDirect(infinicclComm_t comm, int rank) {
+  const infinicclStagingStats before = Stats();
+  for (infinicclDataType_t dt : {infinicclFloat32, infinicclBFloat16, infinicclUInt8}) {
+    CHECK(DeviceAllReduce(comm, rank, 65537, dt, infinicclSum, 20 + dt) == infinicclSuccess);
+  }
+  const infinicclStagingStats after = Stats();
+  CHECK(after.d2h_copies == before.d2h_copies && after.h2d_copies == before.h2d_copies,
+        "direct path made %llu staging copies", after.d2h_copies - before.d2h_copies);
+  CHECK(after.direct_calls == before.direct_calls + 3);
+  CHECK(after.staged_calls == before.staged_calls);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const std::string mode = argc > 1 ? argv[1] : "pool";
+  // A small cap so the "larger than the cap" case stays small.
+  const size_t cap = 1 << 20;
+  if (mode == "pool") setenv("INFINICCL_STAGING_CACHE_BYTES", "1M", 1);
+  setenv("INFINICCL_PIPELINE_CHUNK_BYTES", "65539", 0);
+  if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
+  g_sim = static_cast<SimRuntime *>(&DeviceRegistry::EnableSim());
+  infinicclComm_t comm = nullptr;
+  if (infinicclCommInitAll(&comm, 0, nullptr) != infinicclSuccess) return 2;
+  int rank = 0;
+  infinicclCommUserRank(comm, &rank);
+  infinicclCommCount(comm, &g_n);
+  g_rank = rank;
+
+  if (mode == "direct") {
+    TestDirect(comm, rank);
+  } else {
+    TestReuse(comm, rank);
+    TestCapAndTrim(comm, rank, cap);
+    TestCommDestroyReleases(rank);
+    TestPageableFallback(comm, rank);
+    TestCopyFailure(comm, rank);
+    TestStreamOrdering(comm, rank);
+    TestMixedHostDevice(comm, rank);
+    TestThreads(rank);
+  }
+  CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
+  long total = 0;
+  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) std::printf("test_staging %s: %ld failures\n", mode.c_str(), total);
+  if (infinicclFinalize() != infinicclSuccess) return 1;
+  return total == 0 ? 0 : 1;
+}
