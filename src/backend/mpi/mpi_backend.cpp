@@ -60,10 +60,24 @@ Status MpiBackend::Broadcast(const CollArgs &a) {
   return Status::Ok();
 }
 
+void *MpiBackend::Scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
 Status MpiBackend::Reduce(const CollArgs &a) {
   const bool root = rank_ == a.root;
+  const void *send = root && a.in_place ? MPI_IN_PLACE : a.sendbuff;
+#ifdef MPICH_VERSION
+  // MPICH 4.0 dereferences MPI_IN_PLACE in MPI_Reduce at a root other than 0
+  // once the message exceeds 2 KiB (segfault). Give it a copy instead.
+  if (send == MPI_IN_PLACE && a.root != 0) {
+    const size_t bytes = a.count * DataTypeSize(a.dtype);
+    send = std::memcpy(Scratch(bytes), a.recvbuff, bytes);
+  }
+#endif
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      mpi::Reduce(root && a.in_place ? MPI_IN_PLACE : a.sendbuff,
+      mpi::Reduce(send,
                   root ? a.recvbuff : nullptr, a.count, MpiTypeTable::Type(a.dtype),
                   DataTypeSize(a.dtype), MpiTypeTable::Op(a.dtype, a.op), a.root, comm_),
       "MPI_Reduce"));

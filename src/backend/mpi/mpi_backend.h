@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <vector>
+
 #include "backend/backend.h"
 
 namespace infiniccl {
@@ -28,9 +30,14 @@ class MpiBackend final : public Backend {
   Status Send(const CollArgs &a);
   Status Recv(const CollArgs &a);
 
+  // Grows on demand and is kept, so steady state allocates nothing; only the
+  // MPICH in-place Reduce workaround uses it.
+  void *Scratch(size_t bytes);
+
   MPI_Comm comm_;
   int rank_;
   int size_;
+  std::vector<char> scratch_;
 };
 
 }  // namespace infiniccl

@@ -39,6 +39,19 @@ void UserOp(void *in, void *inout, Len *len, MPI_Datatype *) {
   }
 }
 
+// Unsigned Max/Min as user-defined ops: MPICH 4.0.x compares unsigned
+// integers as signed in its built-in MPI_MAX/MPI_MIN (pmodels/mpich#6083),
+// and Open MPI 4.1.2-4.1.4 had the same class of bug (open-mpi/ompi#10525).
+template <typename T, bool kMax, typename Len>
+void UnsignedMaxMin(void *in_v, void *inout_v, Len *len, MPI_Datatype *) {
+  const T *in = static_cast<const T *>(in_v);
+  T *inout = static_cast<T *>(inout_v);
+  const size_t n = static_cast<size_t>(*len);
+  for (size_t i = 0; i < n; ++i) {
+    if (kMax ? in[i] > inout[i] : in[i] < inout[i]) inout[i] = in[i];
+  }
+}
+
 #if MPI_VERSION >= 4
 using LenType = MPI_Count;
 int CreateOp(void (*fn)(void *, void *, MPI_Count *, MPI_Datatype *), MPI_Op *op) {
@@ -56,6 +69,11 @@ struct Table {
   // [0]: float16, [1]: bfloat16; indexed by op (Sum, Prod, Max, Min).
   MPI_Op float16_ops[2][4] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL},
                               {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
+  // [UInt8, UInt16, UInt32, UInt64][Max, Min]
+  MPI_Op unsigned_ops[4][2] = {{MPI_OP_NULL, MPI_OP_NULL},
+                               {MPI_OP_NULL, MPI_OP_NULL},
+                               {MPI_OP_NULL, MPI_OP_NULL},
+                               {MPI_OP_NULL, MPI_OP_NULL}};
   bool ready = false;
 };
 Table g_table;
@@ -75,6 +93,22 @@ Status MakeOps(MPI_Op ops[4]) {
   INFINICCL_RETURN_IF_ERROR(MpiCheck(CreateOp(&UserOp<kBf16, infinicclProd, LenType>, &ops[1]), "MPI_Op_create"));
   INFINICCL_RETURN_IF_ERROR(MpiCheck(CreateOp(&UserOp<kBf16, infinicclMax, LenType>, &ops[2]), "MPI_Op_create"));
   return MpiCheck(CreateOp(&UserOp<kBf16, infinicclMin, LenType>, &ops[3]), "MPI_Op_create");
+}
+
+template <typename T>
+Status MakeUnsignedOps(MPI_Op ops[2]) {
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(CreateOp(&UnsignedMaxMin<T, true, LenType>, &ops[0]), "MPI_Op_create"));
+  return MpiCheck(CreateOp(&UnsignedMaxMin<T, false, LenType>, &ops[1]), "MPI_Op_create");
+}
+
+int UnsignedIndex(infinicclDataType_t dtype) {
+  switch (dtype) {
+    case infinicclUInt8: return 0;
+    case infinicclUInt16: return 1;
+    case infinicclUInt32: return 2;
+    case infinicclUInt64: return 3;
+    default: return -1;
+  }
 }
 
 }  // namespace
@@ -107,12 +141,21 @@ Status MpiTypeTable::Create() {
   INFINICCL_RETURN_IF_ERROR(MakeTwoByteType("infiniccl_bfloat16", &g_table.types[infinicclBFloat16]));
   INFINICCL_RETURN_IF_ERROR(MakeOps<false>(g_table.float16_ops[0]));
   INFINICCL_RETURN_IF_ERROR(MakeOps<true>(g_table.float16_ops[1]));
+  INFINICCL_RETURN_IF_ERROR(MakeUnsignedOps<uint8_t>(g_table.unsigned_ops[0]));
+  INFINICCL_RETURN_IF_ERROR(MakeUnsignedOps<uint16_t>(g_table.unsigned_ops[1]));
+  INFINICCL_RETURN_IF_ERROR(MakeUnsignedOps<uint32_t>(g_table.unsigned_ops[2]));
+  INFINICCL_RETURN_IF_ERROR(MakeUnsignedOps<uint64_t>(g_table.unsigned_ops[3]));
   g_table.ready = true;
   return Status::Ok();
 }
 
 void MpiTypeTable::Destroy() {
   for (auto &ops : g_table.float16_ops) {
+    for (MPI_Op &op : ops) {
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    }
+  }
+  for (auto &ops : g_table.unsigned_ops) {
     for (MPI_Op &op : ops) {
       if (op != MPI_OP_NULL) MPI_Op_free(&op);
     }
@@ -133,6 +176,10 @@ MPI_Op MpiTypeTable::Op(infinicclDataType_t dtype, infinicclRedOp_t op) {
   const int index = op == infinicclAvg ? 0 : static_cast<int>(op);
   if (dtype == infinicclFloat16) return g_table.float16_ops[0][index];
   if (dtype == infinicclBFloat16) return g_table.float16_ops[1][index];
+  const int u = UnsignedIndex(dtype);
+  if (u >= 0 && (op == infinicclMax || op == infinicclMin)) {
+    return g_table.unsigned_ops[u][op == infinicclMax ? 0 : 1];
+  }
   return kBuiltinOps[index];
 }
 

@@ -5,6 +5,8 @@
 // Float16 and BFloat16 travel as their own 2-byte MPI types (never MPI_BYTE)
 // and reduce through user-defined ops that compute in float and round to
 // nearest even. Avg maps to the Sum op; the backend divides afterwards.
+// Unsigned Max/Min are user-defined too: several MPI releases compare
+// unsigned integers as signed in their built-in ops.
 #pragma once
 
 #include <mpi.h>
