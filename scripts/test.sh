@@ -65,13 +65,17 @@ for stage in "${stages[@]}"; do
       # Leaks inside the MPI libraries themselves are suppressed (see the
       # file); everything of ours is checked.
       export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
-      export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_odr_violation=0"
+      # The slow unwinder and keeping Open MPI's plugins loaded give every
+      # leak a full, symbolised stack, so suppressions can tell MPI's own
+      # allocations from ours.
+      export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_odr_violation=0:fast_unwind_on_malloc=0"
+      export OMPI_MCA_mca_base_component_disable_dlclose=1
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       build build-ci-asan -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF \
         -DINFINICCL_SANITIZE=address,undefined \
         -DINFINICCL_LARGE_COUNT_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
       run_ctest build-ci-asan -L "unit|mpi" -LE "consumer|bench|example"
-      unset LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS
+      unset LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
       ;;
     *)
       echo "unknown stage '$stage' (openmpi, mpich or asan)" >&2
