@@ -76,10 +76,9 @@ Measures InfiniCCL collectives next to the raw MPI calls they stand for.
   -e, --maxbytes B    sweep end in bytes (default 16M)
   -f, --stepfactor F  sweep multiplication factor (integer >= 2, default 4)
                       (elements = bytes / dtype size; use --elements or a sweep)
-  -d, --dtype T       )";
-  u += DTypeNames();
-  u += R"(
-                      (default float32)
+  -d, --dtype T       element type (default float32): int8 int16 int32 int64
+                      uint8 uint16 uint32 uint64 float16 bfloat16 float32
+                      float64; aliases char int half float double fp16 bf16
   -o, --op OP         sum|prod|max|min|avg (default sum)
   -r, --root N        root rank of broadcast/reduce/gather/scatter (default 0)
   --inplace           in-place calls, in NCCL's buffer layout
@@ -95,6 +94,19 @@ Measures InfiniCCL collectives next to the raw MPI calls they stand for.
   --csv FILE          also write the rows as CSV
   --list-modes        the modes and what each measures
   -h, --help          this text
+
+Modes, for C in allreduce allgather alltoall broadcast reduce reduce_scatter
+gather scatter sendrecv:
+  host_C          the raw MPI call on host buffers
+  infiniccl_C     the InfiniCCL call on --device buffers
+  stage_alloc_C   --device buffers copied through host buffers malloc'd per
+                  call around the raw MPI call (stage_alloc = allreduce)
+  stage_reuse_C   the same with host buffers allocated once (stage_reuse)
+and copy_d2h copy_h2d copy_roundtrip; ReduceScatter built from MPI on host
+buffers: rs_block rs_counts rs_allreduce rs_reduce_scatter rs_ring.
+
+Sizes follow nccl-tests: the count is the total over ranks, so AllGather,
+ReduceScatter, AllToAll, Gather and Scatter move count/nranks per rank.
 
 Exit status: 0 success, 1 wrong results, 2 bad options, 3 a call failed
 (or an output file could not be written).
