@@ -85,6 +85,7 @@ infinicclResult_t infinicclGetSize(int *size) {
 
 infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id) {
   return ApiCall("infinicclGetUniqueId", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(CheckOut(id, "id"));
     return Status(infinicclNotSupported,
                   "unique-id bootstrap needs a native collective backend (NCCL/MCCL), "
@@ -96,6 +97,7 @@ infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank) {
   (void)id;
   return ApiCall("infinicclCommInitRank", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
     if (nranks < 1 || rank < 0 || rank >= nranks) {
       return MakeStatus(infinicclInvalidArgument, "rank %d / nranks %d is out of range",
