@@ -25,6 +25,9 @@
  *    they run after the work already queued there (the kernels that produced
  *    sendbuff); the call returns when recvbuff holds the result, which later
  *    work on `stream` sees. stream NULL is the runtime's default stream.
+ *    All ranks of one call must pass the same kind of memory (all host or
+ *    all device): large staged operations run in chunks, identically on
+ *    every device-memory rank.
  *  - Errors are returned, never aborted on (unless INFINICCL_ABORT_ON_ERROR=1);
  *    infinicclGetLastError() gives the message of the last failed call.
  *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do.

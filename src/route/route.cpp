@@ -97,7 +97,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   //    pipelined when large.
   Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
   return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
-                   &comm);
+                   comm.size(), &comm);
 }
 
 }  // namespace infiniccl

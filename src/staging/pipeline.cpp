@@ -92,12 +92,27 @@ Status StageOut(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, con
   return Status::Ok();
 }
 
+// Blocks per column of the widest buffer and of both buffers together, the
+// same on every rank (a root's shape), so that every rank cuts the operation
+// into the same chunks and makes the same MPI calls.
+struct Shape {
+  size_t widest, blocks;
+};
+Shape ShapeOf(CollKind kind, size_t n) {
+  switch (kind) {
+    case CollKind::kAllGather:
+    case CollKind::kGather:
+    case CollKind::kScatter:
+    case CollKind::kReduceScatter: return {n, n + 1};
+    case CollKind::kAllToAll: return {n, 2 * n};
+    default: return {1, 2};  // AllReduce, Broadcast, Reduce, Send, Recv
+  }
+}
+
 }  // namespace
 
-size_t ChunkColumns(size_t count, size_t send_blocks, size_t recv_blocks, size_t elem,
+size_t ChunkColumns(size_t count, size_t widest, size_t blocks, size_t elem,
                     size_t chunk_bytes, size_t cap_bytes) {
-  const size_t blocks = send_blocks + recv_blocks;
-  const size_t widest = std::max<size_t>(1, std::max(send_blocks, recv_blocks));
   // Small enough for one host buffer of one chunk: no pipelining.
   if (count <= chunk_bytes / (widest * elem) && blocks * count * elem <= cap_bytes) {
     return count;
@@ -109,7 +124,7 @@ size_t ChunkColumns(size_t count, size_t send_blocks, size_t recv_blocks, size_t
 }
 
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a,
-                 BufferPlacement placement, const void *owner) {
+                 BufferPlacement placement, int nranks, const void *owner) {
   StagingPool &pool = StagingPool::Global();
   const Config &config = GlobalConfig();
   Plan p;
@@ -117,7 +132,8 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   p.count = a.count;
   p.send_blocks = a.send_bytes / (a.count * p.elem);
   p.recv_blocks = a.recv_bytes / (a.count * p.elem);
-  p.cols = ChunkColumns(p.count, p.send_blocks, p.recv_blocks, p.elem,
+  const Shape shape = ShapeOf(a.kind, static_cast<size_t>(nranks));
+  p.cols = ChunkColumns(p.count, shape.widest, shape.blocks, p.elem,
                         config.pipeline_chunk_bytes, pool.cap_bytes());
   const size_t chunks = (p.count + p.cols - 1) / p.cols;
   const int slots = chunks > 1 ? kSlots : 1;

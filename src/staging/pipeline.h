@@ -27,13 +27,18 @@ struct BufferPlacement {
 
 // `args` has been validated (send_bytes / recv_bytes set, count > 0).
 // `owner` is the communicator, for the staging pool's bookkeeping.
+//
+// Every rank must cut the operation into the same chunks, so the plan
+// depends only on what all ranks share (kind, count, dtype, nranks, config),
+// never on this rank's role; and all ranks of one call must pass the same
+// kind of memory (a rank on host buffers makes one MPI call, not chunks).
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &args,
-                 BufferPlacement placement, const void *owner);
+                 BufferPlacement placement, int nranks, const void *owner);
 
 // Chunking decision, exposed for tests: columns per chunk for an operation of
-// `count` columns whose host slot needs `send_blocks + recv_blocks` blocks of
-// `elem` bytes per column.
-size_t ChunkColumns(size_t count, size_t send_blocks, size_t recv_blocks, size_t elem,
+// `count` columns whose widest buffer has `widest` blocks per column and whose
+// buffers together have `blocks`, of `elem` bytes each.
+size_t ChunkColumns(size_t count, size_t widest, size_t blocks, size_t elem,
                     size_t chunk_bytes, size_t cap_bytes);
 
 }  // namespace infiniccl

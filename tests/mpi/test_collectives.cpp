@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "device_mirror.h"
 #include "test_util.h"
 
 using namespace itest;
@@ -115,8 +116,15 @@ bool RcOk(const Case &c, infinicclResult_t rc, const char *call) {
        ResultName(rc), SafeLastError());
   return false;
 }
-#define CALL_OR_RETURN(c, call) \
-  if (!RcOk(c, (call), #call)) return
+// Device variant: buffers go to the emulated device around the call.
+#define CALL_OR_RETURN(c, call)                   \
+  ToDevice();                                     \
+  if (!RcOk(c, [&] {                              \
+        const infinicclResult_t rc_ = (call);     \
+        FromDevice();                             \
+        return rc_;                               \
+      }(), #call))                                \
+  return
 
 void RunAllReduce(const World &w, const Case &c) {
   auto in = [&](size_t i) { return ReduceValue(c.dt, c.op, c.seed, w.rank, i); };
@@ -124,7 +132,7 @@ void RunAllReduce(const World &w, const Case &c) {
   GuardedBuffer recv(Bytes(c, c.count)), send(c.inplace ? 0 : Bytes(c, c.count));
   GuardedBuffer &src = c.inplace ? recv : send;
   Fill(c, src, 0, c.count, in);
-  CALL_OR_RETURN(c, infinicclAllReduce(src.data(), recv.data(), c.count, c.dt, c.op, w.comm, nullptr));
+  CALL_OR_RETURN(c, infinicclAllReduce(D(src.data()), D(recv.data()), c.count, c.dt, c.op, w.comm, nullptr));
   CheckRegion(c, "recv", recv, 0, c.count, c.op, want);
   if (!c.inplace) CheckRegion(c, "send", send, 0, c.count, kExact, in);
   CheckGuards(c, "recv", recv);
@@ -139,9 +147,9 @@ void RunBroadcast(const World &w, const Case &c) {
   GuardedBuffer &src = c.inplace ? recv : send;
   if (root) Fill(c, src, 0, c.count, data);  // sendbuff is not significant at non-roots
   if (c.coll == Coll::Bcast) {
-    CALL_OR_RETURN(c, infinicclBcast(recv.data(), c.count, c.dt, c.root, w.comm, nullptr));
+    CALL_OR_RETURN(c, infinicclBcast(D(recv.data()), c.count, c.dt, c.root, w.comm, nullptr));
   } else {
-    CALL_OR_RETURN(c, infinicclBroadcast(src.data(), recv.data(), c.count, c.dt, c.root, w.comm,
+    CALL_OR_RETURN(c, infinicclBroadcast(D(src.data()), D(recv.data()), c.count, c.dt, c.root, w.comm,
                                          nullptr));
   }
   CheckRegion(c, "recv", recv, 0, c.count, kExact, data);
@@ -160,7 +168,7 @@ void RunReduce(const World &w, const Case &c) {
   GuardedBuffer recv(Bytes(c, c.count)), send(c.inplace ? 0 : Bytes(c, c.count));
   GuardedBuffer &src = c.inplace ? recv : send;
   Fill(c, src, 0, c.count, in);
-  CALL_OR_RETURN(c, infinicclReduce(src.data(), recv.data(), c.count, c.dt, c.op, c.root, w.comm,
+  CALL_OR_RETURN(c, infinicclReduce(D(src.data()), D(recv.data()), c.count, c.dt, c.op, c.root, w.comm,
                                     nullptr));
   if (root)
     CheckRegion(c, "recv", recv, 0, c.count, c.op, want);
@@ -183,7 +191,7 @@ void RunAllGather(const World &w, const Case &c) {
   } else {
     Fill(c, send, 0, c.count, data(w.rank));
   }
-  CALL_OR_RETURN(c, infinicclAllGather(sb, recv.data(), c.count, c.dt, w.comm, nullptr));
+  CALL_OR_RETURN(c, infinicclAllGather(D(sb), D(recv.data()), c.count, c.dt, w.comm, nullptr));
   for (int r = 0; r < w.n; ++r) CheckRegion(c, "recv", recv, r * c.count, c.count, kExact, data(r));
   if (!c.inplace) CheckRegion(c, "send", send, 0, c.count, kExact, data(w.rank));
   CheckGuards(c, "recv", recv);
@@ -202,7 +210,7 @@ void RunGather(const World &w, const Case &c) {
   } else {
     Fill(c, send, 0, c.count, data(w.rank));
   }
-  CALL_OR_RETURN(c, infinicclGather(sb, recv.data(), c.count, c.dt, c.root, w.comm, nullptr));
+  CALL_OR_RETURN(c, infinicclGather(D(sb), D(recv.data()), c.count, c.dt, c.root, w.comm, nullptr));
   if (root) {
     for (int r = 0; r < w.n; ++r)
       CheckRegion(c, "recv", recv, r * c.count, c.count, kExact, data(r));
@@ -221,7 +229,7 @@ void RunScatter(const World &w, const Case &c) {
   GuardedBuffer send(Bytes(c, w.n * c.count)), recv(inplace ? 0 : Bytes(c, c.count));
   if (root) Fill(c, send, 0, w.n * c.count, data);
   void *rb = inplace ? At(c, send, c.root * c.count) : recv.data();  // recvbuff == sendbuff + root*count
-  CALL_OR_RETURN(c, infinicclScatter(send.data(), rb, c.count, c.dt, c.root, w.comm, nullptr));
+  CALL_OR_RETURN(c, infinicclScatter(D(send.data()), D(rb), c.count, c.dt, c.root, w.comm, nullptr));
   if (root)  // whole sendbuff unchanged; in place its root block is the result
     CheckRegion(c, "send", send, 0, w.n * c.count, kExact, data);
   else
@@ -241,7 +249,7 @@ void RunReduceScatter(const World &w, const Case &c) {
   GuardedBuffer send(Bytes(c, w.n * c.count)), recv(c.inplace ? 0 : Bytes(c, c.count));
   Fill(c, send, 0, w.n * c.count, in);
   void *rb = c.inplace ? At(c, send, off) : recv.data();  // recvbuff == sendbuff + rank*count
-  CALL_OR_RETURN(c, infinicclReduceScatter(send.data(), rb, c.count, c.dt, c.op, w.comm, nullptr));
+  CALL_OR_RETURN(c, infinicclReduceScatter(D(send.data()), D(rb), c.count, c.dt, c.op, w.comm, nullptr));
   if (c.inplace) {  // the other blocks of an in-place buffer are undefined afterwards
     CheckRegion(c, "recv", send, off, c.count, c.op, want);
   } else {
@@ -259,7 +267,7 @@ void RunAllToAll(const World &w, const Case &c) {
   GuardedBuffer recv(Bytes(c, total)), send(c.inplace ? 0 : Bytes(c, total));
   GuardedBuffer &src = c.inplace ? recv : send;
   Fill(c, src, 0, total, data(w.rank));
-  CALL_OR_RETURN(c, infinicclAllToAll(src.data(), recv.data(), c.count, c.dt, w.comm, nullptr));
+  CALL_OR_RETURN(c, infinicclAllToAll(D(src.data()), D(recv.data()), c.count, c.dt, w.comm, nullptr));
   size_t off = w.rank * c.count;
   for (int r = 0; r < w.n; ++r)
     CheckRegion(c, "recv", recv, r * c.count, c.count, kExact,
@@ -278,9 +286,9 @@ void RunSendRecv(const World &w, const Case &c) {
   Fill(c, send, 0, c.count, data(w.rank));
   for (int step = 0; step < 2; ++step) {
     if ((step == 0) == (w.rank % 2 == 0)) {
-      CALL_OR_RETURN(c, infinicclSend(send.data(), c.count, c.dt, next, w.comm, nullptr));
+      CALL_OR_RETURN(c, infinicclSend(D(send.data()), c.count, c.dt, next, w.comm, nullptr));
     } else {
-      CALL_OR_RETURN(c, infinicclRecv(recv.data(), c.count, c.dt, prev, w.comm, nullptr));
+      CALL_OR_RETURN(c, infinicclRecv(D(recv.data()), c.count, c.dt, prev, w.comm, nullptr));
     }
   }
   CheckRegion(c, "recv", recv, 0, c.count, kExact, data(prev));
@@ -372,6 +380,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "infinicclInit failed: %s\n", SafeLastError());
     return 2;
   }
+  MirrorEnable();
   World w{};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.n);

@@ -306,7 +306,19 @@ class GuardedBuffer {
 
   explicit GuardedBuffer(size_t bytes) : bytes_(Checked(bytes)), storage_(bytes_ + 2 * kGuard, kGuardByte) {
     std::memset(data(), kFillByte, bytes_);
+    if (on_create != nullptr) on_create(this);
   }
+  ~GuardedBuffer() {
+    if (on_destroy != nullptr) on_destroy(this);
+  }
+  GuardedBuffer(const GuardedBuffer &) = delete;
+  GuardedBuffer &operator=(const GuardedBuffer &) = delete;
+  // The whole storage, guards included (device mirrors copy all of it).
+  unsigned char *storage() { return storage_.data(); }
+  size_t storage_bytes() const { return storage_.size(); }
+  // Hooks for the device-buffer variant of the tests (device_mirror.h).
+  static inline void (*on_create)(GuardedBuffer *) = nullptr;
+  static inline void (*on_destroy)(GuardedBuffer *) = nullptr;
   unsigned char *data() { return storage_.data() + kGuard; }
   const unsigned char *data() const { return storage_.data() + kGuard; }
   size_t bytes() const { return bytes_; }
