@@ -1,3 +1,4 @@
+// The cpu device and buffer ownership. Runtime devices: runtime_device.cpp.
 #include "device.h"
 
 #include <cstdlib>
@@ -14,10 +15,15 @@ constexpr size_t kAlign = 4096;
 class CpuDevice final : public Device {
  public:
   const char *Name() const override { return "cpu"; }
+  std::string Description() const override {
+    return "cpu (the 'device' buffers of infiniccl_* and stage_* modes are plain "
+           "host memory, the same buffers host_* modes use)";
+  }
   bool HostAccessible() const override { return true; }
   bool IsHostMemory() const override { return true; }
   void *Allocate(size_t bytes) override { return HostAllocate(bytes); }
   void Free(void *p) noexcept override { HostFree(p); }
+  std::string StagingHostMemory() const override { return "pageable (malloc)"; }
   void CopyToHost(void *dst, const void *src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
   }
@@ -30,15 +36,8 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> MakeDevice(const std::string &name, std::string *error) {
-  if (name == "cpu") return std::make_unique<CpuDevice>();
-  *error = "device " + name +
-           " not available in this build (available: " + DeviceNames() + ")";
-  return nullptr;
-}
-
-const char *DeviceNames() {
-  return "cpu";
+std::unique_ptr<Device> MakeCpuDevice() {
+  return std::make_unique<CpuDevice>();
 }
 
 void *HostAllocate(size_t bytes) {
@@ -54,8 +53,22 @@ void HostFree(void *p) noexcept {
 
 Buffer::Buffer(Device *device, size_t bytes)
     : device_(device),
+      where_(device ? Where::kDevice : Where::kHost),
       data_(device ? device->Allocate(bytes) : HostAllocate(bytes)),
       bytes_(bytes) {}
+
+Buffer Buffer::HostStaging(Device *device, size_t bytes) {
+  Buffer b;
+  b.data_ = device ? device->AllocatePinned(bytes) : nullptr;
+  if (b.data_) {
+    b.device_ = device;
+    b.where_ = Where::kPinned;
+  } else {
+    b.data_ = HostAllocate(bytes);
+  }
+  b.bytes_ = bytes;
+  return b;
+}
 
 Buffer::~Buffer() {
   Reset();
@@ -63,6 +76,7 @@ Buffer::~Buffer() {
 
 Buffer::Buffer(Buffer &&other) noexcept
     : device_(other.device_),
+      where_(other.where_),
       data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)) {}
 
@@ -70,6 +84,7 @@ Buffer &Buffer::operator=(Buffer &&other) noexcept {
   if (this != &other) {
     Reset();
     device_ = other.device_;
+    where_ = other.where_;
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
@@ -78,10 +93,11 @@ Buffer &Buffer::operator=(Buffer &&other) noexcept {
 
 void Buffer::Reset() noexcept {
   if (!data_) return;
-  if (device_)
-    device_->Free(data_);
-  else
-    HostFree(data_);
+  switch (where_) {
+    case Where::kDevice: device_->Free(data_); break;
+    case Where::kPinned: device_->FreePinned(data_); break;
+    case Where::kHost: HostFree(data_); break;
+  }
   data_ = nullptr;
   bytes_ = 0;
 }

@@ -4,7 +4,8 @@
 //   collective.*  sizes and busbw         calls.h     one call, MPI/InfiniCCL
 //   run.*         one mode at one size    runner.*    timing loop
 //   validate.*    exact expected values   output.*    table, JSON, CSV
-//   device.*      where device buffers live (cpu only in this build)
+//   device.*      where device buffers live: cpu, or (runtime_device.cpp) a
+//                 DeviceRegistry runtime: cuda, metax, ..., sim (emulated)
 #include <infiniccl/infiniccl.h>
 
 #include <cstdio>
@@ -105,6 +106,14 @@ int main(int argc, char **argv) {
                  infinicclGetErrorString(r), infinicclGetLastError(nullptr));
     MPI_Abort(MPI_COMM_WORLD, kExitFailed);
   }
+  // The rank is bound to a device now: the stream belongs to that device.
+  try {
+    device->Open();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "[rank %d] infiniccl-bench: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kExitFailed);
+  }
   MPI_Comm mpi_comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm);
   MPI_Comm_set_errhandler(mpi_comm, MPI_ERRORS_RETURN);
@@ -141,5 +150,6 @@ int main(int argc, char **argv) {
     if (status == 0) status = kExitFailed;
   }
   MPI_Comm_free(&mpi_comm);
+  device.reset();  // its stream, before the library shuts down
   return Finalize(status);
 }

@@ -84,7 +84,10 @@ Measures InfiniCCL collectives next to the raw MPI calls they stand for.
   --inplace           in-place calls, in NCCL's buffer layout
   --device D          where infiniccl_* and stage_* buffers live: )";
   u += DeviceNames();
-  u += R"( (default cpu)
+  u += R"(
+                      (default: the first vendor device present, else cpu;
+                      sim is the EMULATED device, used only when asked for:
+                      --device sim or INFINICCL_DEVICE=sim)
   -w, --warmup N      warm-up iterations per (mode, size) (default 5)
   -n, --iters N       timed iterations per (mode, size) (default 20)
   --repeat R          run the whole mode list R times interleaved and report
@@ -104,6 +107,8 @@ gather scatter sendrecv:
   stage_reuse_C   the same with host buffers allocated once (stage_reuse)
 and copy_d2h copy_h2d copy_roundtrip; ReduceScatter built from MPI on host
 buffers: rs_block rs_counts rs_allreduce rs_reduce_scatter rs_ring.
+On a device other than cpu, stage_* copy with MemcpyAsync + StreamSynchronize
+and stage_reuse_* host buffers are pinned when the device offers MallocHost.
 
 Sizes follow nccl-tests: the count is the total over ranks, so AllGather,
 ReduceScatter, AllToAll, Gather and Scatter move count/nranks per rank.

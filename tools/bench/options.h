@@ -11,7 +11,7 @@
 namespace bench {
 
 struct Options {
-  std::string device = "cpu";
+  std::string device;  // empty: the best device present (MakeDevice)
   std::vector<size_t> elements;  // the requested counts, in order
   std::vector<std::string> modes;
   const DType *dtype = nullptr;

@@ -1,5 +1,6 @@
 #include "output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -60,6 +61,36 @@ const char *Yes(bool b) {
   return b ? "yes" : "no";
 }
 
+// The staging line under an infiniccl_ block: totals over its sizes.
+struct StagingTotals {
+  bool measured = false;
+  uint64_t allocs = 0, staged = 0, pipelined = 0, held = 0, peak = 0;
+  bool pinned = true;
+  void Add(const Result &r) {
+    if (!r.staging_measured) return;
+    measured = true;
+    allocs += r.staging_allocs;
+    staged += r.staged_calls;
+    pipelined += r.pipelined_calls;
+    held = std::max(held, r.staging_held_bytes);
+    peak = std::max(peak, r.staging_peak_bytes);
+    if (r.staging_held_bytes > 0 && !r.staging_pinned) pinned = false;
+  }
+};
+
+void PrintStaging(std::FILE *out, const StagingTotals &s) {
+  std::fprintf(out,
+               "#  staging (timed iterations, all sizes, largest rank): %llu "
+               "allocations, %llu staged calls of which %llu pipelined; held %llu B "
+               "after, peak %llu B since start, pinned %s\n",
+               static_cast<unsigned long long>(s.allocs),
+               static_cast<unsigned long long>(s.staged),
+               static_cast<unsigned long long>(s.pipelined),
+               static_cast<unsigned long long>(s.held),
+               static_cast<unsigned long long>(s.peak),
+               s.held == 0 ? "n/a (nothing held)" : Yes(s.pinned));
+}
+
 void PrintComparisons(std::FILE *out, const std::vector<Result> &rows) {
   // infiniccl_C next to host_C, for every C measured both ways.
   for (const Result &inf : rows) {
@@ -92,11 +123,13 @@ void PrintHeader(std::FILE *out, const Env &env) {
                "# infiniccl-bench, InfiniCCL %d.%d.%d (library code %d, header %d)\n",
                code / 10000, code / 100 % 100, code % 100, code, INFINICCL_VERSION_CODE);
   std::fprintf(out, "# MPI library: %s\n", mpi.c_str());
-  std::fprintf(out, "# device=%s%s\n", env.device->Name(),
-               env.device->IsHostMemory()
-                   ? " (the 'device' buffers of infiniccl_* and stage_* modes are "
-                     "plain host memory, the same buffers host_* modes use)"
-                   : "");
+  std::fprintf(out, "# device: %s\n", env.device->Description().c_str());
+  if (!env.device->IsHostMemory())
+    std::fprintf(out,
+                 "# stage_* copies: MemcpyAsync + StreamSynchronize on one stream; "
+                 "stage_reuse_* host buffers: %s; stage_alloc_* host buffers: malloc "
+                 "per call\n",
+                 env.device->StagingHostMemory().c_str());
   std::fprintf(out,
                "# ranks=%d warmup=%d iters=%d repeat=%d dtype=%s op=%s root=%d "
                "inplace=%s validate=%s\n",
@@ -125,9 +158,12 @@ void PrintResults(std::FILE *out, const Env &env, const std::vector<Result> &row
   const Mode *current = nullptr;
   std::string na;
   uint64_t wrong = 0;
+  StagingTotals staging;
   auto end_block = [&] {
     if (current && !na.empty()) std::fprintf(out, "#  N/A: %s\n", na.c_str());
+    if (current && staging.measured) PrintStaging(out, staging);
     na.clear();
+    staging = StagingTotals{};
   };
   for (const Result &r : rows) {
     if (r.mode != current) {
@@ -145,6 +181,7 @@ void PrintResults(std::FILE *out, const Env &env, const std::vector<Result> &row
     const Row row = MakeRow(env, r);
     if (!row.measured) na = r.unavailable;
     wrong += r.wrong;
+    staging.Add(r);
     const std::string wrong_text =
         r.validated ? std::to_string(r.wrong) : std::string("N/A");
     std::fprintf(out, "%15zu %16zu %9s %6s %5d %12s %12s %12s %8s\n", r.layout.bytes,
@@ -193,7 +230,8 @@ bool WriteJson(const std::string &path, const Env &env, const std::vector<Result
       << ", \"algbw_gbps\": " << (row.measured ? Fixed(row.algbw, 6) : "null")
       << ", \"busbw_gbps\": " << (row.measured ? Fixed(row.busbw, 6) : "null")
       << ", \"wrong\": " << (r.validated ? std::to_string(r.wrong) : "null")
-      << ", \"staging_allocs\": null"
+      << ", \"staging_allocs\": "
+      << (r.staging_measured ? std::to_string(r.staging_allocs) : "null")
       << ", \"unavailable\": " << (row.measured ? "null" : JsonString(r.unavailable))
       << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
@@ -224,7 +262,8 @@ bool WriteCsv(const std::string &path, const Env &env, const std::vector<Result>
       << ',' << (row.measured ? Fixed(row.time_us, 3) : "") << ','
       << (row.measured ? Fixed(row.algbw, 6) : "") << ','
       << (row.measured ? Fixed(row.busbw, 6) : "") << ','
-      << (r.validated ? std::to_string(r.wrong) : "") << ",\n";
+      << (r.validated ? std::to_string(r.wrong) : "") << ','
+      << (r.staging_measured ? std::to_string(r.staging_allocs) : "") << '\n';
   }
   f.close();
   if (!f) {

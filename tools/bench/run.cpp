@@ -77,8 +77,8 @@ void ModeRun::Prepare() {
   const size_t ts = layout_.count == 0 ? 0 : env_.opt->dtype->size;
   switch (mode_.family) {
     case Family::kStageReuse:
-      stage_send_ = Buffer(nullptr, layout_.send_count * ts);
-      stage_recv_ = Buffer(nullptr, layout_.recv_count * ts);
+      stage_send_ = Buffer::HostStaging(env_.device, layout_.send_count * ts);
+      stage_recv_ = Buffer::HostStaging(env_.device, layout_.recv_count * ts);
       break;
     case Family::kCopyRoundtrip: roundtrip_ = Buffer(nullptr, layout_.count * ts); break;
     case Family::kReduceScatterVariant: RsPrepare(mode_.rs, args_, &rs_); break;

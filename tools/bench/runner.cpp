@@ -10,13 +10,43 @@
 namespace bench {
 namespace {
 
+infinicclStagingStats StagingStats() {
+  infinicclStagingStats s{};
+  CheckIccl(infinicclGetStagingStats(&s), "infinicclGetStagingStats", nullptr);
+  return s;
+}
+
+// Folds this rank's staging counters of the timed iterations into *res.
+void RecordStaging(const Env &env, const infinicclStagingStats &before,
+                   const infinicclStagingStats &after, Result *res) {
+  uint64_t mine[6] = {after.allocations - before.allocations,
+                      after.staged_calls - before.staged_calls,
+                      after.pipelined_calls - before.pipelined_calls,
+                      after.bytes_held,
+                      after.peak_bytes_held,
+                      // 1 when this rank holds unpinned buffers
+                      after.bytes_held == 0 || after.pinned ? 0u : 1u};
+  uint64_t most[6] = {};
+  CheckMpi(MPI_Allreduce(mine, most, 6, MPI_UINT64_T, MPI_MAX, env.mpi_comm),
+           "MPI_Allreduce (staging stats)");
+  res->staging_measured = true;
+  res->staging_allocs = std::max(res->staging_allocs, most[0]);
+  res->staged_calls = std::max(res->staged_calls, most[1]);
+  res->pipelined_calls = std::max(res->pipelined_calls, most[2]);
+  res->staging_held_bytes = std::max(res->staging_held_bytes, most[3]);
+  res->staging_peak_bytes = std::max(res->staging_peak_bytes, most[4]);
+  res->staging_pinned = most[3] > 0 && most[5] == 0;  // something held, all pinned
+}
+
 // Seconds per call on the slowest rank.
-double TimeMode(const Env &env, ModeRun &run) {
+double TimeMode(const Env &env, ModeRun &run, Result *res) {
   const Options &o = *env.opt;
+  const bool staging = res->mode->family == Family::kInfiniccl;
   CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
   for (int i = 0; i < o.warmup; ++i) run.Iterate();
   run.Wait();
   CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
+  const infinicclStagingStats before = staging ? StagingStats() : infinicclStagingStats{};
   const double t0 = MPI_Wtime();
   for (int i = 0; i < o.iters; ++i) run.Iterate();
   run.Wait();
@@ -24,6 +54,7 @@ double TimeMode(const Env &env, ModeRun &run) {
   double slowest = 0.0;
   CheckMpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
            "MPI_Allreduce (timing)");
+  if (staging) RecordStaging(env, before, StagingStats(), res);
   return slowest;
 }
 
@@ -63,7 +94,7 @@ std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *>
                        steps, modes[m]->name.c_str(), elements, rep + 1);
         if (!res.unavailable.empty()) continue;
         run.Prepare();
-        res.time_us = std::min(res.time_us, TimeMode(env, run) * 1e6);
+        res.time_us = std::min(res.time_us, TimeMode(env, run, &res) * 1e6);
         if (o.validate && rep == 0) {
           res.wrong = ValidateMode(env, run);
           res.validated = true;

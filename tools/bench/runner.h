@@ -24,6 +24,14 @@ struct Result {
   double time_us = std::numeric_limits<double>::infinity();
   bool validated = false;
   uint64_t wrong = 0;  // summed over ranks
+  // infiniccl_ modes: the library's host staging during the timed iterations
+  // (infinicclGetStagingStats after minus before), the largest over ranks and
+  // over repeats. Held bytes are those after the timed iterations; the peak
+  // is since infinicclInit; pinned means every rank's held buffers are.
+  bool staging_measured = false;
+  uint64_t staging_allocs = 0, staged_calls = 0, pipelined_calls = 0;
+  uint64_t staging_held_bytes = 0, staging_peak_bytes = 0;
+  bool staging_pinned = false;
 };
 
 // Results in mode-major order: all sizes of modes[0], then of modes[1], ...
