@@ -21,8 +21,7 @@ void RecordStaging(const Env &env, const infinicclStagingStats &before,
                    const infinicclStagingStats &after, Result *res) {
   uint64_t mine[6] = {after.allocations - before.allocations,
                       after.staged_calls - before.staged_calls,
-                      after.pipelined_calls - before.pipelined_calls,
-                      after.bytes_held,
+                      after.pipelined_calls - before.pipelined_calls, after.bytes_held,
                       after.peak_bytes_held,
                       // 1 when this rank holds unpinned buffers
                       after.bytes_held == 0 || after.pinned ? 0u : 1u};

@@ -52,7 +52,8 @@ class RuntimeDevice final : public Device {
       char rate[160];
       if (gbps > 0)
         std::snprintf(rate, sizeof rate,
-                      "copy engine throttled to %g GB/s via INFINICCL_SIM_COPY_GBPS", gbps);
+                      "copy engine throttled to %g GB/s via INFINICCL_SIM_COPY_GBPS",
+                      gbps);
       else
         std::snprintf(rate, sizeof rate,
                       "copy engine unthrottled: INFINICCL_SIM_COPY_GBPS unset or 0");
@@ -117,12 +118,15 @@ class RuntimeDevice final : public Device {
       Check(rt_->MemcpyAsync(dst, src, bytes, CopyKind::kHostToDevice, stream_),
             "MemcpyAsync (host to device)");
   }
-  void Synchronize() override { Check(rt_->StreamSynchronize(stream_), "StreamSynchronize"); }
+  void Synchronize() override {
+    Check(rt_->StreamSynchronize(stream_), "StreamSynchronize");
+  }
   void *Stream() override { return stream_; }
 
  private:
   void Check(const Status &st, const char *what) const {
-    if (!st.ok()) throw BenchError(std::string(Name()) + " " + what + ": " + st.message());
+    if (!st.ok())
+      throw BenchError(std::string(Name()) + " " + what + ": " + st.message());
   }
   void Report(const Status &st, const char *what) const noexcept {
     if (!st.ok())
@@ -165,8 +169,8 @@ std::unique_ptr<Device> MakeDevice(const std::string &name, std::string *error) 
   if (kind == DeviceKind::kSim) DeviceRegistry::EnableSim();
   DeviceRuntime *rt = DeviceRegistry::Get(kind);
   if (!rt) {
-    *error = "device " + name + " is not compiled into this build (this build: " +
-             DeviceNames() + ")";
+    *error = "device " + name +
+             " is not compiled into this build (this build: " + DeviceNames() + ")";
     if (infiniccl::GlobalConfig().device == "cpu")
       *error += "; INFINICCL_DEVICE=cpu also keeps vendor runtimes unloaded";
     return nullptr;
