@@ -2,7 +2,7 @@
 # machine lacks (apt-get update first, only when something is missing), and
 # defines the mpirun wrapper flags root and a small machine need.
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
-                    libgtest-dev)
+                    libgtest-dev python3-matplotlib)
 
 infiniccl_install_deps() {
   local missing=()

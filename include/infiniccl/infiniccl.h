@@ -108,7 +108,9 @@ typedef struct {
 
 /* Initialisation. Init starts MPI (MPI_Init_thread) only if it is not yet
  * initialised; Finalize finalises MPI only if Init started it. Every other
- * call before Init or after Finalize returns infinicclInvalidUsage. */
+ * call before Init or after Finalize returns infinicclInvalidUsage, except
+ * the error/version queries and the NCCL-style bootstrap (GetUniqueId,
+ * CommInitRank), which needs no Init. */
 INFINICCL_API infinicclResult_t infinicclInit(int *argc, char ***argv);
 INFINICCL_API infinicclResult_t infinicclFinalize(void);
 

@@ -84,8 +84,9 @@ infinicclResult_t infinicclGetSize(int *size) {
 }
 
 infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id) {
+  // No CheckActive: like ncclGetUniqueId this is the bootstrap, usable
+  // without infinicclInit once a native backend provides it.
   return ApiCall("infinicclGetUniqueId", [&](CallContext &) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(CheckOut(id, "id"));
     return Status(infinicclNotSupported,
                   "unique-id bootstrap needs a native collective backend (NCCL/MCCL), "
@@ -97,7 +98,6 @@ infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank) {
   (void)id;
   return ApiCall("infinicclCommInitRank", [&](CallContext &) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
     if (nranks < 1 || rank < 0 || rank >= nranks) {
       return MakeStatus(infinicclInvalidArgument, "rank %d / nranks %d is out of range",
