@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/config.h"
 #include "core/dtype.h"
@@ -30,26 +33,42 @@ class Event {
   void *event_ = nullptr;
 };
 
-// Synchronizes the stream when the call leaves early, so no queued copy still
-// touches a leased buffer once it is back in the pool.
+// Synchronizes both streams when the call leaves early, so no queued copy
+// still touches a leased buffer once it is back in the pool.
 class SyncOnExit {
  public:
-  SyncOnExit(DeviceRuntime &d, void *stream) : device_(d), stream_(stream) {}
+  SyncOnExit(DeviceRuntime &d, void *in, void *out) : device_(d), in_(in), out_(out) {}
   ~SyncOnExit() {
-    if (armed_) device_.StreamSynchronize(stream_);
+    if (armed_) {
+      device_.StreamSynchronize(in_);
+      if (out_ != in_) device_.StreamSynchronize(out_);
+    }
   }
   SyncOnExit(const SyncOnExit &) = delete;
   SyncOnExit &operator=(const SyncOnExit &) = delete;
-  Status Finish() {
-    armed_ = false;
-    return device_.StreamSynchronize(stream_);
-  }
+  void Disarm() { armed_ = false; }
 
  private:
   DeviceRuntime &device_;
-  void *stream_;
+  void *in_, *out_;
   bool armed_ = true;
 };
+
+// One stream per (runtime, device) for the host-to-device copies of
+// pipelined calls, so they run beside the device-to-host copies on the
+// user's stream (two copy engines on a GPU, two copy threads on the
+// emulated device). Created once, kept for the life of the process.
+Status OutStream(DeviceRuntime &device, void **out) {
+  static std::mutex mutex;
+  static std::map<std::pair<DeviceRuntime *, int>, void *> streams;
+  int id = 0;
+  INFINICCL_RETURN_IF_ERROR(device.GetDevice(&id));
+  std::lock_guard<std::mutex> lock(mutex);
+  void *&s = streams[{&device, id}];
+  if (s == nullptr) INFINICCL_RETURN_IF_ERROR(device.StreamCreate(&s));
+  *out = s;
+  return Status::Ok();
+}
 
 struct Plan {
   size_t elem, count, send_blocks, recv_blocks, cols;  // cols per chunk
@@ -139,27 +158,38 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   const int slots = chunks > 1 ? kSlots : 1;
   pool.CountCall(chunks > 1);
 
+  // Device-to-host copies on the user's stream (after the work that made
+  // the input); host-to-device copies of a pipelined call on a second stream.
+  void *in = a.stream, *out = a.stream;
+  if (slots > 1) INFINICCL_RETURN_IF_ERROR(OutStream(device, &out));
+
   StagingLease lease[kSlots];
-  Event ready[kSlots] = {Event(device), Event(device)};
+  Event ready[kSlots] = {Event(device), Event(device)};  // slot's input on host
+  Event done[kSlots] = {Event(device), Event(device)};   // slot's output copied out
   for (int s = 0; s < slots; ++s) {
     INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease[s]));
     INFINICCL_RETURN_IF_ERROR(ready[s].Create());
+    INFINICCL_RETURN_IF_ERROR(done[s].Create());
   }
-  SyncOnExit sync(device, a.stream);  // destroyed before the leases
+  SyncOnExit sync(device, in, out);  // destroyed before the leases
   auto cols_of = [&](size_t k) { return std::min(p.cols, p.count - k * p.cols); };
   auto stage_in = [&](size_t k) -> Status {
     char *slot = lease[k % slots].data();
     INFINICCL_RETURN_IF_ERROR(StageIn(device, pool, a, p, placement.send_on_device, slot,
                                       k * p.cols, cols_of(k)));
-    // Recorded after everything queued on the stream so far, which includes
-    // the host-to-device copies of the chunk that last used this slot.
-    return device.EventRecord(ready[k % slots].get(), a.stream);
+    return device.EventRecord(ready[k % slots].get(), in);
   };
+  CollArgs out_args = a;
+  out_args.stream = out;
 
   INFINICCL_RETURN_IF_ERROR(stage_in(0));
   for (size_t k = 0; k < chunks; ++k) {
     if (k + 1 < chunks) INFINICCL_RETURN_IF_ERROR(stage_in(k + 1));
     INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(ready[k % slots].get()));
+    // The slot's output half is free once the chunk before last was copied out.
+    if (k >= static_cast<size_t>(slots)) {
+      INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(done[k % slots].get()));
+    }
     const size_t n = cols_of(k);
     char *slot = lease[k % slots].data();
     CollArgs host = a;
@@ -170,11 +200,17 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     host.send_bytes = p.send_blocks * n * p.elem;
     host.recv_bytes = p.recv_blocks * n * p.elem;
     INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
-    INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, a, p, placement.recv_on_device,
+    INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, out_args, p, placement.recv_on_device,
                                        static_cast<char *>(host.recvbuff), k * p.cols, n));
+    INFINICCL_RETURN_IF_ERROR(device.EventRecord(done[k % slots].get(), out));
   }
-  // The leases are returned on exit, so the last copies must be done.
-  return sync.Finish();
+  // The leases are returned on exit, so the last copies must be done; the
+  // input stream's work (D2H copies) is complete already.
+  sync.Disarm();
+  for (int s = 0; s < slots; ++s) {
+    INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(done[s].get()));
+  }
+  return device.StreamSynchronize(in);
 }
 
 }  // namespace infiniccl

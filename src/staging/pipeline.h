@@ -9,8 +9,9 @@
 // INFINICCL_PIPELINE_CHUNK_BYTES, each chunk's slices are copied into a pooled
 // host buffer on the user's stream, MPI runs on the host buffer, and the
 // result slices are copied back. Two buffers alternate, so the device-to-host
-// copy of chunk k+1 and the host-to-device copy of chunk k-1 run on the
-// copy engine while MPI works on chunk k. A small operation is one chunk.
+// copy of chunk k+1 (on the user's stream) and the host-to-device copy of
+// chunk k-1 (on a second stream) run on the copy engines while MPI works on
+// chunk k. A small operation is one chunk, all on the user's stream.
 // The call returns when the results are in the device buffers.
 #pragma once
 
