@@ -15,12 +15,12 @@ for np in 2 4; do
   run -np "$np" "$bench" --device sim -b 256K -e 64M -f 4 \
     --modes host_allreduce,stage_alloc,stage_reuse,infiniccl_allreduce \
     --warmup 3 --iters 10 --repeat 3 --validate --json "$out/sim_np$np.json" \
-    | grep -E "^# (AllReduce|staging|device|Wrong)|Wrong"
+    | grep -E "^# (AllReduce|staging|device|Wrong)|Wrong" || true
 done
 for chunk in 256K 1M 4M; do
   INFINICCL_PIPELINE_CHUNK_BYTES=$chunk run -np 2 "$bench" --device sim --elements 1M,4M,16M \
     --modes stage_reuse,infiniccl_allreduce --warmup 3 --iters 10 --repeat 3 \
-    --json "$out/chunk_$chunk.json" | grep -E "^# AllReduce" | sed "s/^/chunk $chunk: /"
+    --json "$out/chunk_$chunk.json" >/dev/null
 done
 # Markdown rows: time per mode and infiniccl / stage_reuse.
 python3 - "$out" <<'PY'

@@ -152,7 +152,7 @@ const std::vector<Config::Entry> &Config::Table() {
       {kCacheBytes, "256M",
        "Bound on host staging memory, both kept between calls and held during "
        "one: larger operations run in pieces. Suffixes K, M, G (powers of 1024)."},
-      {kChunkBytes, "1M",
+      {kChunkBytes, "4M",
        "Pipeline chunk: staged operations larger than this are split into chunks "
        "so device copies overlap MPI. Suffixes K, M, G."},
       {kDirect, "auto",
@@ -239,7 +239,7 @@ Config Config::Parse(const Lookup &lookup) {
       c.pipeline_chunk_bytes = b;
     } else {
       c.warnings.push_back(std::string(kChunkBytes) + "='" + v +
-                           "' is not a positive size; using 1M");
+                           "' is not a positive size; using 4M");
     }
   }
   if (const char *v = lookup(kDirect)) {

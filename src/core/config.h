@@ -23,7 +23,7 @@ struct Config {
   bool sim_pinned = true;                // INFINICCL_SIM_PINNED
   std::string staging_pinned = "auto";   // INFINICCL_STAGING_PINNED: auto|1|0
   size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
-  size_t pipeline_chunk_bytes = size_t{1} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
+  size_t pipeline_chunk_bytes = size_t{4} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
   std::string mpi_device_direct = "auto";  // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
 
   // Problems found while parsing (unknown values): logged as WARN once the
