@@ -4,6 +4,7 @@
 
 #include "api/api_call.h"
 #include "api/validate.h"
+#include "core/group.h"
 #include "core/runtime.h"
 #include "route/route.h"
 
@@ -13,14 +14,23 @@ namespace {
 
 infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
                                 CollArgs args) {
-  return ApiCall(function, [&](CallContext &ctx) -> Status {
+  Group &group = Group::Current();
+  const infinicclResult_t result = ApiCall(function, [&](CallContext &ctx) -> Status {
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
-    INFINICCL_RETURN_IF_ERROR(ValidateCollective(c.rank(), c.size(), &args));
+    INFINICCL_RETURN_IF_ERROR(
+        ValidateCollective(c.rank(), c.size(), group.active(), &args));
     if (args.count == 0) return Status::Ok();
+    if (group.active()) group.AddPendingComm(ctx.comm);
     return RouteCollective(c, args);
   });
+  // As NCCL: a call that fails inside a group also fails the group's End
+  // (with the message the call recorded for this thread).
+  if (result != infinicclSuccess && group.active()) {
+    group.NoteCallError(Status(result, ThreadLastError()));
+  }
+  return result;
 }
 
 }  // namespace

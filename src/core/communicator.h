@@ -46,6 +46,12 @@ class Communicator {
   // kind of call is logged once, not per call.
   bool FirstUse(int bit);
 
+  // Open groups (of any thread) holding operations on this communicator;
+  // CommDestroy is refused while there are any.
+  void AddGroupUser() { group_users_.fetch_add(1); }
+  void RemoveGroupUser() { group_users_.fetch_sub(1); }
+  int group_users() const { return group_users_.load(); }
+
  private:
   Communicator() = default;
 
@@ -57,6 +63,7 @@ class Communicator {
   mutable std::mutex error_mutex_;
   std::string last_error_;
   std::atomic<unsigned long long> announced_{0};
+  std::atomic<int> group_users_{0};
 };
 
 }  // namespace infiniccl
