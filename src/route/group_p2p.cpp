@@ -12,8 +12,39 @@
 namespace infiniccl {
 
 namespace {
+
 const char kKey = 0;  // address identifies this work in the group
-}
+
+// MPICH 4.0 reports a failed MPI_Wait (MPI_ERR_TRUNCATE, say) through the
+// error handler of MPI_COMM_WORLD, fatal by default, rather than that of the
+// request's communicator (MPI_ERRORS_RETURN on ours), as Open MPI does. So
+// while the group's requests are waited for, MPI_COMM_WORLD returns errors;
+// its own handler is put back afterwards.
+class WorldErrorsReturn {
+ public:
+  WorldErrorsReturn() {
+#ifdef MPICH_VERSION
+    if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved_) == MPI_SUCCESS) {
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    } else {
+      saved_ = MPI_ERRHANDLER_NULL;
+    }
+#endif
+  }
+  ~WorldErrorsReturn() {
+    if (saved_ != MPI_ERRHANDLER_NULL) {
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved_);
+      MPI_Errhandler_free(&saved_);
+    }
+  }
+  WorldErrorsReturn(const WorldErrorsReturn &) = delete;
+  WorldErrorsReturn &operator=(const WorldErrorsReturn &) = delete;
+
+ private:
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
+
+}  // namespace
 
 GroupP2p &GroupP2p::OfCurrentGroup() {
   return Group::Current().Deferred<GroupP2p>(&kKey,
@@ -64,24 +95,25 @@ Status GroupP2p::PostStaged(Communicator &comm, DeviceRuntime &device, const Col
   const size_t bytes = a.count * DataTypeSize(a.dtype);
   StagingLease lease;
   INFINICCL_RETURN_IF_ERROR(pool.Lease(bytes, device, &comm, &lease));
+  // Kept until the group is cleared whatever fails below, so that no copy
+  // still in flight writes into a buffer back in the pool.
+  char *host = lease.data();
+  leases_.push_back(std::move(lease));
   pool.CountCall(false);
   Op op;
   if (a.kind == CollKind::kSend) {
     // The data must be on the host before MPI may read it.
-    INFINICCL_RETURN_IF_ERROR(device.MemcpyAsync(lease.data(), a.sendbuff, bytes,
-                                                 CopyKind::kDeviceToHost, a.stream));
+    INFINICCL_RETURN_IF_ERROR(
+        device.MemcpyAsync(host, a.sendbuff, bytes, CopyKind::kDeviceToHost, a.stream));
     pool.CountCopy(CopyKind::kDeviceToHost, bytes);
     INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(a.stream));
   } else {
     op.device = &device;
     op.device_dst = a.recvbuff;
-    op.host_src = lease.data();
+    op.host_src = host;
     op.bytes = bytes;
     op.stream = a.stream;
   }
-  const char *host = lease.data();
-  // Kept until the group is cleared, whatever happens to the post.
-  leases_.push_back(std::move(lease));
   return PostRequests(comm, a, host, op);
 }
 
@@ -119,6 +151,7 @@ Status GroupP2p::Complete() {
   // with three or more ranks.
   Status first;
   std::vector<bool> ok(ops_.size(), true);
+  WorldErrorsReturn errors_return;
   for (size_t k = 0; k < ops_.size(); ++k) {
     const Op &op = ops_[k];
     for (size_t i = op.first_req; i < op.end_req; ++i) {

@@ -12,6 +12,8 @@
 //   sim  - the same ring on EMULATED device buffers (staged): exact values
 //          and exact staging counters (one D2H copy per Send, one H2D per
 //          Recv, done by GroupEnd).
+//   sim-direct - run with INFINICCL_MPI_DEVICE_DIRECT=1: the device buffers
+//          go to MPI as they are, zero staging copies.
 // Expected values come from test_util.h (independent of the library).
 #include <mpi.h>
 
@@ -195,8 +197,8 @@ void TestCompletionError(infinicclComm_t comm, int rank) {
   CHECK(n == g_n);
 }
 
-// The ring on emulated device buffers, staged.
-void TestSimRing(infinicclComm_t comm, int rank) {
+// The ring on emulated device buffers, staged (or direct).
+void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
   using infiniccl::CopyKind;
   const int right = (rank + 1) % g_n, left = (rank + g_n - 1) % g_n;
   for (infinicclDataType_t dt : {infinicclInt32, infinicclFloat16}) {
@@ -220,14 +222,16 @@ void TestSimRing(infinicclComm_t comm, int rank) {
               .ok());
     CHECK(g_sim->StreamSynchronize(nullptr).ok());
     CHECK(Wrong(dt, 5, left, recv.data(), count) == 0, "sim ring %s", Info(dt).name);
-    CHECK(after.staged_calls - before.staged_calls == 2 &&
+    const unsigned long long staged = direct ? 0 : 2, copied = direct ? 0 : 1;
+    CHECK(after.staged_calls - before.staged_calls == staged &&
               after.pipelined_calls == before.pipelined_calls &&
-              after.direct_calls == before.direct_calls,
-          "sim ring calls: staged +%llu", after.staged_calls - before.staged_calls);
-    CHECK(after.d2h_copies - before.d2h_copies == 1 &&
-              after.d2h_bytes - before.d2h_bytes == kRingBytes &&
-              after.h2d_copies - before.h2d_copies == 1 &&
-              after.h2d_bytes - before.h2d_bytes == kRingBytes,
+              after.direct_calls - before.direct_calls == (direct ? 2 : 0),
+          "sim ring calls: staged +%llu, direct +%llu", after.staged_calls - before.staged_calls,
+          after.direct_calls - before.direct_calls);
+    CHECK(after.d2h_copies - before.d2h_copies == copied &&
+              after.d2h_bytes - before.d2h_bytes == copied * kRingBytes &&
+              after.h2d_copies - before.h2d_copies == copied &&
+              after.h2d_bytes - before.h2d_bytes == copied * kRingBytes,
           "sim ring copies: d2h +%llu (%llu B), h2d +%llu (%llu B)",
           after.d2h_copies - before.d2h_copies, after.d2h_bytes - before.d2h_bytes,
           after.h2d_copies - before.h2d_copies, after.h2d_bytes - before.h2d_bytes);
@@ -242,7 +246,7 @@ void TestSimRing(infinicclComm_t comm, int rank) {
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "host";
   if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
-  if (mode == "sim") {
+  if (mode == "sim" || mode == "sim-direct") {
     g_sim = static_cast<infiniccl::SimRuntime *>(&infiniccl::DeviceRegistry::EnableSim());
   }
   infinicclComm_t comm = nullptr;
@@ -252,8 +256,8 @@ int main(int argc, char **argv) {
   infinicclCommCount(comm, &g_n);
   g_rank = rank;
 
-  if (mode == "sim") {
-    TestSimRing(comm, rank);
+  if (g_sim != nullptr) {
+    TestSimRing(comm, rank, mode == "sim-direct");
   } else {
     TestRing(comm, rank);
     TestAllToAll(comm, rank);
