@@ -1,10 +1,11 @@
 // infinicclGroupStart / infinicclGroupEnd. The state is per thread
 // (core/group.h); like NCCL's, the calls need no infinicclInit, so a group
 // may also surround communicator creation.
+#include "core/group.h"
+
 #include <infiniccl/infiniccl.h>
 
 #include "api/api_call.h"
-#include "core/group.h"
 
 using namespace infiniccl;
 

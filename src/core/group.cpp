@@ -38,7 +38,9 @@ Group &Group::Current() {
   return group;
 }
 
-Group::~Group() { Clear(); }
+Group::~Group() {
+  Clear();
+}
 
 Status Group::Start() {
   if (depth_ > 0) {
@@ -74,15 +76,17 @@ Status Group::End() {
   // peers that matched this group's operations are not left waiting.
   Status first = first_call_error_;
   if (!first.ok()) {
-    first = MakeStatus(first.code(),
-                       "%d call%s in this group failed, the other operations completed; "
-                       "first: %s",
-                       call_errors_, call_errors_ == 1 ? "" : "s", first.message().c_str());
+    first =
+        MakeStatus(first.code(),
+                   "%d call%s in this group failed, the other operations completed; "
+                   "first: %s",
+                   call_errors_, call_errors_ == 1 ? "" : "s", first.message().c_str());
   }
   for (CclGroupHook *hook : hooks_) {
     Status st = hook->GroupEnd();
     if (!st.ok() && first.ok()) {
-      first = MakeStatus(st.code(), "%s group end: %s", hook->Name(), st.message().c_str());
+      first =
+          MakeStatus(st.code(), "%s group end: %s", hook->Name(), st.message().c_str());
     }
   }
   for (DeferredWork *work : order_) {
@@ -92,7 +96,8 @@ Status Group::End() {
   if (!first.ok()) {
     // The API layer records it for the thread; the communicators of the
     // group get it too, so GetLastError(comm) explains the failure.
-    for (const auto &comm : comms_) comm->SetLastError("infinicclGroupEnd: " + first.message());
+    for (const auto &comm : comms_)
+      comm->SetLastError("infinicclGroupEnd: " + first.message());
   }
   Clear();
   return first;

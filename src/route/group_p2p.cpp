@@ -66,7 +66,8 @@ GroupP2p::~GroupP2p() {
   }
 }
 
-Status GroupP2p::PostRequests(Communicator &comm, const CollArgs &a, const void *buf, Op op) {
+Status GroupP2p::PostRequests(Communicator &comm, const CollArgs &a, const void *buf,
+                              Op op) {
   op.kind = a.kind;
   op.peer = a.root;
   op.count = a.count;
@@ -75,7 +76,8 @@ Status GroupP2p::PostRequests(Communicator &comm, const CollArgs &a, const void 
   const size_t elem = DataTypeSize(a.dtype);
   int rc;
   if (a.kind == CollKind::kSend) {
-    rc = mpi::Isend(buf, a.count, type, elem, a.root, kMpiP2pTag, comm.mpi_comm(), &reqs_);
+    rc =
+        mpi::Isend(buf, a.count, type, elem, a.root, kMpiP2pTag, comm.mpi_comm(), &reqs_);
   } else {
     rc = mpi::Irecv(const_cast<void *>(buf), a.count, type, elem, a.root, kMpiP2pTag,
                     comm.mpi_comm(), &reqs_);
@@ -90,7 +92,8 @@ Status GroupP2p::Post(Communicator &comm, const CollArgs &a) {
   return PostRequests(comm, a, a.kind == CollKind::kSend ? a.sendbuff : a.recvbuff, Op{});
 }
 
-Status GroupP2p::PostStaged(Communicator &comm, DeviceRuntime &device, const CollArgs &a) {
+Status GroupP2p::PostStaged(Communicator &comm, DeviceRuntime &device,
+                            const CollArgs &a) {
   StagingPool &pool = StagingPool::Global();
   const size_t bytes = a.count * DataTypeSize(a.dtype);
   StagingLease lease;

@@ -42,12 +42,14 @@ infinicclStagingStats Stats() {
 std::vector<unsigned char> Pattern(infinicclDataType_t dt, uint64_t seed, int rank,
                                    size_t count) {
   std::vector<unsigned char> v(count * Info(dt).size);
-  for (size_t i = 0; i < count; ++i) Encode(dt, v.data(), i, DataValue(dt, seed, rank, i));
+  for (size_t i = 0; i < count; ++i)
+    Encode(dt, v.data(), i, DataValue(dt, seed, rank, i));
   return v;
 }
 
 // Number of elements of `got` that differ from rank `from`'s pattern.
-size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void *got, size_t count) {
+size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void *got,
+             size_t count) {
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
     if (Decode(dt, got, i) != DataValue(dt, seed, from, i)) ++wrong;
@@ -65,16 +67,20 @@ void TestRing(infinicclComm_t comm, int rank) {
     const std::vector<unsigned char> send = Pattern(dt, 11, rank, count);
     std::vector<unsigned char> recv(send.size(), 0xee);
     CHECK_RC(infinicclGroupStart(), infinicclSuccess);
-    CHECK_RC(infinicclSend(send.data(), count, dt, right, comm, nullptr), infinicclSuccess);
-    CHECK_RC(infinicclRecv(recv.data(), count, dt, left, comm, nullptr), infinicclSuccess);
+    CHECK_RC(infinicclSend(send.data(), count, dt, right, comm, nullptr),
+             infinicclSuccess);
+    CHECK_RC(infinicclRecv(recv.data(), count, dt, left, comm, nullptr),
+             infinicclSuccess);
     CHECK_RC(infinicclGroupEnd(), infinicclSuccess);
     const size_t wrong = Wrong(dt, 11, left, recv.data(), count);
     CHECK(wrong == 0, "ring %s: %zu of %zu elements wrong", Info(dt).name, wrong, count);
   }
   // Host buffers: zero copies, nothing staged.
   const infinicclStagingStats after = Stats();
-  CHECK(after.staged_calls == before.staged_calls && after.d2h_copies == before.d2h_copies &&
-            after.h2d_copies == before.h2d_copies && after.allocations == before.allocations,
+  CHECK(after.staged_calls == before.staged_calls &&
+            after.d2h_copies == before.d2h_copies &&
+            after.h2d_copies == before.h2d_copies &&
+            after.allocations == before.allocations,
         "host ring staged something");
 }
 
@@ -87,15 +93,18 @@ void TestAllToAll(infinicclComm_t comm, int rank) {
   CHECK_RC(infinicclGroupStart(), infinicclSuccess);
   for (int p = 0; p < g_n; ++p) {
     send[p] = Pattern(dt, 100 + p, rank, count);  // seed names the destination
-    CHECK_RC(infinicclSend(send[p].data(), count, dt, p, comm, nullptr), infinicclSuccess);
+    CHECK_RC(infinicclSend(send[p].data(), count, dt, p, comm, nullptr),
+             infinicclSuccess);
   }
   for (int p = g_n - 1; p >= 0; --p) {
     recv[p].assign(count * 8, 0xee);
-    CHECK_RC(infinicclRecv(recv[p].data(), count, dt, p, comm, nullptr), infinicclSuccess);
+    CHECK_RC(infinicclRecv(recv[p].data(), count, dt, p, comm, nullptr),
+             infinicclSuccess);
   }
   CHECK_RC(infinicclGroupEnd(), infinicclSuccess);
   for (int p = 0; p < g_n; ++p) {
-    CHECK(Wrong(dt, 100 + rank, p, recv[p].data(), count) == 0, "alltoall block from %d", p);
+    CHECK(Wrong(dt, 100 + rank, p, recv[p].data(), count) == 0, "alltoall block from %d",
+          p);
   }
 }
 
@@ -113,8 +122,9 @@ void TestNestedWithCollective(infinicclComm_t comm, int rank) {
   CHECK_RC(infinicclGroupStart(), infinicclSuccess);
   CHECK_RC(infinicclSend(send.data(), count, dt, right, comm, nullptr), infinicclSuccess);
   CHECK_RC(infinicclGroupEnd(), infinicclSuccess);  // inner: nothing completes yet
-  CHECK_RC(infinicclAllReduce(&mine, &sum, 1, infinicclInt32, infinicclSum, comm, nullptr),
-           infinicclSuccess);
+  CHECK_RC(
+      infinicclAllReduce(&mine, &sum, 1, infinicclInt32, infinicclSum, comm, nullptr),
+      infinicclSuccess);
   CHECK(sum == g_n * (g_n + 1) / 2, "AllReduce in a group: %d", sum);
   CHECK_RC(infinicclGroupStart(), infinicclSuccess);
   CHECK_RC(infinicclRecv(recv.data(), count, dt, left, comm, nullptr), infinicclSuccess);
@@ -133,7 +143,8 @@ void TestErrorInsideGroup(infinicclComm_t comm, int rank) {
   const std::vector<unsigned char> send = Pattern(dt, 3, rank, count);
   std::vector<unsigned char> recv(send.size(), 0xee);
   CHECK_RC(infinicclGroupStart(), infinicclSuccess);
-  CHECK_RC(infinicclSend(send.data(), count, dt, g_n, comm, nullptr), infinicclInvalidArgument);
+  CHECK_RC(infinicclSend(send.data(), count, dt, g_n, comm, nullptr),
+           infinicclInvalidArgument);
   CHECK(std::strstr(SafeLastError(), "peer") != nullptr, "message: %s", SafeLastError());
   CHECK_RC(infinicclSend(send.data(), count, dt, right, comm, nullptr), infinicclSuccess);
   CHECK_RC(infinicclRecv(recv.data(), count, dt, left, comm, nullptr), infinicclSuccess);
@@ -154,18 +165,21 @@ void TestErrorInsideGroup(infinicclComm_t comm, int rank) {
 
 void TestUsageErrors(int rank) {
   CHECK_RC(infinicclGroupEnd(), infinicclInvalidUsage);
-  CHECK(NamesCall(SafeLastError(), "GroupEnd") && std::strstr(SafeLastError(), "GroupStart"),
+  CHECK(NamesCall(SafeLastError(), "GroupEnd") &&
+            std::strstr(SafeLastError(), "GroupStart"),
         "message: %s", SafeLastError());
   // Outside a group a rank cannot send to itself (it would block forever).
   int x = 1;
   infinicclComm_t comm = nullptr;
   CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
-  CHECK_RC(infinicclSend(&x, 1, infinicclInt32, rank, comm, nullptr), infinicclInvalidArgument);
+  CHECK_RC(infinicclSend(&x, 1, infinicclInt32, rank, comm, nullptr),
+           infinicclInvalidArgument);
   // CommDestroy of a communicator with pending group operations.
   const int right = (rank + 1) % g_n, left = (rank + g_n - 1) % g_n;
   int in = 0, out = 40 + rank;
   CHECK_RC(infinicclGroupStart(), infinicclSuccess);
-  CHECK_RC(infinicclSend(&out, 1, infinicclInt32, right, comm, nullptr), infinicclSuccess);
+  CHECK_RC(infinicclSend(&out, 1, infinicclInt32, right, comm, nullptr),
+           infinicclSuccess);
   CHECK_RC(infinicclRecv(&in, 1, infinicclInt32, left, comm, nullptr), infinicclSuccess);
   CHECK_RC(infinicclCommDestroy(comm), infinicclInvalidUsage);
   CHECK_RC(infinicclFinalize(), infinicclInvalidUsage);
@@ -188,7 +202,8 @@ void TestCompletionError(infinicclComm_t comm, int rank) {
   CHECK(r == infinicclRemoteError || r == infinicclSystemError, "truncation: %s",
         ResultName(r));
   const char *msg = infinicclGetLastError(comm);
-  CHECK(std::strstr(msg, "completing Recv of 32 elements") != nullptr && NamesCall(msg, "GroupEnd"),
+  CHECK(std::strstr(msg, "completing Recv of 32 elements") != nullptr &&
+            NamesCall(msg, "GroupEnd"),
         "comm message: %s", msg);
   // The communicator stays usable.
   int one = 1, n = 0;
@@ -205,12 +220,15 @@ void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
     const size_t count = kRingBytes / Info(dt).size;
     const std::vector<unsigned char> send = Pattern(dt, 5, rank, count);
     void *dsend = nullptr, *drecv = nullptr;
-    CHECK(g_sim->Malloc(&dsend, kRingBytes).ok() && g_sim->Malloc(&drecv, kRingBytes).ok());
+    CHECK(g_sim->Malloc(&dsend, kRingBytes).ok() &&
+          g_sim->Malloc(&drecv, kRingBytes).ok());
     void *stream = nullptr;
     CHECK(g_sim->StreamCreate(&stream).ok());
     // The upload is queued on the stream the Send names: staging must wait for it.
-    CHECK(g_sim->MemcpyAsync(dsend, send.data(), kRingBytes, CopyKind::kHostToDevice, stream)
-              .ok());
+    CHECK(
+        g_sim
+            ->MemcpyAsync(dsend, send.data(), kRingBytes, CopyKind::kHostToDevice, stream)
+            .ok());
     const infinicclStagingStats before = Stats();
     CHECK_RC(infinicclGroupStart(), infinicclSuccess);
     CHECK_RC(infinicclSend(dsend, count, dt, right, comm, stream), infinicclSuccess);
@@ -218,7 +236,9 @@ void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
     CHECK_RC(infinicclGroupEnd(), infinicclSuccess);
     const infinicclStagingStats after = Stats();
     std::vector<unsigned char> recv(kRingBytes, 0xee);
-    CHECK(g_sim->MemcpyAsync(recv.data(), drecv, kRingBytes, CopyKind::kDeviceToHost, nullptr)
+    CHECK(g_sim
+              ->MemcpyAsync(recv.data(), drecv, kRingBytes, CopyKind::kDeviceToHost,
+                            nullptr)
               .ok());
     CHECK(g_sim->StreamSynchronize(nullptr).ok());
     CHECK(Wrong(dt, 5, left, recv.data(), count) == 0, "sim ring %s", Info(dt).name);
@@ -226,7 +246,8 @@ void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
     CHECK(after.staged_calls - before.staged_calls == staged &&
               after.pipelined_calls == before.pipelined_calls &&
               after.direct_calls - before.direct_calls == (direct ? 2 : 0),
-          "sim ring calls: staged +%llu, direct +%llu", after.staged_calls - before.staged_calls,
+          "sim ring calls: staged +%llu, direct +%llu",
+          after.staged_calls - before.staged_calls,
           after.direct_calls - before.direct_calls);
     CHECK(after.d2h_copies - before.d2h_copies == copied &&
               after.d2h_bytes - before.d2h_bytes == copied * kRingBytes &&

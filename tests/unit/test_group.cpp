@@ -62,7 +62,8 @@ TEST(Group, NestsAndCompletesOnceAtOutermostEnd) {
   ASSERT_TRUE(g.End().ok());
   EXPECT_FALSE(g.active());
   // CCL end first (it only enqueues), then the works in creation order.
-  EXPECT_EQ(g_log, (std::vector<std::string>{"ccl start", "ccl end", "work b", "work a"}));
+  EXPECT_EQ(g_log,
+            (std::vector<std::string>{"ccl start", "ccl end", "work b", "work a"}));
   infiniccl::UnregisterCclGroupHook(&hook);
 }
 
@@ -76,7 +77,8 @@ TEST(Group, CallErrorIsReportedAfterEverythingCompleted) {
   g_log.clear();
   Group &g = Group::Current();
   ASSERT_TRUE(g.Start().ok());
-  g.NoteCallError(Status(infinicclInvalidArgument, "infinicclSend: peer 9 is out of range"));
+  g.NoteCallError(
+      Status(infinicclInvalidArgument, "infinicclSend: peer 9 is out of range"));
   g.NoteCallError(Status(infinicclInvalidArgument, "infinicclRecv: second"));
   g.Deferred<FakeWork>(&kA, [] { return std::make_unique<FakeWork>("work a"); });
   const Status st = g.End();
@@ -97,7 +99,8 @@ TEST(Group, CompletionAndHookErrors) {
   Group &g = Group::Current();
   ASSERT_TRUE(g.Start().ok());
   g.Deferred<FakeWork>(&kA, [] {
-    return std::make_unique<FakeWork>("work a", Status(infinicclRemoteError, "truncated"));
+    return std::make_unique<FakeWork>("work a",
+                                      Status(infinicclRemoteError, "truncated"));
   });
   const Status st = g.End();
   EXPECT_EQ(st.code(), infinicclSystemError);  // the first failure wins
