@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/group.h"
@@ -107,6 +108,22 @@ TEST(Group, CompletionAndHookErrors) {
   EXPECT_NE(st.message().find("FakeCCL"), std::string::npos);
   EXPECT_EQ(g_log, (std::vector<std::string>{"ccl start", "ccl end", "work a"}));
   infiniccl::UnregisterCclGroupHook(&hook);
+}
+
+TEST(Group, StateBelongsToTheThread) {
+  Group &g = Group::Current();
+  ASSERT_TRUE(g.Start().ok());
+  bool other_active = true;
+  infinicclResult_t other_end = infinicclSuccess;
+  std::thread t([&] {
+    other_active = Group::Current().active();
+    other_end = infinicclGroupEnd();  // this thread never started one
+  });
+  t.join();
+  EXPECT_FALSE(other_active);
+  EXPECT_EQ(other_end, infinicclInvalidUsage);
+  EXPECT_TRUE(g.active());
+  EXPECT_TRUE(g.End().ok());
 }
 
 TEST(Group, PublicCallsNeedNoInit) {
