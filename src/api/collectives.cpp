@@ -14,8 +14,7 @@ namespace {
 infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
                                 CollArgs args) {
   return ApiCall(function, [&](CallContext &ctx) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
-    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
     INFINICCL_RETURN_IF_ERROR(ValidateCollective(c.rank(), c.size(), &args));
     if (args.count == 0) return Status::Ok();
