@@ -18,12 +18,16 @@ namespace {
 // that the largest over all ranks is the reason worth reporting.
 enum Eligibility { kEligible = 0, kSharedDevice = 1, kNoCcl = 2 };
 
+// Not an error even under INFINICCL_BACKEND=ccl: the communicator is still
+// made, and each call that needs the CCL then fails with the reason.
 Status NoCcl(BackendChoice choice, const char *why) {
   if (choice == BackendChoice::kCcl) {
-    return MakeStatus(infinicclNotSupported,
-                      "INFINICCL_BACKEND=ccl but no CCL communicator can be made: %s", why);
+    INFINICCL_WARN("INFINICCL_BACKEND=ccl but no CCL communicator: %s; device collectives "
+                   "on this communicator will fail",
+                   why);
+  } else {
+    INFINICCL_INFO("no CCL communicator: %s; device buffers go to MPI", why);
   }
-  INFINICCL_INFO("no CCL communicator: %s; device buffers go to MPI", why);
   return Status::Ok();
 }
 

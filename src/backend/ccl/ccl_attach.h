@@ -11,7 +11,8 @@
 namespace infiniccl {
 
 // INFINICCL_BACKEND=mpi: nothing. auto: a CCL where possible, otherwise an
-// INFO line saying why not. ccl: no CCL communicator is an error.
+// INFO line saying why not (WARN under ccl). An error only when the CCL
+// itself fails (unique id, init) under INFINICCL_BACKEND=ccl.
 Status AttachCclUnderMpi(Communicator &comm);
 
 }  // namespace infiniccl
