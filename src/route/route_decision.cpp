@@ -28,15 +28,17 @@ constexpr const char *kNoMpi =
 Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
   if (!f.device_buffers) {
     if (choice == BackendChoice::kCcl) {
-      return Status(infinicclInvalidUsage,
-                    "INFINICCL_BACKEND=ccl but the buffers are host memory; a CCL takes "
-                    "device memory only (unset it or use auto to send host buffers to MPI)");
+      return Status(
+          infinicclInvalidUsage,
+          "INFINICCL_BACKEND=ccl but the buffers are host memory; a CCL takes "
+          "device memory only (unset it or use auto to send host buffers to MPI)");
     }
     if (!f.has_mpi) {
-      return MakeStatus(infinicclNotSupported,
-                        "host buffers: %s, and host buffers are not staged through the "
-                        "device; pass device buffers, or use infinicclCommInitAll under MPI",
-                        kNoMpi);
+      return MakeStatus(
+          infinicclNotSupported,
+          "host buffers: %s, and host buffers are not staged through the "
+          "device; pass device buffers, or use infinicclCommInitAll under MPI",
+          kNoMpi);
     }
     *out = Path::kHostMpi;
     return Status::Ok();
@@ -60,7 +62,8 @@ Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
       return MakeStatus(infinicclNotSupported, "INFINICCL_BACKEND=mpi but %s", kNoMpi);
     }
     return MakeStatus(infinicclNotSupported, "%s cannot run this call (%s) and %s",
-                      f.ccl_name, f.ccl_unsupported ? f.ccl_unsupported : "no CCL", kNoMpi);
+                      f.ccl_name, f.ccl_unsupported ? f.ccl_unsupported : "no CCL",
+                      kNoMpi);
   }
   *out = Path::kStagedMpi;
   return Status::Ok();

@@ -27,10 +27,10 @@ namespace {
 constexpr size_t kGuard = 64;
 constexpr unsigned char kFill = 0xA5;
 
-#define CUDA_OK(call)                                                                 \
-  do {                                                                                \
-    cudaError_t e_ = (call);                                                          \
-    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));                \
+#define CUDA_OK(call)                                                  \
+  do {                                                                 \
+    cudaError_t e_ = (call);                                           \
+    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_)); \
   } while (0)
 
 struct DeviceBuf {
@@ -50,9 +50,9 @@ struct PinnedBuf {
 };
 
 const char *KindName(int k) {
-  static const char *const kNames[] = {"AllReduce", "Broadcast",     "Bcast",   "Reduce",
-                                       "AllGather", "Gather",        "Scatter", "ReduceScatter",
-                                       "AllToAll"};
+  static const char *const kNames[] = {"AllReduce", "Broadcast",     "Bcast",
+                                       "Reduce",    "AllGather",     "Gather",
+                                       "Scatter",   "ReduceScatter", "AllToAll"};
   return kNames[k];
 }
 constexpr int kNumKinds = 9;
@@ -71,7 +71,9 @@ infinicclResult_t Call(int kind, const void *s, void *r, size_t n, infinicclData
     default: return infinicclAllToAll(s, r, n, t, c, st);
   }
 }
-bool Reduces(int kind) { return kind == 0 || kind == 3 || kind == 7; }
+bool Reduces(int kind) {
+  return kind == 0 || kind == 3 || kind == 7;
+}
 
 // One call at 1 rank, where every collective's result is its input. Returns
 // the call's result code; checks the data when it succeeded.
@@ -80,7 +82,8 @@ infinicclResult_t RunOne(infinicclComm_t comm, cudaStream_t st, int kind,
   const size_t bytes = n * Info(dt).size;
   std::vector<unsigned char> in(bytes), out(bytes + kGuard);
   for (size_t i = 0; i < n; ++i)
-    Encode(dt, in.data(), i, Reduces(kind) ? ReduceValue(dt, op, 7, 0, i) : DataValue(dt, 7, 0, i));
+    Encode(dt, in.data(), i,
+           Reduces(kind) ? ReduceValue(dt, op, 7, 0, i) : DataValue(dt, 7, 0, i));
   DeviceBuf send(bytes), recv(bytes + kGuard);
   CUDA_OK(cudaMemset(send.p, 0, bytes));  // stale data a misordered call would read
   CUDA_OK(cudaMemset(recv.p, kFill, bytes + kGuard));
@@ -88,7 +91,8 @@ infinicclResult_t RunOne(infinicclComm_t comm, cudaStream_t st, int kind,
   void *input = kind == 2 ? recv.p : send.p;
   CUDA_OK(cudaMemcpyAsync(input, in.data(), bytes, cudaMemcpyHostToDevice, st));
   const infinicclResult_t rc = Call(kind, send.p, recv.p, n, dt, op, comm, st);
-  CUDA_OK(cudaMemcpyAsync(out.data(), recv.p, bytes + kGuard, cudaMemcpyDeviceToHost, st));
+  CUDA_OK(
+      cudaMemcpyAsync(out.data(), recv.p, bytes + kGuard, cudaMemcpyDeviceToHost, st));
   CUDA_OK(cudaStreamSynchronize(st));
   if (rc != infinicclSuccess) return rc;
   size_t wrong = 0, first = 0;
@@ -96,8 +100,8 @@ infinicclResult_t RunOne(infinicclComm_t comm, cudaStream_t st, int kind,
     const double want = Decode(dt, in.data(), i);
     if (!Matches(dt, op, Decode(dt, out.data(), i), want) && wrong++ == 0) first = i;
   }
-  CHECK(wrong == 0, "%s %s %s: %zu of %zu wrong, first at %zu", KindName(kind), Info(dt).name,
-        OpName(op), wrong, n, first);
+  CHECK(wrong == 0, "%s %s %s: %zu of %zu wrong, first at %zu", KindName(kind),
+        Info(dt).name, OpName(op), wrong, n, first);
   for (size_t i = bytes; i < bytes + kGuard; ++i) {
     if (out[i] != kFill) {
       CHECK(out[i] == kFill, "%s %s: wrote past recvbuff (byte %zu)", KindName(kind),
@@ -152,12 +156,14 @@ void StreamOrdered(infinicclComm_t comm) {
     for (size_t i = 0; i < n; ++i) fin[i] = static_cast<float>((i + round) % 1000);
     for (size_t i = 0; i < n; ++i) fout[i] = -1;
     CUDA_OK(cudaMemcpyAsync(send.p, in.p, n * 4, cudaMemcpyHostToDevice, st));
-    CHECK_RC(infinicclAllReduce(send.p, recv.p, n, infinicclFloat32, infinicclSum, comm, st),
-             infinicclSuccess);
+    CHECK_RC(
+        infinicclAllReduce(send.p, recv.p, n, infinicclFloat32, infinicclSum, comm, st),
+        infinicclSuccess);
     CUDA_OK(cudaMemcpyAsync(out.p, recv.p, n * 4, cudaMemcpyDeviceToHost, st));
     CUDA_OK(cudaStreamSynchronize(st));
     size_t wrong = 0;
-    for (size_t i = 0; i < n; ++i) wrong += fout[i] != static_cast<float>((i + round) % 1000);
+    for (size_t i = 0; i < n; ++i)
+      wrong += fout[i] != static_cast<float>((i + round) % 1000);
     CHECK(wrong == 0, "stream-ordered round %d: %zu of %zu wrong", round, wrong, n);
   }
   CUDA_OK(cudaStreamDestroy(st));
@@ -182,7 +188,8 @@ int Bootstrap() {
     CHECK(msg.find("no device") != std::string::npos, "message: %s", msg.c_str());
     infinicclComm_t comm = nullptr;
     CHECK_RC(infinicclCommInitRank(&comm, 1, id, 0), infinicclNotSupported);
-    std::printf("no GPU: bootstrap refused without calling NCCL (%ld failures)\n", g_failures);
+    std::printf("no GPU: bootstrap refused without calling NCCL (%ld failures)\n",
+                g_failures);
     return g_failures == 0 ? 0 : 1;
   }
   CUDA_OK(cudaSetDevice(0));
@@ -198,8 +205,9 @@ int Bootstrap() {
   StreamOrdered(comm);
   // Host buffers on a communicator without MPI: refused, with the reason.
   int h_in = 1, h_out = 0;
-  CHECK_RC(infinicclAllReduce(&h_in, &h_out, 1, infinicclInt32, infinicclSum, comm, nullptr),
-           infinicclNotSupported);
+  CHECK_RC(
+      infinicclAllReduce(&h_in, &h_out, 1, infinicclInt32, infinicclSum, comm, nullptr),
+      infinicclNotSupported);
   CHECK(std::string(infinicclGetLastError(comm)).find("infinicclCommInitRank") !=
             std::string::npos,
         "message: %s", infinicclGetLastError(comm));
@@ -215,8 +223,9 @@ int UnderMpi(int argc, char **argv) {
   CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
   if (comm == nullptr) return 2;
   int h_in = 3, h_out = 0;
-  CHECK_RC(infinicclAllReduce(&h_in, &h_out, 1, infinicclInt32, infinicclSum, comm, nullptr),
-           infinicclSuccess);
+  CHECK_RC(
+      infinicclAllReduce(&h_in, &h_out, 1, infinicclInt32, infinicclSum, comm, nullptr),
+      infinicclSuccess);
   CHECK(h_out == 3, "host AllReduce gave %d", h_out);
   if (DeviceCount() > 0) {
     infinicclStagingStats before, after;

@@ -36,12 +36,14 @@ infinicclResult_t AllReduce(infinicclComm_t comm, int rank, bool device, bool ch
   void *send = host.data(), *recv = out.data();
   if (device) {
     CHECK(g_sim->Malloc(&send, n * 4).ok() && g_sim->Malloc(&recv, n * 4).ok());
-    CHECK(g_sim->MemcpyAsync(send, host.data(), n * 4, CopyKind::kHostToDevice, nullptr).ok());
+    CHECK(g_sim->MemcpyAsync(send, host.data(), n * 4, CopyKind::kHostToDevice, nullptr)
+              .ok());
   }
   const infinicclResult_t rc =
       infinicclAllReduce(send, recv, n, infinicclInt32, infinicclSum, comm, nullptr);
   if (device) {
-    CHECK(g_sim->MemcpyAsync(out.data(), recv, n * 4, CopyKind::kDeviceToHost, nullptr).ok());
+    CHECK(g_sim->MemcpyAsync(out.data(), recv, n * 4, CopyKind::kDeviceToHost, nullptr)
+              .ok());
     CHECK(g_sim->StreamSynchronize(nullptr).ok());
     g_sim->Free(send);
     g_sim->Free(recv);
@@ -51,7 +53,8 @@ infinicclResult_t AllReduce(infinicclComm_t comm, int rank, bool device, bool ch
     for (size_t i = 0; i < n; ++i) {
       const int32_t want = ranks_sum + static_cast<int32_t>(g_n * i);
       if (out[i] != want) {
-        CHECK(out[i] == want, "device=%d element %zu: got %d want %d", device, i, out[i], want);
+        CHECK(out[i] == want, "device=%d element %zu: got %d want %d", device, i, out[i],
+              want);
         break;
       }
     }

@@ -28,12 +28,18 @@ TEST(CclMapping, EveryDataTypeHasAnElementType) {
     size_t count;  // for 5 elements
   };
   const Row rows[] = {
-      {infinicclInt8, CclType::kInt8, 5},       {infinicclInt16, CclType::kInt8, 10},
-      {infinicclInt32, CclType::kInt32, 5},     {infinicclInt64, CclType::kInt64, 5},
-      {infinicclUInt8, CclType::kUint8, 5},     {infinicclUInt16, CclType::kInt8, 10},
-      {infinicclUInt32, CclType::kUint32, 5},   {infinicclUInt64, CclType::kUint64, 5},
-      {infinicclFloat16, CclType::kFloat16, 5}, {infinicclBFloat16, CclType::kBfloat16, 5},
-      {infinicclFloat32, CclType::kFloat32, 5}, {infinicclFloat64, CclType::kFloat64, 5},
+      {infinicclInt8, CclType::kInt8, 5},
+      {infinicclInt16, CclType::kInt8, 10},
+      {infinicclInt32, CclType::kInt32, 5},
+      {infinicclInt64, CclType::kInt64, 5},
+      {infinicclUInt8, CclType::kUint8, 5},
+      {infinicclUInt16, CclType::kInt8, 10},
+      {infinicclUInt32, CclType::kUint32, 5},
+      {infinicclUInt64, CclType::kUint64, 5},
+      {infinicclFloat16, CclType::kFloat16, 5},
+      {infinicclBFloat16, CclType::kBfloat16, 5},
+      {infinicclFloat32, CclType::kFloat32, 5},
+      {infinicclFloat64, CclType::kFloat64, 5},
   };
   ASSERT_EQ(sizeof rows / sizeof rows[0], static_cast<size_t>(infinicclNumTypes));
   for (const Row &r : rows) {
@@ -53,12 +59,13 @@ TEST(CclMapping, Ops) {
 
 TEST(CclMapping, SixteenBitIntegersMoveButDoNotReduce) {
   for (infinicclDataType_t t : {infinicclInt16, infinicclUInt16}) {
-    for (CollKind k : {CollKind::kBroadcast, CollKind::kAllGather, CollKind::kGather,
-                       CollKind::kScatter, CollKind::kAllToAll, CollKind::kSend,
-                       CollKind::kRecv}) {
+    for (CollKind k :
+         {CollKind::kBroadcast, CollKind::kAllGather, CollKind::kGather,
+          CollKind::kScatter, CollKind::kAllToAll, CollKind::kSend, CollKind::kRecv}) {
       EXPECT_EQ(CclUnsupportedReason(Args(k, t, infinicclSum)), nullptr);
     }
-    for (CollKind k : {CollKind::kAllReduce, CollKind::kReduce, CollKind::kReduceScatter}) {
+    for (CollKind k :
+         {CollKind::kAllReduce, CollKind::kReduce, CollKind::kReduceScatter}) {
       const char *why = CclUnsupportedReason(Args(k, t, infinicclSum));
       ASSERT_NE(why, nullptr);
       EXPECT_NE(std::string(why).find("16-bit"), std::string::npos) << why;
@@ -72,31 +79,35 @@ TEST(CclMapping, AvgOnlyForFloatingTypes) {
     const bool floating = dtype == infinicclFloat16 || dtype == infinicclBFloat16 ||
                           dtype == infinicclFloat32 || dtype == infinicclFloat64;
     const bool int16 = dtype == infinicclInt16 || dtype == infinicclUInt16;
-    const char *why = CclUnsupportedReason(Args(CollKind::kAllReduce, dtype, infinicclAvg));
+    const char *why =
+        CclUnsupportedReason(Args(CollKind::kAllReduce, dtype, infinicclAvg));
     EXPECT_EQ(why == nullptr, floating) << "dtype " << t;
     // Every other op reduces every type but the 16-bit integers.
-    for (infinicclRedOp_t op : {infinicclSum, infinicclProd, infinicclMax, infinicclMin}) {
-      EXPECT_EQ(CclUnsupportedReason(Args(CollKind::kReduce, dtype, op)) == nullptr, !int16);
+    for (infinicclRedOp_t op :
+         {infinicclSum, infinicclProd, infinicclMax, infinicclMin}) {
+      EXPECT_EQ(CclUnsupportedReason(Args(CollKind::kReduce, dtype, op)) == nullptr,
+                !int16);
     }
   }
 }
 
 TEST(CclMapping, InPlaceAllToAllIsNotForTheCcl) {
-  EXPECT_NE(CclUnsupportedReason(Args(CollKind::kAllToAll, infinicclInt32, infinicclSum, true)),
-            nullptr);
+  EXPECT_NE(
+      CclUnsupportedReason(Args(CollKind::kAllToAll, infinicclInt32, infinicclSum, true)),
+      nullptr);
   EXPECT_EQ(CclUnsupportedReason(Args(CollKind::kAllToAll, infinicclInt32, infinicclSum)),
             nullptr);
-  EXPECT_EQ(
-      CclUnsupportedReason(Args(CollKind::kAllGather, infinicclInt32, infinicclSum, true)),
-      nullptr);
+  EXPECT_EQ(CclUnsupportedReason(
+                Args(CollKind::kAllGather, infinicclInt32, infinicclSum, true)),
+            nullptr);
 }
 
 TEST(CclMapping, ResultCodesShareNcclsNumbering) {
   // ncclSuccess .. ncclInProgress are 0..7, in our order.
-  const infinicclResult_t expected[] = {
-      infinicclSuccess,         infinicclUnhandledError, infinicclSystemError,
-      infinicclInternalError,   infinicclInvalidArgument, infinicclInvalidUsage,
-      infinicclRemoteError,     infinicclInProgress};
+  const infinicclResult_t expected[] = {infinicclSuccess,         infinicclUnhandledError,
+                                        infinicclSystemError,     infinicclInternalError,
+                                        infinicclInvalidArgument, infinicclInvalidUsage,
+                                        infinicclRemoteError,     infinicclInProgress};
   for (int r = 0; r < 8; ++r) EXPECT_EQ(CclResultCode(r), expected[r]);
   EXPECT_EQ(CclResultCode(8), infinicclInternalError);
   EXPECT_EQ(CclResultCode(-1), infinicclInternalError);
@@ -142,7 +153,8 @@ TEST(RouteDecision, HostBuffersOnACommWithoutMpiAreNotSupported) {
   for (BackendChoice c : {BackendChoice::kAuto, BackendChoice::kMpi}) {
     const Status st = DecidePath(c, RouteFacts{false, false, true}, &p);
     EXPECT_EQ(st.code(), infinicclNotSupported);
-    EXPECT_NE(st.message().find("infinicclCommInitRank"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("infinicclCommInitRank"), std::string::npos)
+        << st.message();
   }
 }
 
@@ -154,12 +166,14 @@ TEST(RouteDecision, DeviceBuffers) {
   ASSERT_TRUE(DecidePath(BackendChoice::kAuto, RouteFacts{true, true, false}, &p).ok());
   EXPECT_EQ(p, Path::kStagedMpi);
   ASSERT_TRUE(
-      DecidePath(BackendChoice::kAuto, RouteFacts{true, true, true, "NCCL", "why"}, &p).ok());
+      DecidePath(BackendChoice::kAuto, RouteFacts{true, true, true, "NCCL", "why"}, &p)
+          .ok());
   EXPECT_EQ(p, Path::kStagedMpi);
   // auto without MPI: the CCL or nothing.
   ASSERT_TRUE(DecidePath(BackendChoice::kAuto, RouteFacts{true, false, true}, &p).ok());
   EXPECT_EQ(p, Path::kCcl);
-  Status st = DecidePath(BackendChoice::kAuto, RouteFacts{true, false, true, "NCCL", "why"}, &p);
+  Status st =
+      DecidePath(BackendChoice::kAuto, RouteFacts{true, false, true, "NCCL", "why"}, &p);
   EXPECT_EQ(st.code(), infinicclNotSupported);
   EXPECT_NE(st.message().find("why"), std::string::npos) << st.message();
   // mpi: never the CCL.
@@ -167,14 +181,16 @@ TEST(RouteDecision, DeviceBuffers) {
   EXPECT_EQ(p, Path::kStagedMpi);
   st = DecidePath(BackendChoice::kMpi, RouteFacts{true, false, true}, &p);
   EXPECT_EQ(st.code(), infinicclNotSupported);
-  EXPECT_NE(st.message().find("INFINICCL_BACKEND=mpi"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("INFINICCL_BACKEND=mpi"), std::string::npos)
+      << st.message();
   // ccl: the CCL or an error, never a fallback.
   ASSERT_TRUE(DecidePath(BackendChoice::kCcl, RouteFacts{true, true, true}, &p).ok());
   EXPECT_EQ(p, Path::kCcl);
   st = DecidePath(BackendChoice::kCcl, RouteFacts{true, true, false}, &p);
   EXPECT_EQ(st.code(), infinicclNotSupported);
   EXPECT_NE(st.message().find("no CCL communicator"), std::string::npos) << st.message();
-  st = DecidePath(BackendChoice::kCcl, RouteFacts{true, true, true, "NCCL", "16-bit"}, &p);
+  st =
+      DecidePath(BackendChoice::kCcl, RouteFacts{true, true, true, "NCCL", "16-bit"}, &p);
   EXPECT_EQ(st.code(), infinicclNotSupported);
   EXPECT_NE(st.message().find("NCCL cannot: 16-bit"), std::string::npos) << st.message();
 }

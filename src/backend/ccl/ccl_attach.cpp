@@ -22,9 +22,10 @@ enum Eligibility { kEligible = 0, kSharedDevice = 1, kNoCcl = 2 };
 // made, and each call that needs the CCL then fails with the reason.
 Status NoCcl(BackendChoice choice, const char *why) {
   if (choice == BackendChoice::kCcl) {
-    INFINICCL_WARN("INFINICCL_BACKEND=ccl but no CCL communicator: %s; device collectives "
-                   "on this communicator will fail",
-                   why);
+    INFINICCL_WARN(
+        "INFINICCL_BACKEND=ccl but no CCL communicator: %s; device collectives "
+        "on this communicator will fail",
+        why);
   } else {
     INFINICCL_INFO("no CCL communicator: %s; device buffers go to MPI", why);
   }
@@ -45,15 +46,17 @@ Status AttachCclUnderMpi(Communicator &c) {
   // Worst eligibility, and min/max of the device kind (equal: one kind).
   int in[3] = {mine, static_cast<int>(b.kind), -static_cast<int>(b.kind)};
   int all[3] = {0, 0, 0};
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Allreduce(in, all, 3, MPI_INT, MPI_MAX, c.mpi_comm()), "MPI_Allreduce"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allreduce(in, all, 3, MPI_INT, MPI_MAX, c.mpi_comm()), "MPI_Allreduce"));
   if (all[0] == kNoCcl) {
-    return NoCcl(choice, "not every rank is bound to a device with a native CCL (NCCL/MCCL)");
+    return NoCcl(choice,
+                 "not every rank is bound to a device with a native CCL (NCCL/MCCL)");
   }
   if (all[0] == kSharedDevice) {
     return NoCcl(choice, "ranks share a device (a CCL needs one device per rank)");
   }
-  if (all[1] != -all[2]) return NoCcl(choice, "ranks are bound to different device kinds");
+  if (all[1] != -all[2])
+    return NoCcl(choice, "ranks are bound to different device kinds");
 
   infinicclUniqueId id;
   std::memset(&id, 0, sizeof id);
@@ -69,8 +72,9 @@ Status AttachCclUnderMpi(Communicator &c) {
     if (choice == BackendChoice::kCcl && !st.ok()) return st;
     return NoCcl(choice, "rank 0 could not make a unique id (see its log)");
   }
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      MPI_Bcast(id.internal, sizeof id.internal, MPI_BYTE, 0, c.mpi_comm()), "MPI_Bcast"));
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Bcast(id.internal, sizeof id.internal, MPI_BYTE, 0, c.mpi_comm()),
+               "MPI_Bcast"));
 
   std::unique_ptr<Backend> backend;
   st = ccl->CreateComm(c.size(), id, c.rank(), &backend);

@@ -27,9 +27,9 @@ namespace infiniccl::ccl {
 template <typename Api>
 Status CclStatus(const char *call, typename Api::Result r, typename Api::Comm comm) {
   const char *detail = Api::GetLastError(comm);
-  return MakeStatus(CclResultCode(static_cast<int>(r)), "%s%s failed: %s%s%s", Api::kPrefix,
-                    call, Api::GetErrorString(r), (detail && *detail) ? ": " : "",
-                    detail ? detail : "");
+  return MakeStatus(CclResultCode(static_cast<int>(r)), "%s%s failed: %s%s%s",
+                    Api::kPrefix, call, Api::GetErrorString(r),
+                    (detail && *detail) ? ": " : "", detail ? detail : "");
 }
 
 template <typename Api>
@@ -59,25 +59,28 @@ class CclBackend final : public Backend {
     const auto op = Api::Op(MapRedOp(a.op));
     switch (a.kind) {
       case CollKind::kAllReduce:
-        return Check("AllReduce", Api::AllReduce(a.sendbuff, a.recvbuff, e.count, t, op, comm_, s));
+        return Check("AllReduce",
+                     Api::AllReduce(a.sendbuff, a.recvbuff, e.count, t, op, comm_, s));
       case CollKind::kBroadcast:
-        return Check("Broadcast",
-                     Api::Broadcast(a.sendbuff, a.recvbuff, e.count, t, a.root, comm_, s));
+        return Check("Broadcast", Api::Broadcast(a.sendbuff, a.recvbuff, e.count, t,
+                                                 a.root, comm_, s));
       case CollKind::kReduce:
-        return Check("Reduce",
-                     Api::Reduce(a.sendbuff, a.recvbuff, e.count, t, op, a.root, comm_, s));
+        return Check("Reduce", Api::Reduce(a.sendbuff, a.recvbuff, e.count, t, op, a.root,
+                                           comm_, s));
       case CollKind::kAllGather:
-        return Check("AllGather", Api::AllGather(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
+        return Check("AllGather",
+                     Api::AllGather(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
       case CollKind::kReduceScatter:
-        return Check("ReduceScatter",
-                     Api::ReduceScatter(a.sendbuff, a.recvbuff, e.count, t, op, comm_, s));
+        return Check("ReduceScatter", Api::ReduceScatter(a.sendbuff, a.recvbuff, e.count,
+                                                         t, op, comm_, s));
       case CollKind::kSend:
         return Check("Send", Api::Send(a.sendbuff, e.count, t, a.root, comm_, s));
       case CollKind::kRecv:
         return Check("Recv", Api::Recv(a.recvbuff, e.count, t, a.root, comm_, s));
       case CollKind::kAllToAll:
         if constexpr (Api::kNativeAllToAllGatherScatter) {
-          return Check("AlltoAll", Api::AlltoAll(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
+          return Check("AlltoAll",
+                       Api::AlltoAll(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
         } else {
           return Grouped(a, s);
         }
@@ -90,14 +93,14 @@ class CclBackend final : public Backend {
         }
       case CollKind::kScatter:
         if constexpr (Api::kNativeAllToAllGatherScatter) {
-          return Check("Scatter",
-                       Api::Scatter(a.sendbuff, a.recvbuff, e.count, t, a.root, comm_, s));
+          return Check("Scatter", Api::Scatter(a.sendbuff, a.recvbuff, e.count, t, a.root,
+                                               comm_, s));
         } else {
           return Grouped(a, s);
         }
     }
-    return MakeStatus(infinicclInternalError, "%s: unknown collective kind %d", Api::kName,
-                      static_cast<int>(a.kind));
+    return MakeStatus(infinicclInternalError, "%s: unknown collective kind %d",
+                      Api::kName, static_cast<int>(a.kind));
   }
 
  private:
@@ -115,8 +118,8 @@ class CclBackend final : public Backend {
     return MakeStatus(CclResultCode(static_cast<int>(async)),
                       "%s reports an asynchronous error on this communicator: %s%s%s "
                       "(earlier work failed; destroy the communicator)",
-                      Api::kName, Api::GetErrorString(async), (detail && *detail) ? ": " : "",
-                      detail ? detail : "");
+                      Api::kName, Api::GetErrorString(async),
+                      (detail && *detail) ? ": " : "", detail ? detail : "");
   }
 
   // AllToAll, Gather and Scatter as Send/Recv of bytes fused in one group,
@@ -128,42 +131,45 @@ class CclBackend final : public Backend {
     const auto *src = static_cast<const char *>(a.sendbuff);
     auto *dst = static_cast<char *>(a.recvbuff);
     INFINICCL_RETURN_IF_ERROR(Check("GroupStart", Api::GroupStart()));
+    // After a failed call nothing more is issued; the group is still closed.
     Status st;
-    auto add = [&](const char *call, Result r) {
-      if (st.ok()) st = Check(call, r);
+    auto send = [&](const char *buf, int peer) {
+      if (st.ok()) st = Check("Send", Api::Send(buf, bytes, u8, peer, comm_, s));
+    };
+    auto recv = [&](char *buf, int peer) {
+      if (st.ok()) st = Check("Recv", Api::Recv(buf, bytes, u8, peer, comm_, s));
     };
     switch (a.kind) {
       case CollKind::kAllToAll:
         for (int r = 0; r < size_; ++r) {
-          add("Send", Api::Send(src + r * bytes, bytes, u8, r, comm_, s));
-          add("Recv", Api::Recv(dst + r * bytes, bytes, u8, r, comm_, s));
+          send(src + r * bytes, r);
+          recv(dst + r * bytes, r);
         }
         break;
       case CollKind::kGather:
         if (rank_ == a.root) {
           for (int r = 0; r < size_; ++r) {
             if (r == rank_ && a.in_place) continue;
-            add("Recv", Api::Recv(dst + r * bytes, bytes, u8, r, comm_, s));
+            recv(dst + r * bytes, r);
           }
         }
         if (!(rank_ == a.root && a.in_place)) {
-          add("Send", Api::Send(src, bytes, u8, a.root, comm_, s));
+          send(src, a.root);
         }
         break;
       case CollKind::kScatter:
         if (rank_ == a.root) {
           for (int r = 0; r < size_; ++r) {
             if (r == rank_ && a.in_place) continue;
-            add("Send", Api::Send(src + r * bytes, bytes, u8, r, comm_, s));
+            send(src + r * bytes, r);
           }
         }
         if (!(rank_ == a.root && a.in_place)) {
-          add("Recv", Api::Recv(dst, bytes, u8, a.root, comm_, s));
+          recv(dst, a.root);
         }
         break;
       default: break;
     }
-    // The group is always closed, also after a failed call inside it.
     const Status end = Check("GroupEnd", Api::GroupEnd());
     return st.ok() ? end : st;
   }
@@ -208,8 +214,8 @@ class CclProviderImpl final : public CclProvider {
     const typename Api::Result r = Api::CommInitRank(&comm, nranks, uid, rank);
     if (r != Api::kSuccess) return CclStatus<Api>("CommInitRank", r, nullptr);
     *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks);
-    INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(), rank,
-                   nranks);
+    INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(),
+                   rank, nranks);
     return Status::Ok();
   }
 

@@ -1,5 +1,4 @@
 #include "backend/ccl/ccl_provider.h"
-
 #include "device/registry.h"
 
 namespace infiniccl {
@@ -21,15 +20,17 @@ CclProvider *FirstUsableCcl(std::string *why) {
   built = true;
 #endif
   if (!built) {
-    *why = "this build has no native collective backend (NCCL/MCCL: configure with "
-           "WITH_NCCL or WITH_MCCL); use infinicclCommInitAll under MPI";
+    *why =
+        "this build has no native collective backend (NCCL/MCCL: configure with "
+        "WITH_NCCL or WITH_MCCL); use infinicclCommInitAll under MPI";
     return nullptr;
   }
   for (DeviceRuntime *rt : DeviceRegistry::Active()) {
     if (CclProvider *p = CclForKind(rt->kind())) return p;
   }
-  *why = "built with a native collective backend (NCCL/MCCL), but no device of its kind "
-         "is present (no driver or no GPU)";
+  *why =
+      "built with a native collective backend (NCCL/MCCL), but no device of its kind "
+      "is present (no driver or no GPU)";
   return nullptr;
 }
 

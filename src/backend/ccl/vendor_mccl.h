@@ -69,7 +69,9 @@ struct McclApi {
   }
 
   // MCCL's version encoding is not documented where we could read it.
-  static void FormatVersion(int v, char *buf, size_t size) { std::snprintf(buf, size, "%d", v); }
+  static void FormatVersion(int v, char *buf, size_t size) {
+    std::snprintf(buf, size, "%d", v);
+  }
 
   static Result GetVersion(int *v) { return mcclGetVersion(v); }
   static const char *GetErrorString(Result r) { return mcclGetErrorString(r); }
@@ -79,7 +81,9 @@ struct McclApi {
     return mcclCommInitRank(c, n, id, rank);
   }
   static Result CommDestroy(Comm c) { return mcclCommDestroy(c); }
-  static Result CommGetAsyncError(Comm c, Result *r) { return mcclCommGetAsyncError(c, r); }
+  static Result CommGetAsyncError(Comm c, Result *r) {
+    return mcclCommGetAsyncError(c, r);
+  }
   static Result GroupStart() { return mcclGroupStart(); }
   static Result GroupEnd() { return mcclGroupEnd(); }
 
@@ -95,11 +99,12 @@ struct McclApi {
                        Comm c, Stream st) {
     return mcclReduce(s, r, n, t, op, root, c, st);
   }
-  static Result AllGather(const void *s, void *r, size_t n, DataType t, Comm c, Stream st) {
+  static Result AllGather(const void *s, void *r, size_t n, DataType t, Comm c,
+                          Stream st) {
     return mcclAllGather(s, r, n, t, c, st);
   }
-  static Result ReduceScatter(const void *s, void *r, size_t n, DataType t, RedOp op, Comm c,
-                              Stream st) {
+  static Result ReduceScatter(const void *s, void *r, size_t n, DataType t, RedOp op,
+                              Comm c, Stream st) {
     return mcclReduceScatter(s, r, n, t, op, c, st);
   }
   static Result Send(const void *s, size_t n, DataType t, int peer, Comm c, Stream st) {

@@ -17,7 +17,8 @@ struct NcclApi {
   static constexpr const char *kName = "NCCL";
   static constexpr const char *kPrefix = "nccl";
   static constexpr DeviceKind kDeviceKind = DeviceKind::kCuda;
-  static constexpr bool kNativeAllToAllGatherScatter = NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0);
+  static constexpr bool kNativeAllToAllGatherScatter =
+      NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0);
 
   using Result = ncclResult_t;
   using Comm = ncclComm_t;
@@ -68,7 +69,9 @@ struct NcclApi {
     return ncclCommInitRank(c, n, id, rank);
   }
   static Result CommDestroy(Comm c) { return ncclCommDestroy(c); }
-  static Result CommGetAsyncError(Comm c, Result *r) { return ncclCommGetAsyncError(c, r); }
+  static Result CommGetAsyncError(Comm c, Result *r) {
+    return ncclCommGetAsyncError(c, r);
+  }
   static Result GroupStart() { return ncclGroupStart(); }
   static Result GroupEnd() { return ncclGroupEnd(); }
 
@@ -84,11 +87,12 @@ struct NcclApi {
                        Comm c, Stream st) {
     return ncclReduce(s, r, n, t, op, root, c, st);
   }
-  static Result AllGather(const void *s, void *r, size_t n, DataType t, Comm c, Stream st) {
+  static Result AllGather(const void *s, void *r, size_t n, DataType t, Comm c,
+                          Stream st) {
     return ncclAllGather(s, r, n, t, c, st);
   }
-  static Result ReduceScatter(const void *s, void *r, size_t n, DataType t, RedOp op, Comm c,
-                              Stream st) {
+  static Result ReduceScatter(const void *s, void *r, size_t n, DataType t, RedOp op,
+                              Comm c, Stream st) {
     return ncclReduceScatter(s, r, n, t, op, c, st);
   }
   static Result Send(const void *s, size_t n, DataType t, int peer, Comm c, Stream st) {
@@ -98,7 +102,8 @@ struct NcclApi {
     return ncclRecv(r, n, t, peer, c, st);
   }
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-  static Result AlltoAll(const void *s, void *r, size_t n, DataType t, Comm c, Stream st) {
+  static Result AlltoAll(const void *s, void *r, size_t n, DataType t, Comm c,
+                         Stream st) {
     return ncclAlltoAll(s, r, n, t, c, st);
   }
   static Result Gather(const void *s, void *r, size_t n, DataType t, int root, Comm c,
