@@ -28,7 +28,7 @@ Status Communicator::CreateWithoutMpi(int rank, int size, std::unique_ptr<Commun
 }
 
 Communicator::~Communicator() {
-  ccl_backend_.reset();  // before the MPI communicator: its bootstrap may still be in use
+  ccl_backend_.reset();  // first: destroying it waits for its queued work
   StagingPool::Global().ReleaseOwner(this);
   int finalized = 1;
   MPI_Finalized(&finalized);

@@ -15,6 +15,10 @@ namespace infiniccl {
 
 namespace {
 
+// Communicator::FirstUse bits: one per (kind, path), then one per kind for
+// "the CCL could not take it".
+static_assert(kNumCollKinds * (kNumPaths + 1) <= 64, "FirstUse has 64 bits");
+
 // INFINICCL_MPI_DEVICE_DIRECT: 1 forces, 0 forbids, auto asks the MPI once
 // per device kind.
 bool DirectAllowed(DeviceKind kind) {
@@ -98,7 +102,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     case Path::kDirectMpi:
     case Path::kStagedMpi: break;
   }
-  if (facts.has_ccl && facts.ccl_unsupported != nullptr) {
+  // Why the CCL was passed over, once per kind of call (bits above the paths').
+  if (facts.has_ccl && facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&
+      comm.FirstUse(kNumCollKinds * kNumPaths + static_cast<int>(a.kind))) {
     INFINICCL_INFO("%s cannot run %s (%s): taking MPI instead", facts.ccl_name,
                    CollKindName(a.kind), facts.ccl_unsupported);
   }
