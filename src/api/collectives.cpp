@@ -16,8 +16,7 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
                                 CollArgs args) {
   Group &group = Group::Current();
   const infinicclResult_t result = ApiCall(function, [&](CallContext &ctx) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
-    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
     INFINICCL_RETURN_IF_ERROR(
         ValidateCollective(c.rank(), c.size(), group.active(), &args));

@@ -1,5 +1,6 @@
 // Communicator: what an infinicclComm_t names. Owns its MPI communicator and
-// backends; keeps the message of its last failed call.
+// backends (MPI always when made under MPI; a native CCL when its ranks are
+// bound to devices that have one); keeps the message of its last failed call.
 #pragma once
 
 #include <mpi.h>
@@ -20,6 +21,8 @@ class Communicator {
  public:
   // Duplicates `parent` (collective over it) with MPI_ERRORS_RETURN set.
   static Status Create(MPI_Comm parent, std::unique_ptr<Communicator> *out);
+  // Without MPI (infinicclCommInitRank): only a CCL backend, set next.
+  static Status CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out);
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -27,12 +30,18 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   MPI_Comm mpi_comm() const { return comm_; }
+  // Only when has_mpi().
   Backend &mpi_backend() { return *mpi_backend_; }
+  bool has_mpi() const { return mpi_backend_ != nullptr; }
+  // The native CCL communicator of this communicator's devices, or nullptr.
+  Backend *ccl_backend() { return ccl_backend_.get(); }
+  void set_ccl_backend(std::unique_ptr<Backend> b) { ccl_backend_ = std::move(b); }
 
   // The device this rank drives (kind kCpu and device -1 when none).
   struct Binding {
     DeviceKind kind = DeviceKind::kCpu;
     int device = -1;
+    bool shared = false;  // another local rank drives the same device
     LocalRank local_rank;
   };
   const Binding &binding() const { return binding_; }
@@ -59,6 +68,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 0;
   std::unique_ptr<Backend> mpi_backend_;
+  std::unique_ptr<Backend> ccl_backend_;  // destroyed first (declared last of the two)
   Binding binding_;
   mutable std::mutex error_mutex_;
   std::string last_error_;

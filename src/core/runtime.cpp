@@ -159,6 +159,16 @@ Status Runtime::Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *ou
                     handle);
 }
 
+Status Runtime::LookupUsable(infinicclComm_t handle, std::shared_ptr<Communicator> *out) {
+  const Status active = CheckActive();
+  if (active.ok()) return Lookup(handle, out);
+  if (S().phase.load() != Phase::kBefore) return active;
+  std::shared_ptr<Communicator> c;
+  if (!Lookup(handle, &c).ok() || c->has_mpi()) return active;
+  *out = std::move(c);
+  return Status::Ok();
+}
+
 Status Runtime::Unregister(infinicclComm_t handle) {
   std::shared_ptr<Communicator> comm;
   INFINICCL_RETURN_IF_ERROR(Lookup(handle, &comm));
