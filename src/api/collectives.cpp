@@ -11,6 +11,22 @@ using namespace infiniccl;
 
 namespace {
 
+// Publishes the call to the watchdog for as long as it runs (any return or
+// exception ends it).
+class CallInFlight {
+ public:
+  CallInFlight(Communicator &c, const CollArgs &a) : c_(c) {
+    const bool p2p = a.kind == CollKind::kSend || a.kind == CollKind::kRecv;
+    c.BeginCall(a, p2p ? 0 : c.NextSeq());
+  }
+  ~CallInFlight() { c_.EndCall(); }
+  CallInFlight(const CallInFlight &) = delete;
+  CallInFlight &operator=(const CallInFlight &) = delete;
+
+ private:
+  Communicator &c_;
+};
+
 infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
                                 CollArgs args) {
   return ApiCall(function, [&](CallContext &ctx) -> Status {
@@ -18,6 +34,9 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
     INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
     INFINICCL_RETURN_IF_ERROR(ValidateCollective(c.rank(), c.size(), &args));
+    // Counted even for count 0, so a rank's numbering never depends on a
+    // count its peers may not share.
+    CallInFlight in_flight(c, args);
     if (args.count == 0) return Status::Ok();
     return RouteCollective(c, args);
   });

@@ -23,6 +23,7 @@ const char *kStagingPinned = "INFINICCL_STAGING_PINNED";
 const char *kCacheBytes = "INFINICCL_STAGING_CACHE_BYTES";
 const char *kChunkBytes = "INFINICCL_PIPELINE_CHUNK_BYTES";
 const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
+const char *kTimeout = "INFINICCL_TIMEOUT_SEC";
 
 
 bool ParseDouble(const char *v, double *out) {
@@ -159,6 +160,10 @@ const std::vector<Config::Entry> &Config::Table() {
        "Device buffers straight to MPI (no staging): auto = when the MPI reports "
        "itself GPU-aware for the device kind, 1 = always (for an MPI the query gets "
        "wrong), 0 = never."},
+      {kTimeout, "1800",
+       "Watchdog: a call not completed after this many seconds writes an ERROR line "
+       "(operation, sequence number, path, ranks not arrived) and ends the job with "
+       "MPI_Abort, exit code 124. 0 disables. See docs/RELIABILITY.md."},
   };
   return kTable;
 }
@@ -248,6 +253,12 @@ Config Config::Parse(const Lookup &lookup) {
                            "' is not auto, 1 or 0; using auto");
     }
   }
+  if (const char *v = lookup(kTimeout)) {
+    if (!ParseInt(v, 0, 1 << 30, &c.timeout_sec)) {
+      c.warnings.push_back(std::string(kTimeout) + "='" + v +
+                           "' is not a non-negative number of seconds; using 1800");
+    }
+  }
   return c;
 }
 
@@ -270,6 +281,7 @@ std::vector<std::string> Config::Describe() const {
       std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
       std::string(kChunkBytes) + "=" + std::to_string(pipeline_chunk_bytes),
       std::string(kDirect) + "=" + mpi_device_direct,
+      std::string(kTimeout) + "=" + std::to_string(timeout_sec),
   };
 }
 

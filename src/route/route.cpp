@@ -67,6 +67,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
 
   // 1. Host buffers: straight to MPI, whatever devices exist.
   if (!send_dev && !recv_dev) {
+    comm.inflight().SetPath(CallPath::kHost);
     Announce(comm, a, Path::kHostMpi, "");
     return comm.mpi_backend().Run(a);
   }
@@ -87,6 +88,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   // 2. Device buffers and an MPI that reads them: direct, after the work
   //    already queued on the stream (the producer of sendbuff).
   if (DirectAllowed(kind)) {
+    comm.inflight().SetPath(CallPath::kDirect);
     Announce(comm, a, Path::kDirectMpi, DeviceKindName(kind));
     INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
     StagingPool::Global().CountDirect();
@@ -95,6 +97,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
 
   // 3. Device buffers otherwise: staged through pooled host buffers,
   //    pipelined when large.
+  comm.inflight().SetPath(CallPath::kStaged);
   Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
   return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
                    comm.size(), &comm);
