@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <cstring>
+
 #include "api/api_call.h"
 #include "core/binding.h"
 #include "core/log.h"
@@ -185,7 +187,11 @@ infinicclResult_t infinicclMemTrim(void) {
 }
 
 const char *infinicclGetErrorString(infinicclResult_t result) {
-  switch (result) {
+  // A C caller may pass any int (found by the fuzzer under clang's
+  // -fsanitize=enum): look at the raw bits, not at the enum value.
+  int code;
+  std::memcpy(&code, &result, sizeof code);
+  switch (code) {
     case infinicclSuccess: return "no error";
     case infinicclUnhandledError: return "unhandled error";
     case infinicclSystemError: return "system error (an MPI, OS or device runtime call failed)";

@@ -190,6 +190,10 @@ static void Other(Input *in) {
   }
 }
 
+/* libFuzzer ends with exit(): finalise there, or the launcher reports an
+ * abnormal termination. (A second Finalize just returns InvalidUsage.) */
+static void FinalizeAtExit(void) { infinicclFinalize(); }
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
@@ -204,6 +208,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
             infinicclGetLastError(NULL));
     exit(2);
   }
+  atexit(FinalizeAtExit);
   /* Init twice must be refused, not crash. */
   if (infinicclInit(NULL, NULL) != infinicclInvalidUsage) Fail("second Init", 0);
   return 0;
