@@ -78,7 +78,8 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
       MpiCheck(MPI_Bcast(name, kNameBytes, MPI_CHAR, 0, node.comm), "MPI_Bcast"));
   if (name[0] != '\0' && node_rank != 0) {
     fd.fd = shm_open(name, O_RDWR, 0600);
-    if (fd.fd < 0) local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
+    if (fd.fd < 0)
+      local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
   }
   if (fd.fd >= 0) {
     void *p = mmap(nullptr, board->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
@@ -91,8 +92,8 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
   // Everyone on the node must hold a view, or slots would read as "not
   // reached" for a rank that merely could not map them.
   int ok = board->base_ != nullptr ? 1 : 0, all_ok = 0;
-  const Status agreed =
-      MpiCheck(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce");
+  const Status agreed = MpiCheck(
+      MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce");
   if (node_rank == 0 && name[0] != '\0') shm_unlink(name);  // all have mapped it
   INFINICCL_RETURN_IF_ERROR(agreed);
   if (!all_ok) {
@@ -106,10 +107,10 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
   MPI_Comm_group(node.comm, &node_group.group);
   std::vector<int> ranks(size), slots(size);
   for (int r = 0; r < size; ++r) ranks[r] = r;
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Group_translate_ranks(comm_group.group, size,
-                                                               ranks.data(), node_group.group,
-                                                               slots.data()),
-                                     "MPI_Group_translate_ranks"));
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Group_translate_ranks(comm_group.group, size, ranks.data(),
+                                         node_group.group, slots.data()),
+               "MPI_Group_translate_ranks"));
   for (int &s : slots)
     if (s == MPI_UNDEFINED) s = -1;
   board->slot_of_rank_ = std::move(slots);

@@ -39,9 +39,7 @@ class SeqBoard {
   SeqBoard &operator=(const SeqBoard &) = delete;
 
   // The calling rank has entered collective `seq`.
-  void Enter(uint64_t seq) {
-    __atomic_store_n(Slot(my_slot_), seq, __ATOMIC_RELAXED);
-  }
+  void Enter(uint64_t seq) { __atomic_store_n(Slot(my_slot_), seq, __ATOMIC_RELAXED); }
   // Last sequence number entered by communicator rank `rank`; false when
   // that rank is on another node.
   bool LastEntered(int rank, uint64_t *seq) const;

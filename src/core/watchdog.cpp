@@ -49,13 +49,15 @@ std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
     if (i) out += ",";
     out += std::to_string(ranks[i]);
   }
-  if (ranks.size() > limit) out += " ... (" + std::to_string(ranks.size() - limit) + " more)";
+  if (ranks.size() > limit)
+    out += " ... (" + std::to_string(ranks.size() - limit) + " more)";
   return out.empty() ? "none" : out;
 }
 
 // Who has not entered collective `seq`, as far as this node can see.
 std::string Stragglers(const Communicator &c, uint64_t seq) {
-  if (c.board() == nullptr) return "ranks that have not reached it: unknown (no shared-memory board)";
+  if (c.board() == nullptr)
+    return "ranks that have not reached it: unknown (no shared-memory board)";
   std::vector<int> behind, unknown;
   std::string where;  // "2@16": the last call each of the first few entered
   for (int r = 0; r < c.size(); ++r) {
@@ -65,7 +67,8 @@ std::string Stragglers(const Communicator &c, uint64_t seq) {
     } else if (entered < seq) {
       behind.push_back(r);
       if (behind.size() <= 8) {
-        where += (where.empty() ? "" : ",") + std::to_string(r) + "@" + std::to_string(entered);
+        where += (where.empty() ? "" : ",") + std::to_string(r) + "@" +
+                 std::to_string(entered);
       }
     }
   }
@@ -88,19 +91,21 @@ std::string Stragglers(const Communicator &c, uint64_t seq) {
     std::snprintf(where, sizeof where, " root=%d", s.root);
   }
   char seq[48] = "(point-to-point, not sequenced)";
-  if (!p2p) std::snprintf(seq, sizeof seq, "seq %llu", static_cast<unsigned long long>(s.seq));
+  if (!p2p)
+    std::snprintf(seq, sizeof seq, "seq %llu", static_cast<unsigned long long>(s.seq));
   char what[512];
   std::snprintf(what, sizeof what,
                 "%s %s on comm %llu (rank %d of %d) has not completed after %.0f s "
                 "(INFINICCL_TIMEOUT_SEC=%d): count=%llu dtype=%s%s%s%s path=%s",
                 CollKindName(s.kind), seq, static_cast<unsigned long long>(c.handle()),
-                c.rank(), c.size(), seconds, timeout, static_cast<unsigned long long>(s.count),
-                DataTypeName(s.dtype), IsReduction(s.kind) ? " op=" : "",
+                c.rank(), c.size(), seconds, timeout,
+                static_cast<unsigned long long>(s.count), DataTypeName(s.dtype),
+                IsReduction(s.kind) ? " op=" : "",
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, CallPathName(s.path));
-  const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
-                              : Stragglers(c, s.seq);
-  LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what, who.c_str(),
-           kWatchdogExitCode);
+  const std::string who =
+      p2p ? "waiting on peer " + std::to_string(s.root) : Stragglers(c, s.seq);
+  LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what,
+           who.c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
   // them that long to write their own line before the job is torn down.
   std::this_thread::sleep_for(grace);
@@ -152,9 +157,10 @@ void Watchdog::Watch(Communicator *comm) {
   if (!s.thread.joinable()) {
     s.stop = false;
     s.thread = std::thread(Loop, timeout);
-    INFINICCL_INFO("watchdog started: a call not completed after %d s ends the job "
-                   "(INFINICCL_TIMEOUT_SEC; 0 disables)",
-                   timeout);
+    INFINICCL_INFO(
+        "watchdog started: a call not completed after %d s ends the job "
+        "(INFINICCL_TIMEOUT_SEC; 0 disables)",
+        timeout);
   }
 }
 

@@ -47,15 +47,16 @@ int Loop(infinicclComm_t comm, int rank, int size, double seconds, int pause_ran
   std::vector<int> send(kCount), recv(kCount);
   const auto start = std::chrono::steady_clock::now();
   for (long iter = 0;; ++iter) {
-    for (size_t i = 0; i < kCount; ++i) send[i] = static_cast<int>((rank + 1) * (i % 7 + iter % 5));
-    Check(infinicclAllReduce(send.data(), recv.data(), kCount, infinicclInt32, infinicclSum,
-                             comm, nullptr),
+    for (size_t i = 0; i < kCount; ++i)
+      send[i] = static_cast<int>((rank + 1) * (i % 7 + iter % 5));
+    Check(infinicclAllReduce(send.data(), recv.data(), kCount, infinicclInt32,
+                             infinicclSum, comm, nullptr),
           comm, "infinicclAllReduce");
     const int ranks_sum = size * (size + 1) / 2;
     for (size_t i = 0; i < kCount; ++i) {
       if (recv[i] != ranks_sum * static_cast<int>(i % 7 + iter % 5)) {
-        std::fprintf(stderr, "test_fault rank %d: wrong value at %zu in iteration %ld\n", rank,
-                     i, iter);
+        std::fprintf(stderr, "test_fault rank %d: wrong value at %zu in iteration %ld\n",
+                     rank, i, iter);
         return 1;
       }
     }
@@ -66,9 +67,11 @@ int Loop(infinicclComm_t comm, int rank, int size, double seconds, int pause_ran
       sleep(5);
     }
     // Rank 0 alone keeps time; everyone learns when to stop from it.
-    int go = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-             seconds;
-    Check(infinicclBcast(&go, 1, infinicclInt32, 0, comm, nullptr), comm, "infinicclBcast");
+    int go =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+        seconds;
+    Check(infinicclBcast(&go, 1, infinicclInt32, 0, comm, nullptr), comm,
+          "infinicclBcast");
     if (!go) return 0;
   }
 }
@@ -89,7 +92,8 @@ int Skip(infinicclComm_t comm, int rank, int victim, int skip_at, int iters) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: test_fault loop [seconds [rank]] | skip <rank> <iter> [iters]\n");
+    std::fprintf(
+        stderr, "usage: test_fault loop [seconds [rank]] | skip <rank> <iter> [iters]\n");
     return 2;
   }
   infinicclComm_t comm = nullptr;

@@ -31,8 +31,9 @@ namespace {
 
 constexpr size_t kMaxCount = 6000;  // elements per rank (or per block)
 constexpr int kKinds = 8;
-const char *const kKindNames[kKinds] = {"AllReduce", "Reduce",  "ReduceScatter", "Broadcast",
-                                        "AllGather", "Gather",  "Scatter",       "AllToAll"};
+const char *const kKindNames[kKinds] = {"AllReduce", "Reduce",    "ReduceScatter",
+                                        "Broadcast", "AllGather", "Gather",
+                                        "Scatter",   "AllToAll"};
 
 int g_n = 1;
 infiniccl::DeviceRuntime *g_dev = nullptr;
@@ -73,10 +74,11 @@ bool Run(infinicclComm_t comm, Buffers &b, const Call &c) {
   const size_t es = Info(c.dt).size, cnt = c.count;
   size_t send_elems = cnt, recv_elems = cnt;
   switch (c.kind) {
-    case 2: send_elems = cnt * n; break;                   // ReduceScatter
-    case 4: case 5: recv_elems = cnt * n; break;           // AllGather, Gather
-    case 6: send_elems = cnt * n; break;                   // Scatter
-    case 7: send_elems = recv_elems = cnt * n; break;      // AllToAll
+    case 2: send_elems = cnt * n; break;  // ReduceScatter
+    case 4:
+    case 5: recv_elems = cnt * n; break;               // AllGather, Gather
+    case 6: send_elems = cnt * n; break;               // Scatter
+    case 7: send_elems = recv_elems = cnt * n; break;  // AllToAll
     default: break;
   }
   unsigned char *s = b.hs.data(), *r = b.hr.data();
@@ -117,10 +119,12 @@ bool Run(infinicclComm_t comm, Buffers &b, const Call &c) {
   for (size_t i = 0; i < recv_elems; ++i) {
     double want = 0;
     switch (c.kind) {
-      case 0: case 1: want = ExpectedReduce(c.dt, c.op, c.seed, n, i); break;
+      case 0:
+      case 1: want = ExpectedReduce(c.dt, c.op, c.seed, n, i); break;
       case 2: want = ExpectedReduce(c.dt, c.op, c.seed, n, me * cnt + i); break;
       case 3: want = DataValue(c.dt, c.seed, c.root, i); break;
-      case 4: case 5: want = DataValue(c.dt, c.seed, int(i / cnt), i % cnt); break;
+      case 4:
+      case 5: want = DataValue(c.dt, c.seed, int(i / cnt), i % cnt); break;
       case 6: want = DataValue(c.dt, c.seed, c.root, me * cnt + i); break;
       case 7: want = DataValue(c.dt, c.seed, int(i / cnt), me * cnt + i % cnt); break;
     }
@@ -157,8 +161,8 @@ bool CommCycle() {
   infinicclComm_t c = nullptr;
   int v = g_rank + 1, sum = 0;
   if (infinicclCommInitAll(&c, 0, nullptr) != infinicclSuccess) return false;
-  const bool ok = infinicclAllReduce(&v, &sum, 1, infinicclInt32, infinicclSum, c, nullptr) ==
-                      infinicclSuccess &&
+  const bool ok = infinicclAllReduce(&v, &sum, 1, infinicclInt32, infinicclSum, c,
+                                     nullptr) == infinicclSuccess &&
                   sum == g_n * (g_n + 1) / 2;
   return infinicclCommDestroy(c) == infinicclSuccess && ok;
 }
@@ -195,7 +199,8 @@ int main(int argc, char **argv) {
       c.dt = infinicclDataType_t(rng() % infinicclNumTypes);
       c.op = infinicclRedOp_t(rng() % infinicclNumOps);
       // Log-uniform 1..kMaxCount: many small calls, some large.
-      c.count = std::min<size_t>(kMaxCount, size_t(std::exp2(double(rng() % 1300) / 100.0)));
+      c.count =
+          std::min<size_t>(kMaxCount, size_t(std::exp2(double(rng() % 1300) / 100.0)));
       c.root = int(rng() % uint64_t(g_n));
       c.device = rng() % 2;
       c.seed = rng();
@@ -206,10 +211,12 @@ int main(int argc, char **argv) {
         CHECK(CommCycle(), "communicator create/destroy failed: %s", SafeLastError());
         infinicclStagingStats now{};
         infinicclGetStagingStats(&now);
-        CHECK(now.bytes_held <= base.bytes_held && now.peak_bytes_held == base.peak_bytes_held,
+        CHECK(now.bytes_held <= base.bytes_held &&
+                  now.peak_bytes_held == base.peak_bytes_held,
               "staging grew after warm-up: held %llu (was %llu), peak %llu (was %llu)",
               now.bytes_held, base.bytes_held, now.peak_bytes_held, base.peak_bytes_held);
-        CHECK(OpenFds() <= base_fds, "open fds %d, %d after warm-up", OpenFds(), base_fds);
+        CHECK(OpenFds() <= base_fds, "open fds %d, %d after warm-up", OpenFds(),
+              base_fds);
         CHECK(BoardMappings() <= base_maps, "%d board mappings, %d after warm-up",
               BoardMappings(), base_maps);
         ++checkpoints;
@@ -226,10 +233,11 @@ int main(int argc, char **argv) {
     infinicclStagingStats end{};
     infinicclGetStagingStats(&end);
     if (g_rank == 0) {
-      std::printf("soak: %ld calls (%ld on emulated device buffers), %ld checkpoints, "
-                  "staging held %llu bytes (peak %llu, %llu allocations), %d fds\n",
-                  calls, device_calls, checkpoints, end.bytes_held, end.peak_bytes_held,
-                  end.allocations, OpenFds());
+      std::printf(
+          "soak: %ld calls (%ld on emulated device buffers), %ld checkpoints, "
+          "staging held %llu bytes (peak %llu, %llu allocations), %d fds\n",
+          calls, device_calls, checkpoints, end.bytes_held, end.peak_bytes_held,
+          end.allocations, OpenFds());
     }
   }
   infinicclCommDestroy(comm);

@@ -20,7 +20,8 @@ infiniccl::DeviceRuntime *g_dev = nullptr;
 void Expect(bool ok, const char *what) {
   if (ok) return;
   ++g_failures;
-  std::fprintf(stderr, "[rank %d] FAIL %s: %s\n", g_rank, what, infinicclGetLastError(nullptr));
+  std::fprintf(stderr, "[rank %d] FAIL %s: %s\n", g_rank, what,
+               infinicclGetLastError(nullptr));
 }
 
 // Host vectors mirrored in device memory when `device` is set.
@@ -36,18 +37,22 @@ struct Buf {
   }
   void *ptr() { return device ? dev : host.data(); }
   void Up() {
-    if (device) g_dev->MemcpyAsync(dev, host.data(), host.size() * sizeof(int),
-                                   infiniccl::CopyKind::kHostToDevice, nullptr);
+    if (device)
+      g_dev->MemcpyAsync(dev, host.data(), host.size() * sizeof(int),
+                         infiniccl::CopyKind::kHostToDevice, nullptr);
     if (device) g_dev->StreamSynchronize(nullptr);
   }
   void Down() {
-    if (device) g_dev->MemcpyAsync(host.data(), dev, host.size() * sizeof(int),
-                                   infiniccl::CopyKind::kDeviceToHost, nullptr);
+    if (device)
+      g_dev->MemcpyAsync(host.data(), dev, host.size() * sizeof(int),
+                         infiniccl::CopyKind::kDeviceToHost, nullptr);
     if (device) g_dev->StreamSynchronize(nullptr);
   }
 };
 
-int V(int rank, size_t i) { return rank * 100000 + static_cast<int>(i); }
+int V(int rank, size_t i) {
+  return rank * 100000 + static_cast<int>(i);
+}
 
 void All(infinicclComm_t comm, bool device) {
   const int me = g_rank, n = g_n;
@@ -65,25 +70,30 @@ void All(infinicclComm_t comm, bool device) {
     return static_cast<int>(t);
   };
   fill(kCount);
-  Expect(infinicclAllReduce(s.ptr(), r.ptr(), kCount, I32, infinicclSum, comm, nullptr) == 0,
-         "AllReduce");
+  Expect(
+      infinicclAllReduce(s.ptr(), r.ptr(), kCount, I32, infinicclSum, comm, nullptr) == 0,
+      "AllReduce");
   r.Down();
   for (size_t i = 0; i < kCount; ++i) Expect(r.host[i] == sum(i), "AllReduce value");
 
-  Expect(infinicclReduce(s.ptr(), r.ptr(), kCount, I32, infinicclSum, n - 1, comm, nullptr) == 0,
+  Expect(infinicclReduce(s.ptr(), r.ptr(), kCount, I32, infinicclSum, n - 1, comm,
+                         nullptr) == 0,
          "Reduce");
   r.Down();
   if (me == n - 1)
     for (size_t i = 0; i < kCount; ++i) Expect(r.host[i] == sum(i), "Reduce value");
 
   fill(N);
-  Expect(infinicclReduceScatter(s.ptr(), r.ptr(), kCount, I32, infinicclSum, comm, nullptr) == 0,
+  Expect(infinicclReduceScatter(s.ptr(), r.ptr(), kCount, I32, infinicclSum, comm,
+                                nullptr) == 0,
          "ReduceScatter");
   r.Down();
-  for (size_t i = 0; i < kCount; ++i) Expect(r.host[i] == sum(me * kCount + i), "RS value");
+  for (size_t i = 0; i < kCount; ++i)
+    Expect(r.host[i] == sum(me * kCount + i), "RS value");
 
   fill(kCount);
-  Expect(infinicclBroadcast(s.ptr(), r.ptr(), kCount, I32, 0, comm, nullptr) == 0, "Broadcast");
+  Expect(infinicclBroadcast(s.ptr(), r.ptr(), kCount, I32, 0, comm, nullptr) == 0,
+         "Broadcast");
   r.Down();
   for (size_t i = 0; i < kCount; ++i) Expect(r.host[i] == V(0, i), "Broadcast value");
 
@@ -92,21 +102,27 @@ void All(infinicclComm_t comm, bool device) {
   for (size_t i = 0; i < kCount; ++i) Expect(s.host[i] == V(n - 1, i), "Bcast value");
 
   fill(kCount);
-  Expect(infinicclAllGather(s.ptr(), r.ptr(), kCount, I32, comm, nullptr) == 0, "AllGather");
+  Expect(infinicclAllGather(s.ptr(), r.ptr(), kCount, I32, comm, nullptr) == 0,
+         "AllGather");
   r.Down();
-  for (size_t i = 0; i < N; ++i) Expect(r.host[i] == V(int(i / kCount), i % kCount), "AG value");
+  for (size_t i = 0; i < N; ++i)
+    Expect(r.host[i] == V(int(i / kCount), i % kCount), "AG value");
 
   Expect(infinicclGather(s.ptr(), r.ptr(), kCount, I32, 0, comm, nullptr) == 0, "Gather");
   r.Down();
   if (me == 0)
-    for (size_t i = 0; i < N; ++i) Expect(r.host[i] == V(int(i / kCount), i % kCount), "Gather value");
+    for (size_t i = 0; i < N; ++i)
+      Expect(r.host[i] == V(int(i / kCount), i % kCount), "Gather value");
 
   fill(N);
-  Expect(infinicclScatter(s.ptr(), r.ptr(), kCount, I32, 0, comm, nullptr) == 0, "Scatter");
+  Expect(infinicclScatter(s.ptr(), r.ptr(), kCount, I32, 0, comm, nullptr) == 0,
+         "Scatter");
   r.Down();
-  for (size_t i = 0; i < kCount; ++i) Expect(r.host[i] == V(0, me * kCount + i), "Scatter value");
+  for (size_t i = 0; i < kCount; ++i)
+    Expect(r.host[i] == V(0, me * kCount + i), "Scatter value");
 
-  Expect(infinicclAllToAll(s.ptr(), r.ptr(), kCount, I32, comm, nullptr) == 0, "AllToAll");
+  Expect(infinicclAllToAll(s.ptr(), r.ptr(), kCount, I32, comm, nullptr) == 0,
+         "AllToAll");
   r.Down();
   for (size_t i = 0; i < N; ++i)
     Expect(r.host[i] == V(int(i / kCount), me * kCount + i % kCount), "AllToAll value");
@@ -139,7 +155,8 @@ int main(int argc, char **argv) {
   All(extra, false);
   Expect(infinicclCommDestroy(extra) == 0, "CommDestroy");
   infinicclStagingStats st{};
-  Expect(infinicclGetStagingStats(&st) == 0 && st.staged_calls > 0, "staged calls counted");
+  Expect(infinicclGetStagingStats(&st) == 0 && st.staged_calls > 0,
+         "staged calls counted");
   Expect(infinicclMemTrim() == 0, "MemTrim");
   Expect(infinicclCommDestroy(comm) == 0, "CommDestroy");
   Expect(infinicclFinalize() == 0, "Finalize");
