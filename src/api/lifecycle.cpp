@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <cstring>
+
 #include "api/api_call.h"
 #include "backend/ccl/ccl_attach.h"
 #include "backend/ccl/ccl_provider.h"
@@ -214,7 +216,11 @@ infinicclResult_t infinicclMemTrim(void) {
 }
 
 const char *infinicclGetErrorString(infinicclResult_t result) {
-  switch (result) {
+  // A C caller may pass any int (found by the fuzzer under clang's
+  // -fsanitize=enum): look at the raw bits, not at the enum value.
+  int code;
+  std::memcpy(&code, &result, sizeof code);
+  switch (code) {
     case infinicclSuccess: return "no error";
     case infinicclUnhandledError: return "unhandled error";
     case infinicclSystemError: return "system error (an MPI, OS or device runtime call failed)";

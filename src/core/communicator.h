@@ -6,12 +6,16 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "backend/backend.h"
 #include "core/binding.h"
+#include "core/coll_args.h"
+#include "core/inflight.h"
+#include "core/seq_board.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
 
@@ -51,6 +55,24 @@ class Communicator {
   // Valid until the next SetLastError on this communicator.
   const char *LastError() const;
 
+  // Sequence number of collective calls on this communicator (Send/Recv are
+  // point-to-point and not counted): the api layer takes the next one once
+  // per collective that passed validation, so every rank numbers the same
+  // call alike. Used by the watchdog and INFINICCL_CHECK.
+  uint64_t NextSeq() { return ++seq; }
+
+  // What is in flight, for the watchdog: Begin publishes the call (`seq` 0
+  // for Send/Recv) and records this rank's arrival on the node's SeqBoard;
+  // End marks the communicator idle. A few relaxed stores, no allocation.
+  void BeginCall(const CollArgs &a, uint64_t call_seq);
+  void EndCall() { inflight_.token.store(0, std::memory_order_release); }
+  InFlight &inflight() { return inflight_; }
+  const SeqBoard *board() const { return board_.get(); }
+
+  // The infinicclComm_t value naming this communicator (0 before Register).
+  uintptr_t handle() const { return handle_; }
+  void set_handle(uintptr_t h) { handle_ = h; }
+
   // Bit per (CollKind, path) already announced at INFO, so the route of each
   // kind of call is logged once, not per call.
   bool FirstUse(int bit);
@@ -74,6 +96,11 @@ class Communicator {
   std::string last_error_;
   std::atomic<unsigned long long> announced_{0};
   std::atomic<int> group_users_{0};
+  uint64_t seq = 0;     // only the calling thread touches it
+  uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
+  InFlight inflight_;
+  std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable
+  uintptr_t handle_ = 0;
 };
 
 }  // namespace infiniccl

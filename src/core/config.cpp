@@ -24,6 +24,7 @@ const char *kCacheBytes = "INFINICCL_STAGING_CACHE_BYTES";
 const char *kChunkBytes = "INFINICCL_PIPELINE_CHUNK_BYTES";
 const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
 const char *kBackend = "INFINICCL_BACKEND";
+const char *kTimeout = "INFINICCL_TIMEOUT_SEC";
 
 
 bool ParseDouble(const char *v, double *out) {
@@ -163,6 +164,10 @@ const std::vector<Config::Entry> &Config::Table() {
       {kBackend, "auto",
        "Path of device buffers: auto = the native CCL (NCCL/MCCL) where the communicator "
        "has one, else MPI; mpi = never a CCL; ccl = only the CCL (other calls fail)."},
+      {kTimeout, "1800",
+       "Watchdog: a call not completed after this many seconds writes an ERROR line "
+       "(operation, sequence number, path, ranks not arrived) and ends the job with "
+       "MPI_Abort, exit code 124. 0 disables. See docs/RELIABILITY.md."},
   };
   return kTable;
 }
@@ -261,6 +266,12 @@ Config Config::Parse(const Lookup &lookup) {
                            "' is not auto, mpi or ccl; using auto");
     }
   }
+  if (const char *v = lookup(kTimeout)) {
+    if (!ParseInt(v, 0, 1 << 30, &c.timeout_sec)) {
+      c.warnings.push_back(std::string(kTimeout) + "='" + v +
+                           "' is not a non-negative number of seconds; using 1800");
+    }
+  }
   return c;
 }
 
@@ -284,6 +295,7 @@ std::vector<std::string> Config::Describe() const {
       std::string(kChunkBytes) + "=" + std::to_string(pipeline_chunk_bytes),
       std::string(kDirect) + "=" + mpi_device_direct,
       std::string(kBackend) + "=" + backend,
+      std::string(kTimeout) + "=" + std::to_string(timeout_sec),
   };
 }
 

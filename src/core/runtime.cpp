@@ -11,6 +11,7 @@
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_types.h"
 #include "core/log.h"
+#include "core/watchdog.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
@@ -102,6 +103,8 @@ Status Runtime::Finalize() {
     s.phase = Phase::kAfter;
     leftover.swap(s.comms);
   }
+  // Before the communicators go: the watchdog reads their records.
+  Watchdog::Stop();
   if (!leftover.empty()) {
     INFINICCL_INFO("infinicclFinalize: freeing %zu communicator(s) not destroyed by the "
                    "application",
@@ -137,6 +140,7 @@ infinicclComm_t Runtime::Register(std::unique_ptr<Communicator> comm) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
   const uintptr_t h = s.next_handle++;
+  comm->set_handle(h);
   s.comms.emplace(h, std::shared_ptr<Communicator>(std::move(comm)));
   return reinterpret_cast<infinicclComm_t>(h);
 }

@@ -98,6 +98,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   switch (path) {
     case Path::kHostMpi:
       // 1. Host buffers: straight to MPI, whatever devices exist.
+      comm.inflight().SetPath(CallPath::kHost);
       Announce(comm, a, path, "");
       if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
       return comm.mpi_backend().Run(a);
@@ -106,6 +107,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
       //    the caller's stream, returns without waiting (as NCCL does);
       //    inside a group the CCL's own group (opened by the group hook)
       //    defers it to GroupEnd.
+      comm.inflight().SetPath(CallPath::kCcl);
       Announce(comm, a, path, kind == DeviceKind::kMaca ? "maca via MCCL" : "cuda via NCCL");
       return ccl->Run(a);
     case Path::kDirectMpi:
@@ -121,6 +123,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   // 3. Device buffers and an MPI that reads them: direct, after the work
   //    already queued on the stream (the producer of sendbuff).
   if (DirectAllowed(kind)) {
+    comm.inflight().SetPath(CallPath::kDirect);
     Announce(comm, a, Path::kDirectMpi, DeviceKindName(kind));
     INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
     StagingPool::Global().CountDirect();
@@ -130,6 +133,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
 
   // 4. Device buffers otherwise: staged through pooled host buffers,
   //    pipelined when large.
+  comm.inflight().SetPath(CallPath::kStaged);
   Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
   if (grouped) return GroupP2p::OfCurrentGroup().PostStaged(comm, *device, a);
   return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
