@@ -17,7 +17,7 @@ for np in 2 4; do
     --warmup 3 --iters 10 --repeat 3 --validate --json "$out/sim_np$np.json" \
     | grep -E "^# (AllReduce|staging|device|Wrong)|Wrong" || true
 done
-for chunk in 256K 1M 4M; do
+for chunk in 1M 2M 4M 8M; do
   INFINICCL_PIPELINE_CHUNK_BYTES=$chunk run -np 2 "$bench" --device sim --elements 1M,4M,16M \
     --modes stage_reuse,infiniccl_allreduce --warmup 3 --iters 10 --repeat 3 \
     --json "$out/chunk_$chunk.json" >/dev/null
