@@ -3,7 +3,9 @@
 #include <infiniccl/infiniccl.h>
 
 #include "api/api_call.h"
+#include "api/cross_check.h"
 #include "api/validate.h"
+#include "core/config.h"
 #include "core/runtime.h"
 #include "route/route.h"
 
@@ -17,7 +19,19 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
-    INFINICCL_RETURN_IF_ERROR(ValidateCollective(c.rank(), c.size(), &args));
+    Communicator::CallGuard guard;
+    INFINICCL_RETURN_IF_ERROR(c.Enter(function, &guard));
+    const bool p2p = args.kind == CollKind::kSend || args.kind == CollKind::kRecv;
+    const uint64_t seq = p2p ? c.seq() : c.NextSeq();
+    Status valid = ValidateCollective(c.rank(), c.size(), &args);
+    // Before the count-0 return: a rank passing 0 where the others pass 1024
+    // is exactly what the check is for.
+    if (!p2p && GlobalConfig().check) {
+      Status agreed = CrossCheck(c, args, seq, valid.ok());
+      INFINICCL_RETURN_IF_ERROR(valid);  // this rank's own reason comes first
+      INFINICCL_RETURN_IF_ERROR(agreed);
+    }
+    INFINICCL_RETURN_IF_ERROR(valid);
     if (args.count == 0) return Status::Ok();
     return RouteCollective(c, args);
   });

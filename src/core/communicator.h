@@ -1,10 +1,12 @@
 // Communicator: what an infinicclComm_t names. Owns its MPI communicator and
-// backends; keeps the message of its last failed call.
+// backends; keeps the message of its last failed call, the sequence number
+// of its collectives, and whether it was aborted (infinicclCommAbort).
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +22,11 @@ class Communicator {
  public:
   // Duplicates `parent` (collective over it) with MPI_ERRORS_RETURN set.
   static Status Create(MPI_Comm parent, std::unique_ptr<Communicator> *out);
+  // MPI_Comm_split of `parent` (collective over it): ranks ordered by key,
+  // then by rank in parent. color < 0 takes part but gets no communicator
+  // (*out stays null). The child keeps the parent's device binding.
+  static Status Split(const Communicator &parent, int color, int key,
+                      std::unique_ptr<Communicator> *out);
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -42,12 +49,44 @@ class Communicator {
   // Valid until the next SetLastError on this communicator.
   const char *LastError() const;
 
+  // Collective sequence number: the api layer calls NextSeq() once per
+  // collective call (not Send/Recv, which involve two ranks only), so every
+  // rank's n-th collective on this communicator has number n. Read by
+  // INFINICCL_CHECK and by error reports from other threads.
+  uint64_t NextSeq() { return seq_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  uint64_t seq() const { return seq_.load(std::memory_order_relaxed); }
+
+  // Calls in progress on this communicator, counted so that infinicclCommAbort
+  // can tell whether one is blocked. Enter() refuses once aborted.
+  class CallGuard {
+   public:
+    CallGuard() = default;
+    ~CallGuard();
+    CallGuard(const CallGuard &) = delete;
+    CallGuard &operator=(const CallGuard &) = delete;
+
+   private:
+    friend class Communicator;
+    Communicator *comm_ = nullptr;
+  };
+  Status Enter(const char *function, CallGuard *guard);
+  int calls_in_flight() const { return in_flight_.load(); }
+  // The function of the last call entered (for the abort report).
+  const char *last_call() const { return last_call_.load(); }
+
+  // infinicclCommAbort: refuse new calls, and never free the MPI
+  // communicator (MPI_Comm_free and MPI_Comm_disconnect are collective; an
+  // aborted communicator may have ranks that will never call them).
+  void MarkAborted();
+  bool aborted() const { return aborted_.load(); }
+
   // Bit per (CollKind, path) already announced at INFO, so the route of each
   // kind of call is logged once, not per call.
   bool FirstUse(int bit);
 
  private:
   Communicator() = default;
+  Status FinishSetup();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -57,6 +96,10 @@ class Communicator {
   mutable std::mutex error_mutex_;
   std::string last_error_;
   std::atomic<unsigned long long> announced_{0};
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> aborted_{false};
+  std::atomic<const char *> last_call_{""};
 };
 
 }  // namespace infiniccl
