@@ -197,12 +197,20 @@ Status Runtime::Unregister(infinicclComm_t handle) {
 }
 
 Status Runtime::Abort(infinicclComm_t handle, std::shared_ptr<Communicator> *out) {
-  INFINICCL_RETURN_IF_ERROR(Lookup(handle, out));
+  INFINICCL_RETURN_IF_ERROR(Lookup(handle, out));  // the error message, if any
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
+  // Two threads aborting (or destroying) the same handle at once: only the
+  // first one that gets here succeeds.
+  auto it = s.comms.find(HandleValue(handle));
+  if (it == s.comms.end() || it->second != *out) {
+    out->reset();
+    return MakeStatus(infinicclInvalidUsage,
+                      "comm %p was destroyed or aborted by another thread", handle);
+  }
   // Marked under the registry lock, so no Lookup after this returns the comm.
   (*out)->MarkAborted();
-  s.comms.erase(HandleValue(handle));
+  s.comms.erase(it);
   s.aborted.insert(HandleValue(handle));
   return Status::Ok();
 }
