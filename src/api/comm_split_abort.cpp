@@ -1,7 +1,6 @@
 // infinicclCommSplit and infinicclCommAbort: making a communicator from
 // another, and giving one up without the other ranks.
 #include <infiniccl/infiniccl.h>
-
 #include <mpi.h>
 
 #include <chrono>
@@ -42,13 +41,13 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
                     "newcomm is NULL (this rank took part in the split without a color)");
     }
     if (child == nullptr) {
-      INFINICCL_INFO("CommSplit: color %d key %d: no communicator (negative color)", color,
-                     key);
+      INFINICCL_INFO("CommSplit: color %d key %d: no communicator (negative color)",
+                     color, key);
       return Status::Ok();
     }
-    INFINICCL_INFO("CommSplit: color %d key %d: rank %d of %d (rank %d of %d in the parent)",
-                   color, key, child->rank(), child->size(), ctx.comm->rank(),
-                   ctx.comm->size());
+    INFINICCL_INFO(
+        "CommSplit: color %d key %d: rank %d of %d (rank %d of %d in the parent)", color,
+        key, child->rank(), child->size(), ctx.comm->rank(), ctx.comm->size());
     *newcomm = Runtime::Register(std::move(child));
     return Status::Ok();
   });
@@ -68,20 +67,22 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
       // leaving the thread blocked forever is the hang the abort was called
       // to end. NCCL's abort makes the blocked call return; the nearest MPI
       // can do is end the job, which is also what NCCL users do next.
-      LogPrint(LogLevel::kWarn,
-               "infinicclCommAbort: comm %p (rank %d of %d) still has %d call(s) in "
-               "flight after %lld ms (last entered: %s, collective sequence number %llu); "
-               "MPI cannot cancel it, so the job ends now through MPI_Abort on this "
-               "communicator",
-               comm, c->rank(), c->size(), c->calls_in_flight(),
-               static_cast<long long>(kAbortGrace.count()), c->last_call(),
-               static_cast<unsigned long long>(c->seq()));
+      LogPrint(
+          LogLevel::kWarn,
+          "infinicclCommAbort: comm %p (rank %d of %d) still has %d call(s) in "
+          "flight after %lld ms (last entered: %s, collective sequence number %llu); "
+          "MPI cannot cancel it, so the job ends now through MPI_Abort on this "
+          "communicator",
+          comm, c->rank(), c->size(), c->calls_in_flight(),
+          static_cast<long long>(kAbortGrace.count()), c->last_call(),
+          static_cast<unsigned long long>(c->seq()));
       MPI_Abort(c->mpi_comm(), 1);
       return Status(infinicclSystemError, "MPI_Abort returned");  // it does not
     }
-    INFINICCL_INFO("CommAbort: comm %p aborted (rank %d of %d); its MPI communicator is "
-                   "left to MPI_Finalize",
-                   comm, c->rank(), c->size());
+    INFINICCL_INFO(
+        "CommAbort: comm %p aborted (rank %d of %d); its MPI communicator is "
+        "left to MPI_Finalize",
+        comm, c->rank(), c->size());
     return Status::Ok();  // `c` goes here: backend and staging buffers freed
   });
 }

@@ -19,10 +19,11 @@ namespace {
 // since later differences usually follow from it (another operation has
 // another count).
 enum Field { kOperation, kSequence, kArguments, kCount, kDtype, kOp, kRoot, kNumFields };
-const char *const kFieldNames[kNumFields] = {"operation", "sequence number", "argument validation",
-                                             "count",     "datatype",        "op",
-                                             "root"};
-const char *const kValueNames[kNumFields] = {"", "seq", "", "count", "datatype", "op", "root"};
+const char *const kFieldNames[kNumFields] = {
+    "operation", "sequence number", "argument validation", "count", "datatype", "op",
+    "root"};
+const char *const kValueNames[kNumFields] = {"",         "seq", "",    "count",
+                                             "datatype", "op",  "root"};
 
 std::string Value(Field f, int64_t v) {
   char buf[64];
@@ -102,9 +103,10 @@ Status CrossCheck(Communicator &comm, const CollArgs &a, uint64_t seq, bool args
       IsRooted(a.kind) ? a.root : -1,
   };
   std::vector<int64_t> all(static_cast<size_t>(comm.size()) * kNumFields);
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(mpi::Allgather(mine, all.data(), kNumFields, MPI_INT64_T,
-                                                    sizeof(int64_t), comm.mpi_comm()),
-                                     "MPI_Allgather (INFINICCL_CHECK)"));
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(mpi::Allgather(mine, all.data(), kNumFields, MPI_INT64_T, sizeof(int64_t),
+                              comm.mpi_comm()),
+               "MPI_Allgather (INFINICCL_CHECK)"));
   for (int f = 0; f < kNumFields; ++f) {
     for (int r = 1; r < comm.size(); ++r) {
       if (all[static_cast<size_t>(r) * kNumFields + f] != all[f]) {

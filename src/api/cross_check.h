@@ -16,6 +16,7 @@ namespace infiniccl {
 // `args_valid`: whether this rank's own validation passed; a rank whose
 // arguments were rejected still takes part, so the others learn of it
 // instead of waiting for it. Point-to-point calls are not checked.
-Status CrossCheck(Communicator &comm, const CollArgs &args, uint64_t seq, bool args_valid);
+Status CrossCheck(Communicator &comm, const CollArgs &args, uint64_t seq,
+                  bool args_valid);
 
 }  // namespace infiniccl

@@ -64,19 +64,22 @@ void ExpectWorks(const char *after) {
   CHECK_RC(infinicclAllReduce(v, v, 2, infinicclInt64, infinicclSum, g_comm, nullptr),
            infinicclSuccess);
   const int64_t s = int64_t(g_n) * (g_n + 1) / 2;
-  CHECK(v[0] == s && v[1] == 2 * s, "AllReduce after %s gave %lld", after, (long long)v[0]);
+  CHECK(v[0] == s && v[1] == 2 * s, "AllReduce after %s gave %lld", after,
+        (long long)v[0]);
 }
 
 void FieldMismatches() {
   const bool last = g_rank == g_last;
   const std::string L = std::to_string(g_last);
   infinicclResult_t rc = last ? Bcast(4, 0) : AllReduce(4, infinicclInt32, infinicclSum);
-  ExpectMismatch("operation", rc,
-                 "operation differs: rank " + Others() + " AllReduce, rank " + L + " Broadcast");
+  ExpectMismatch(
+      "operation", rc,
+      "operation differs: rank " + Others() + " AllReduce, rank " + L + " Broadcast");
   ExpectWorks("operation");
 
   rc = AllReduce(last ? 8 : 4, infinicclInt32, infinicclSum);
-  ExpectMismatch("count", rc, "count differs: rank " + Others() + " count=4, rank " + L + " count=8");
+  ExpectMismatch("count", rc,
+                 "count differs: rank " + Others() + " count=4, rank " + L + " count=8");
   ExpectWorks("count");
 
   rc = AllReduce(last ? 0 : 4, infinicclInt32, infinicclSum);
@@ -91,27 +94,31 @@ void FieldMismatches() {
   ExpectWorks("datatype");
 
   rc = AllReduce(4, infinicclInt32, last ? infinicclMax : infinicclSum);
-  ExpectMismatch("op", rc, "op differs: rank " + Others() + " op=sum, rank " + L + " op=max");
+  ExpectMismatch("op", rc,
+                 "op differs: rank " + Others() + " op=sum, rank " + L + " op=max");
   ExpectWorks("op");
 
   rc = Bcast(4, last ? 1 : 0);
-  ExpectMismatch("root", rc, "root differs: rank " + Others() + " root=0, rank " + L + " root=1");
+  ExpectMismatch("root", rc,
+                 "root differs: rank " + Others() + " root=0, rank " + L + " root=1");
   ExpectWorks("root");
 
   // The last rank's own arguments are invalid: it fails with its own reason,
   // the others learn of it instead of waiting.
-  rc = AllReduce(4, last ? static_cast<infinicclDataType_t>(99) : infinicclInt32, infinicclSum);
-  ExpectMismatch("rejected", rc,
-                 "argument validation differs: rank " + Others() + " valid, rank " + L +
-                     " rejected",
-                 g_last);
+  rc = AllReduce(4, last ? static_cast<infinicclDataType_t>(99) : infinicclInt32,
+                 infinicclSum);
+  ExpectMismatch(
+      "rejected", rc,
+      "argument validation differs: rank " + Others() + " valid, rank " + L + " rejected",
+      g_last);
   ExpectWorks("rejected arguments");
 
   // Every rank different: one group per rank.
   rc = AllReduce(size_t(g_rank) + 1, infinicclInt32, infinicclSum);
   std::string all = "count differs:";
   for (int r = 0; r < g_n; ++r)
-    all += (r ? ", rank " : " rank ") + std::to_string(r) + " count=" + std::to_string(r + 1);
+    all += (r ? ", rank " : " rank ") + std::to_string(r) +
+           " count=" + std::to_string(r + 1);
   ExpectMismatch("all counts", rc, all);
   ExpectWorks("all counts");
 }
@@ -124,9 +131,17 @@ void SequenceMismatch() {
   CHECK(infiniccl::Runtime::Lookup(g_comm, &c).ok());
   if (!c) return;
   int32_t buf[4] = {};
-  infiniccl::CollArgs args{infiniccl::CollKind::kAllReduce, buf, buf, 4, infinicclInt32,
-                           infinicclSum, 0, nullptr, true};
-  infiniccl::Status st = infiniccl::CrossCheck(*c, args, g_rank == g_last ? 100 : 99, true);
+  infiniccl::CollArgs args{infiniccl::CollKind::kAllReduce,
+                           buf,
+                           buf,
+                           4,
+                           infinicclInt32,
+                           infinicclSum,
+                           0,
+                           nullptr,
+                           true};
+  infiniccl::Status st =
+      infiniccl::CrossCheck(*c, args, g_rank == g_last ? 100 : 99, true);
   CHECK(st.code() == infinicclInvalidUsage, "got %d", int(st.code()));
   const std::string want = "INFINICCL_CHECK: sequence number differs: rank " + Others() +
                            " seq=99, rank " + std::to_string(g_last) + " seq=100";
@@ -147,18 +162,19 @@ void SkippedCollective() {
       rc = infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, g_comm, nullptr);
       const int64_t want = int64_t(g_n) * (g_n - 1) / 2 + int64_t(g_n) * round;
       if (rc == infinicclSuccess)
-        CHECK(v == want, "round %d: AllReduce gave %lld, expected %lld", round, (long long)v,
-              (long long)want);
+        CHECK(v == want, "round %d: AllReduce gave %lld, expected %lld", round,
+              (long long)v, (long long)want);
     }
     if (rc == infinicclSuccess) {
       int64_t b = g_rank == 0 ? 1000 + round : -1;
       rc = infinicclBcast(&b, 1, infinicclInt64, 0, g_comm, nullptr);
-      if (rc == infinicclSuccess) CHECK(b == 1000 + round, "round %d: Bcast gave %lld", round, (long long)b);
+      if (rc == infinicclSuccess)
+        CHECK(b == 1000 + round, "round %d: Bcast gave %lld", round, (long long)b);
     }
     if (round == 1) {
-      ExpectMismatch("skipped AllReduce", rc,
-                     "operation differs: rank " + Others() + " AllReduce, rank " + L +
-                         " Broadcast");
+      ExpectMismatch(
+          "skipped AllReduce", rc,
+          "operation differs: rank " + Others() + " AllReduce, rank " + L + " Broadcast");
     } else {
       CHECK(rc == infinicclSuccess, "round %d: %s", round, infinicclGetLastError(g_comm));
     }
@@ -170,24 +186,30 @@ void MatchingCalls() {
   const int n = g_n;
   std::vector<int32_t> send(n * 2), recv(n * 2, -1);
   for (int i = 0; i < n * 2; ++i) send[i] = 100 * g_rank + i;
-  CHECK_RC(infinicclAllGather(send.data(), recv.data(), 2, infinicclInt32, g_comm, nullptr),
-           infinicclSuccess);
+  CHECK_RC(
+      infinicclAllGather(send.data(), recv.data(), 2, infinicclInt32, g_comm, nullptr),
+      infinicclSuccess);
   for (int r = 0; r < n; ++r)
-    CHECK(recv[2 * r] == 100 * r && recv[2 * r + 1] == 100 * r + 1, "AllGather block %d", r);
+    CHECK(recv[2 * r] == 100 * r && recv[2 * r + 1] == 100 * r + 1, "AllGather block %d",
+          r);
   int32_t block = -1;
-  CHECK_RC(infinicclReduceScatter(send.data(), &block, 1, infinicclInt32, infinicclSum, g_comm,
-                                  nullptr),
+  CHECK_RC(infinicclReduceScatter(send.data(), &block, 1, infinicclInt32, infinicclSum,
+                                  g_comm, nullptr),
            infinicclSuccess);
   CHECK(block == 100 * n * (n - 1) / 2 + n * g_rank, "ReduceScatter gave %d", block);
   int32_t red = g_rank + 1, out = -1;
-  CHECK_RC(infinicclReduce(&red, &out, 1, infinicclInt32, infinicclMax, g_last, g_comm, nullptr),
+  CHECK_RC(infinicclReduce(&red, &out, 1, infinicclInt32, infinicclMax, g_last, g_comm,
+                           nullptr),
            infinicclSuccess);
   if (g_rank == g_last) CHECK(out == n, "Reduce max gave %d", out);
-  CHECK_RC(infinicclAllReduce(nullptr, nullptr, 0, infinicclInt32, infinicclSum, g_comm, nullptr),
+  CHECK_RC(infinicclAllReduce(nullptr, nullptr, 0, infinicclInt32, infinicclSum, g_comm,
+                              nullptr),
            infinicclSuccess);
   // Point-to-point calls are not checked (and must not disturb the check).
   int32_t p = g_rank == 0 ? 77 : -1;
-  if (g_rank == 0) CHECK_RC(infinicclSend(&p, 1, infinicclInt32, g_last, g_comm, nullptr), infinicclSuccess);
+  if (g_rank == 0)
+    CHECK_RC(infinicclSend(&p, 1, infinicclInt32, g_last, g_comm, nullptr),
+             infinicclSuccess);
   if (g_rank == g_last) {
     CHECK_RC(infinicclRecv(&p, 1, infinicclInt32, 0, g_comm, nullptr), infinicclSuccess);
     CHECK(p == 77, "Recv gave %d", p);

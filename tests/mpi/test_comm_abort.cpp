@@ -22,7 +22,9 @@ namespace {
 
 int g_n = 1;
 
-bool SaysAborted(const char *msg) { return msg != nullptr && std::strstr(msg, "aborted") != nullptr; }
+bool SaysAborted(const char *msg) {
+  return msg != nullptr && std::strstr(msg, "aborted") != nullptr;
+}
 
 void ExpectSum(infinicclComm_t c, const char *what) {
   int64_t v = g_rank + 1;
@@ -39,7 +41,8 @@ void ExpectAborted(infinicclComm_t c) {
   CHECK_RC(infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, c, nullptr),
            infinicclInvalidUsage);
   CHECK(SaysAborted(SafeLastError()), "%s", SafeLastError());
-  CHECK(std::strstr(SafeLastError(), "infinicclAllReduce") != nullptr, "%s", SafeLastError());
+  CHECK(std::strstr(SafeLastError(), "infinicclAllReduce") != nullptr, "%s",
+        SafeLastError());
   CHECK_RC(infinicclBcast(&v, 1, infinicclInt64, 0, c, nullptr), infinicclInvalidUsage);
   CHECK_RC(infinicclCommCount(c, &n), infinicclInvalidUsage);
   CHECK_RC(infinicclCommUserRank(c, &n), infinicclInvalidUsage);
@@ -60,8 +63,8 @@ int Local() {
   CHECK_RC(infinicclCommInitAll(&a, 0, nullptr), infinicclSuccess);
   ExpectSum(a, "before abort");
   int64_t v = 0;
-  CHECK_RC(infinicclAllReduce(&v, &v, 1, static_cast<infinicclDataType_t>(99), infinicclSum, a,
-                              nullptr),
+  CHECK_RC(infinicclAllReduce(&v, &v, 1, static_cast<infinicclDataType_t>(99),
+                              infinicclSum, a, nullptr),
            infinicclInvalidArgument);
   CHECK_RC(infinicclCommAbort(a), infinicclSuccess);
   ExpectAborted(a);
@@ -102,7 +105,8 @@ int Local() {
   CHECK_RC(infinicclCommDestroy(world), infinicclSuccess);
   long total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  std::printf("[rank %d/%d] test_comm_abort local: %ld failures\n", g_rank, g_n, g_failures);
+  std::printf("[rank %d/%d] test_comm_abort local: %ld failures\n", g_rank, g_n,
+              g_failures);
   CHECK_RC(infinicclFinalize(), infinicclSuccess);
   return g_failures == 0 && total == 0 ? 0 : 1;
 }
@@ -122,7 +126,8 @@ int InFlight() {
     std::fflush(stdout);
     infinicclResult_t rc = infinicclCommAbort(comm);
     // Only reached if the job was not ended.
-    std::printf("[rank 0] FAIL: infinicclCommAbort returned %d with a call in flight\n", int(rc));
+    std::printf("[rank 0] FAIL: infinicclCommAbort returned %d with a call in flight\n",
+                int(rc));
     std::fflush(stdout);
     std::_Exit(3);
   }

@@ -39,7 +39,8 @@ std::vector<int64_t> Members(infinicclComm_t c) {
   return all;
 }
 
-void ExpectMembers(infinicclComm_t c, const std::vector<int64_t> &expected, const char *what) {
+void ExpectMembers(infinicclComm_t c, const std::vector<int64_t> &expected,
+                   const char *what) {
   CHECK(Count(c) == int(expected.size()), "%s: size %d, expected %zu", what, Count(c),
         expected.size());
   const std::vector<int64_t> got = Members(c);
@@ -48,11 +49,13 @@ void ExpectMembers(infinicclComm_t c, const std::vector<int64_t> &expected, cons
   int expected_rank = -1;
   for (size_t i = 0; i < expected.size(); ++i)
     if (expected[i] == g_rank) expected_rank = int(i);
-  CHECK(Rank(c) == expected_rank, "%s: rank %d, expected %d", what, Rank(c), expected_rank);
+  CHECK(Rank(c) == expected_rank, "%s: rank %d, expected %d", what, Rank(c),
+        expected_rank);
 }
 
 // AllReduce and Broadcast on `c` against values computed from its members.
-void ExpectCollectives(infinicclComm_t c, const std::vector<int64_t> &members, const char *what) {
+void ExpectCollectives(infinicclComm_t c, const std::vector<int64_t> &members,
+                       const char *what) {
   int64_t sum = 0;
   for (int64_t m : members) sum += 10 * m + 1;
   int64_t v[3] = {10 * g_rank + 1, 10 * g_rank + 1, 10 * g_rank + 1};
@@ -140,19 +143,22 @@ void DestroyOrderAndNesting() {
   CHECK_RC(infinicclCommSplit(parent, 0, -g_rank, &child), infinicclSuccess);
   {
     std::shared_ptr<infiniccl::Communicator> p, c;
-    CHECK(infiniccl::Runtime::Lookup(parent, &p).ok() && infiniccl::Runtime::Lookup(child, &c).ok());
+    CHECK(infiniccl::Runtime::Lookup(parent, &p).ok() &&
+          infiniccl::Runtime::Lookup(child, &c).ok());
     if (p && c) {
-      CHECK(p->binding().kind == c->binding().kind && p->binding().device == c->binding().device &&
+      CHECK(p->binding().kind == c->binding().kind &&
+                p->binding().device == c->binding().device &&
                 p->binding().local_rank.rank == c->binding().local_rank.rank,
-            "child binding %d/%d, parent %d/%d", int(c->binding().kind), c->binding().device,
-            int(p->binding().kind), p->binding().device);
+            "child binding %d/%d, parent %d/%d", int(c->binding().kind),
+            c->binding().device, int(p->binding().kind), p->binding().device);
     }
   }
   CHECK_RC(infinicclCommDestroy(parent), infinicclSuccess);
   auto reversed = WorldRanks([](int) { return true; }, true);
   ExpectCollectives(child, reversed, "child after parent destroyed");
   // Split the child by parity of its own ranks, ordered by world rank.
-  CHECK_RC(infinicclCommSplit(child, Rank(child) % 2, g_rank, &grandchild), infinicclSuccess);
+  CHECK_RC(infinicclCommSplit(child, Rank(child) % 2, g_rank, &grandchild),
+           infinicclSuccess);
   if (grandchild == nullptr) {
     CHECK(grandchild != nullptr);
     return;
@@ -173,7 +179,8 @@ void Errors(infinicclComm_t world) {
   infinicclResult_t rc = infinicclCommSplit(world, 0, 0, g_rank == 0 ? nullptr : &c);
   if (g_rank == 0) {
     CHECK(rc == infinicclInvalidArgument, "NULL newcomm gave %d", int(rc));
-    CHECK(std::strstr(SafeLastError(), "newcomm is NULL") != nullptr, "%s", SafeLastError());
+    CHECK(std::strstr(SafeLastError(), "newcomm is NULL") != nullptr, "%s",
+          SafeLastError());
   } else {
     CHECK(rc == infinicclSuccess, "rc %d: %s", int(rc), SafeLastError());
     if (c != nullptr) {
@@ -189,7 +196,8 @@ void Errors(infinicclComm_t world) {
   CHECK_RC(infinicclCommDestroy(dead), infinicclSuccess);
   CHECK_RC(infinicclCommSplit(dead, 0, 0, &c), infinicclInvalidUsage);
   CHECK(std::strstr(SafeLastError(), "destroyed") != nullptr, "%s", SafeLastError());
-  CHECK(std::strstr(SafeLastError(), "infinicclCommSplit") != nullptr, "%s", SafeLastError());
+  CHECK(std::strstr(SafeLastError(), "infinicclCommSplit") != nullptr, "%s",
+        SafeLastError());
 }
 
 }  // namespace
@@ -207,7 +215,8 @@ int main(int argc, char **argv) {
   SplitNoColor(world);
   DestroyOrderAndNesting();
   Errors(world);
-  ExpectCollectives(world, WorldRanks([](int) { return true; }, false), "world at the end");
+  ExpectCollectives(world, WorldRanks([](int) { return true; }, false),
+                    "world at the end");
 
   CHECK_RC(infinicclCommDestroy(world), infinicclSuccess);
   long total = 0;

@@ -33,10 +33,12 @@ constexpr int kIters = 40;
 void Worker(infinicclComm_t comm, int t, long *failures) {
   long bad = 0;
   for (int it = 0; it < kIters; ++it) {
-    if ((g_rank + it + t) % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if ((g_rank + it + t) % 3 == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     int64_t v[3];
     for (int64_t &x : v) x = 1000 * t + 10 * g_rank + it;
-    const int64_t sum = int64_t(g_n) * (1000 * t + it) + 10 * int64_t(g_n) * (g_n - 1) / 2;
+    const int64_t sum =
+        int64_t(g_n) * (1000 * t + it) + 10 * int64_t(g_n) * (g_n - 1) / 2;
     bad += infinicclAllReduce(v, v, 3, infinicclInt64, infinicclSum, comm, nullptr) !=
            infinicclSuccess;
     bad += v[0] != sum || v[2] != sum;
@@ -76,9 +78,10 @@ int main(int argc, char **argv) {
   const bool expect_serialised = provided < MPI_THREAD_MULTIPLE;
 
   // The library's log goes to a file of this rank, to look for its INFO line.
-  const std::string log = (std::filesystem::temp_directory_path() /
-                           ("infiniccl_test_threads_" + std::to_string(getpid()) + ".log"))
-                              .string();
+  const std::string log =
+      (std::filesystem::temp_directory_path() /
+       ("infiniccl_test_threads_" + std::to_string(getpid()) + ".log"))
+          .string();
   setenv("INFINICCL_DEBUG", "INFO", 1);
   setenv("INFINICCL_DEBUG_FILE", log.c_str(), 1);
   CHECK_RC(infinicclInit(&argc, &argv), infinicclSuccess);
@@ -97,14 +100,15 @@ int main(int argc, char **argv) {
     a.join();
     b.join();
   }
-  CHECK(failures[0] == 0 && failures[1] == 0, "wrong results or errors: thread 0 %ld, thread 1 %ld",
-        failures[0], failures[1]);
+  CHECK(failures[0] == 0 && failures[1] == 0,
+        "wrong results or errors: thread 0 %ld, thread 1 %ld", failures[0], failures[1]);
   CHECK_RC(infinicclCommDestroy(comms[0]), infinicclSuccess);
   CHECK_RC(infinicclCommDestroy(comms[1]), infinicclSuccess);
   CHECK_RC(infinicclFinalize(), infinicclSuccess);
 
   const int said = CountLines(log, "serialises its MPI calls");
-  CHECK(said == (expect_serialised ? 1 : 0), "the serialisation INFO line appears %d times", said);
+  CHECK(said == (expect_serialised ? 1 : 0),
+        "the serialisation INFO line appears %d times", said);
   std::filesystem::remove(log);
   long total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

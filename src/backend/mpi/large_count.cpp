@@ -14,57 +14,76 @@ namespace infiniccl::mpi {
 int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
               MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Iallreduce_c(s, r, k, t, op, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallreduce_c(s, r, k, t, op, c, q); });
   return MPI_Allreduce_c(s, r, k, t, op, c);
 }
-int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
-           int root, MPI_Comm c) {
+int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op, int root,
+           MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ireduce_c(s, r, k, t, op, root, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ireduce_c(s, r, k, t, op, root, c, q); });
   return MPI_Reduce_c(s, r, k, t, op, root, c);
 }
 int Bcast(void *b, size_t n, MPI_Datatype t, size_t, int root, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast_c(b, k, t, root, c, q); });
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast_c(b, k, t, root, c, q); });
   return MPI_Bcast_c(b, k, t, root, c);
 }
 int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Iallgather_c(s, k, t, r, k, t, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallgather_c(s, k, t, r, k, t, c, q); });
   return MPI_Allgather_c(s, k, t, r, k, t, c);
 }
 int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
            MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Igather_c(s, k, t, r, k, t, root, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Igather_c(s, k, t, r, k, t, root, c, q); });
   return MPI_Gather_c(s, k, t, r, k, t, root, c);
 }
 int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
             MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Iscatter_c(s, k, t, r, k, t, root, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iscatter_c(s, k, t, r, k, t, root, c, q); });
   return MPI_Scatter_c(s, k, t, r, k, t, root, c);
 }
 int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ialltoall_c(s, k, t, r, k, t, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ialltoall_c(s, k, t, r, k, t, c, q); });
   return MPI_Alltoall_c(s, k, t, r, k, t, c);
 }
 int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t,
                        MPI_Op op, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ireduce_scatter_block_c(s, r, k, t, op, c, q); });
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) {
+      return MPI_Ireduce_scatter_block_c(s, r, k, t, op, c, q);
+    });
   return MPI_Reduce_scatter_block_c(s, r, k, t, op, c);
 }
-int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag,
-         MPI_Comm c) {
+int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Isend_c(b, k, t, peer, tag, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Isend_c(b, k, t, peer, tag, c, q); });
   return MPI_Send_c(b, k, t, peer, tag, c);
 }
 int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); });
   return MPI_Recv_c(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
 }
 
@@ -79,48 +98,75 @@ constexpr size_t kChunk = size_t{1} << 30;
 // (mpi_thread.h).
 namespace i32 {
 int Allreduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Iallreduce(s, r, k, t, op, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallreduce(s, r, k, t, op, c, q); });
   return MPI_Allreduce(s, r, k, t, op, c);
 }
-int Reduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ireduce(s, r, k, t, op, root, c, q); });
+int Reduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, int root,
+           MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ireduce(s, r, k, t, op, root, c, q); });
   return MPI_Reduce(s, r, k, t, op, root, c);
 }
 int Bcast(void *b, int k, MPI_Datatype t, int root, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast(b, k, t, root, c, q); });
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast(b, k, t, root, c, q); });
   return MPI_Bcast(b, k, t, root, c);
 }
-int Allgather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Iallgather(s, sk, st, r, rk, rt, c, q); });
+int Allgather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+              MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallgather(s, sk, st, r, rk, rt, c, q); });
   return MPI_Allgather(s, sk, st, r, rk, rt, c);
 }
-int Gather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt, int root, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Igather(s, sk, st, r, rk, rt, root, c, q); });
+int Gather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+           int root, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Igather(s, sk, st, r, rk, rt, root, c, q); });
   return MPI_Gather(s, sk, st, r, rk, rt, root, c);
 }
-int Scatter(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt, int root, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Iscatter(s, sk, st, r, rk, rt, root, c, q); });
+int Scatter(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+            int root, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iscatter(s, sk, st, r, rk, rt, root, c, q); });
   return MPI_Scatter(s, sk, st, r, rk, rt, root, c);
 }
-int Alltoall(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ialltoall(s, sk, st, r, rk, rt, c, q); });
+int Alltoall(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+             MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ialltoall(s, sk, st, r, rk, rt, c, q); });
   return MPI_Alltoall(s, sk, st, r, rk, rt, c);
 }
-int ReduceScatterBlock(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Ireduce_scatter_block(s, r, k, t, op, c, q); });
+int ReduceScatterBlock(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op,
+                       MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ireduce_scatter_block(s, r, k, t, op, c, q); });
   return MPI_Reduce_scatter_block(s, r, k, t, op, c);
 }
 int Send(const void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Isend(b, k, t, peer, tag, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Isend(b, k, t, peer, tag, c, q); });
   return MPI_Send(b, k, t, peer, tag, c);
 }
 int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *) {
-  if (Serialized()) return PostAndWait([&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); });
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); });
   return MPI_Recv(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
 }
 }  // namespace i32
 
-bool FitsInt(size_t n) { return n <= static_cast<size_t>(INT_MAX); }
+bool FitsInt(size_t n) {
+  return n <= static_cast<size_t>(INT_MAX);
+}
 
 const void *Offset(const void *p, size_t bytes) {
   if (p == MPI_IN_PLACE) return p;
@@ -189,7 +235,7 @@ int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI
   if (FitsInt(n)) return i32::Allreduce(s, r, static_cast<int>(n), t, op, c);
   return Chunked(n, [&](size_t off, size_t k) {
     return i32::Allreduce(Offset(s, off * elem), Offset(r, off * elem),
-                         static_cast<int>(k), t, op, c);
+                          static_cast<int>(k), t, op, c);
   });
 }
 
@@ -209,8 +255,7 @@ int Bcast(void *b, size_t n, MPI_Datatype t, size_t elem, int root, MPI_Comm c) 
   });
 }
 
-int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
-              MPI_Comm c) {
+int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Comm c) {
   if (FitsInt(n)) {
     const int k = static_cast<int>(n);
     return i32::Allgather(s, k, t, r, k, t, c);
@@ -242,8 +287,7 @@ int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int r
   return i32::Scatter(s, 1, big.type(), r, 1, big.type(), root, c);
 }
 
-int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
-             MPI_Comm c) {
+int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Comm c) {
   if (FitsInt(n)) {
     const int k = static_cast<int>(n);
     return i32::Alltoall(s, k, t, r, k, t, c);
@@ -280,8 +324,8 @@ int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t 
         send = MPI_IN_PLACE;
         recv = const_cast<char *>(block) + off * elem;
       }
-      return i32::Reduce(send, b == rank ? recv : nullptr, static_cast<int>(k), t, op,
-                        b, c);
+      return i32::Reduce(send, b == rank ? recv : nullptr, static_cast<int>(k), t, op, b,
+                         c);
     });
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -299,14 +343,13 @@ int Send(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag
   });
 }
 
-int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
-         MPI_Comm c) {
+int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c) {
   if (FitsInt(n)) {
     return i32::Recv(b, static_cast<int>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
   }
   return Chunked(n, [&](size_t off, size_t k) {
     return i32::Recv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c,
-                    MPI_STATUS_IGNORE);
+                     MPI_STATUS_IGNORE);
   });
 }
 

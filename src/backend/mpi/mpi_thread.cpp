@@ -17,8 +17,12 @@ std::recursive_mutex &Mutex() {
 
 }  // namespace
 
-void SetSerialized(bool on) { g_serialized.store(on, std::memory_order_release); }
-bool Serialized() { return g_serialized.load(std::memory_order_acquire); }
+void SetSerialized(bool on) {
+  g_serialized.store(on, std::memory_order_release);
+}
+bool Serialized() {
+  return g_serialized.load(std::memory_order_acquire);
+}
 
 SerialLock::SerialLock() : held_(Serialized()) {
   if (held_) Mutex().lock();
