@@ -30,7 +30,8 @@
  *    every device-memory rank.
  *  - Errors are returned, never aborted on (unless INFINICCL_ABORT_ON_ERROR=1);
  *    infinicclGetLastError() gives the message of the last failed call.
- *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do.
+ *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do;
+ *    inside a group they complete at infinicclGroupEnd (see there).
  */
 #ifndef INFINICCL_INFINICCL_H_
 #define INFINICCL_INFINICCL_H_
@@ -177,7 +178,8 @@ INFINICCL_API infinicclResult_t infinicclAllToAll(const void *sendbuff, void *re
                                     size_t count, infinicclDataType_t datatype,
                                     infinicclComm_t comm, void *stream);
 
-/* Point to point. peer must differ from the caller's rank. */
+/* Point to point. Outside a group peer must differ from the caller's rank;
+ * inside a group it may equal it. */
 INFINICCL_API infinicclResult_t infinicclSend(const void *sendbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
@@ -185,6 +187,37 @@ INFINICCL_API infinicclResult_t infinicclSend(const void *sendbuff, size_t count
 INFINICCL_API infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
+
+/* Group calls (extension: not in the upstream header), with NCCL's
+ * semantics (ncclGroupStart/ncclGroupEnd).
+ *  - The group state belongs to the calling thread. Groups nest: only the
+ *    outermost infinicclGroupEnd completes the group. They need no Init.
+ *  - Send and Recv inside a group are started (nonblocking) and return at
+ *    once; the outermost GroupEnd returns when all of them have completed
+ *    (recvbuff holds the data, device buffers included). So every rank may
+ *    send before it receives (a ring, an all-to-all by Send/Recv pairs) with
+ *    messages of any size; without a group such a ring deadlocks once the
+ *    messages exceed MPI's eager limit. A buffer of a pending Send or Recv
+ *    must not be touched before GroupEnd returns.
+ *  - Collectives inside a group run when called, in call order (all ranks
+ *    must call them in the same order, as always); pending Sends and Recvs of
+ *    the group progress meanwhile. On a native CCL the group maps to the
+ *    CCL's own group calls (operations are enqueued at GroupEnd).
+ *  - A call that fails inside a group (bad argument, say) returns its error
+ *    and is not added to the group; the group stays usable. As in NCCL, the
+ *    outermost GroupEnd then returns that error too, after completing every
+ *    operation that was added (unlike NCCL, which drops them: MPI cannot
+ *    withdraw posted operations, and peers waiting on them would hang).
+ *    Errors while completing (MPI_ERR_TRUNCATE on a shorter Recv, say) are
+ *    returned by GroupEnd; infinicclGetLastError(NULL) on the thread and
+ *    infinicclGetLastError(comm) on each communicator of the group give the
+ *    message.
+ *  - infinicclGroupEnd without infinicclGroupStart returns
+ *    infinicclInvalidUsage. infinicclCommDestroy of a communicator used in a
+ *    group not yet ended, and infinicclFinalize inside a group, return
+ *    infinicclInvalidUsage. */
+INFINICCL_API infinicclResult_t infinicclGroupStart(void);
+INFINICCL_API infinicclResult_t infinicclGroupEnd(void);
 
 /* ---- Extensions (not in the upstream header) ---- */
 

@@ -6,6 +6,7 @@
 #include "api/cross_check.h"
 #include "api/validate.h"
 #include "core/config.h"
+#include "core/group.h"
 #include "core/runtime.h"
 #include "route/route.h"
 
@@ -15,7 +16,8 @@ namespace {
 
 infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
                                 CollArgs args) {
-  return ApiCall(function, [&](CallContext &ctx) -> Status {
+  Group &group = Group::Current();
+  const infinicclResult_t result = ApiCall(function, [&](CallContext &ctx) -> Status {
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
@@ -23,7 +25,7 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
     INFINICCL_RETURN_IF_ERROR(c.Enter(function, &guard));
     const bool p2p = args.kind == CollKind::kSend || args.kind == CollKind::kRecv;
     const uint64_t seq = p2p ? c.seq() : c.NextSeq();
-    Status valid = ValidateCollective(c.rank(), c.size(), &args);
+    Status valid = ValidateCollective(c.rank(), c.size(), group.active(), &args);
     // Before the count-0 return: a rank passing 0 where the others pass 1024
     // is exactly what the check is for.
     if (!p2p && GlobalConfig().check) {
@@ -33,8 +35,15 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
     }
     INFINICCL_RETURN_IF_ERROR(valid);
     if (args.count == 0) return Status::Ok();
+    if (group.active()) group.AddPendingComm(ctx.comm);
     return RouteCollective(c, args);
   });
+  // As NCCL: a call that fails inside a group also fails the group's End
+  // (with the message the call recorded for this thread).
+  if (result != infinicclSuccess && group.active()) {
+    group.NoteCallError(Status(result, ThreadLastError()));
+  }
+  return result;
 }
 
 }  // namespace

@@ -58,11 +58,14 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     std::shared_ptr<Communicator> c;
     INFINICCL_RETURN_IF_ERROR(Runtime::Abort(comm, &c));
+    // Send/Recv posted in a group that has not ended are calls in flight as
+    // well: their MPI requests cannot be withdrawn either.
+    auto busy = [&] { return c->calls_in_flight() + c->group_users(); };
     const auto deadline = std::chrono::steady_clock::now() + kAbortGrace;
-    while (c->calls_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    while (busy() > 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (c->calls_in_flight() > 0) {
+    if (busy() > 0) {
       // MPI cannot cancel a blocking (or started nonblocking) collective, and
       // leaving the thread blocked forever is the hang the abort was called
       // to end. NCCL's abort makes the blocked call return; the nearest MPI
@@ -70,10 +73,10 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
       LogPrint(
           LogLevel::kWarn,
           "infinicclCommAbort: comm %p (rank %d of %d) still has %d call(s) in "
-          "flight after %lld ms (last entered: %s, collective sequence number %llu); "
+          "flight (or in an open group) after %lld ms (last entered: %s, collective sequence number %llu); "
           "MPI cannot cancel it, so the job ends now through MPI_Abort on this "
           "communicator",
-          comm, c->rank(), c->size(), c->calls_in_flight(),
+          comm, c->rank(), c->size(), busy(),
           static_cast<long long>(kAbortGrace.count()), c->last_call(),
           static_cast<unsigned long long>(c->seq()));
       MPI_Abort(c->mpi_comm(), 1);

@@ -5,6 +5,7 @@
 
 #include "api/api_call.h"
 #include "core/binding.h"
+#include "core/group.h"
 #include "core/log.h"
 #include "core/runtime.h"
 #include "device/registry.h"
@@ -62,7 +63,14 @@ infinicclResult_t infinicclInit(int *argc, char ***argv) {
 }
 
 infinicclResult_t infinicclFinalize(void) {
-  return ApiCall("infinicclFinalize", [&](CallContext &) { return Runtime::Finalize(); });
+  return ApiCall("infinicclFinalize", [&](CallContext &) -> Status {
+    // Its pending operations would outlive MPI.
+    if (Group::Current().active()) {
+      return Status(infinicclInvalidUsage,
+                    "called inside a group; call infinicclGroupEnd first");
+    }
+    return Runtime::Finalize();
+  });
 }
 
 infinicclResult_t infinicclGetRank(int *rank) {
@@ -134,8 +142,14 @@ infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
 }
 
 infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
-  return ApiCall("infinicclCommDestroy", [&](CallContext &) -> Status {
+  return ApiCall("infinicclCommDestroy", [&](CallContext &ctx) -> Status {
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    if (ctx.comm->group_users() > 0) {
+      return Status(infinicclInvalidUsage,
+                    "the communicator has operations pending in a group; call "
+                    "infinicclGroupEnd first");
+    }
     return Runtime::Unregister(comm);
   });
 }

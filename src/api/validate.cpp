@@ -66,7 +66,7 @@ bool Overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
 
 }  // namespace
 
-Status ValidateCollective(int rank, int size, CollArgs *a) {
+Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a) {
   // A C caller may pass any int; reading such a value through the C++ enum
   // type is undefined, so look at the raw bits.
   int dtype, op;
@@ -87,9 +87,10 @@ Status ValidateCollective(int rank, int size, CollArgs *a) {
     return MakeStatus(infinicclInvalidArgument, "%s %d is out of range for %d ranks",
                       p2p ? "peer" : "root", a->root, size);
   }
-  if (p2p && a->root == rank) {
+  if (p2p && a->root == rank && !in_group) {
     return MakeStatus(infinicclInvalidArgument,
-                      "peer %d is the calling rank; sending to oneself is not supported",
+                      "peer %d is the calling rank; sending to oneself needs a group "
+                      "(infinicclGroupStart/End) around the Send and the Recv",
                       a->root);
   }
 

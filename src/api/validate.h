@@ -10,6 +10,11 @@ namespace infiniccl {
 // Checks `a` for the calling rank of a communicator of `size` ranks and sets
 // a->in_place when the buffers follow NCCL's in-place layout. Count 0 passes
 // with NULL buffers.
-Status ValidateCollective(int rank, int size, CollArgs *a);
+// Inside a group (in_group), Send/Recv may name the calling rank as peer:
+// both sides are posted before either is waited for.
+Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a);
+inline Status ValidateCollective(int rank, int size, CollArgs *a) {
+  return ValidateCollective(rank, size, false, a);
+}
 
 }  // namespace infiniccl

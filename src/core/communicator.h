@@ -84,6 +84,12 @@ class Communicator {
   // kind of call is logged once, not per call.
   bool FirstUse(int bit);
 
+  // Open groups (of any thread) holding operations on this communicator;
+  // CommDestroy is refused while there are any.
+  void AddGroupUser() { group_users_.fetch_add(1); }
+  void RemoveGroupUser() { group_users_.fetch_sub(1); }
+  int group_users() const { return group_users_.load(); }
+
  private:
   Communicator() = default;
   Status FinishSetup();
@@ -100,6 +106,7 @@ class Communicator {
   std::atomic<int> in_flight_{0};
   std::atomic<bool> aborted_{false};
   std::atomic<const char *> last_call_{""};
+  std::atomic<int> group_users_{0};
 };
 
 }  // namespace infiniccl

@@ -9,6 +9,8 @@
 #include "core/config.h"
 #include "staging/pipeline.h"
 #include "staging/staging_pool.h"
+#include "core/group.h"
+#include "route/group_p2p.h"
 
 namespace infiniccl {
 
@@ -64,10 +66,15 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   if (a.recv_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.recvbuff, &recv));
   const bool send_dev = a.send_bytes > 0 && send.space != MemorySpace::kHost;
   const bool recv_dev = a.recv_bytes > 0 && recv.space != MemorySpace::kHost;
+  // Send/Recv inside a group are posted now and completed at GroupEnd;
+  // everything else (collectives included) runs now, in call order.
+  const bool grouped = (a.kind == CollKind::kSend || a.kind == CollKind::kRecv) &&
+                       Group::Current().active();
 
   // 1. Host buffers: straight to MPI, whatever devices exist.
   if (!send_dev && !recv_dev) {
     Announce(comm, a, Path::kHostMpi, "");
+    if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
     return comm.mpi_backend().Run(a);
   }
 
@@ -90,12 +97,14 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     Announce(comm, a, Path::kDirectMpi, DeviceKindName(kind));
     INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
     StagingPool::Global().CountDirect();
+    if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
     return comm.mpi_backend().Run(a);
   }
 
   // 3. Device buffers otherwise: staged through pooled host buffers,
   //    pipelined when large.
   Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
+  if (grouped) return GroupP2p::OfCurrentGroup().PostStaged(comm, *device, a);
   return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
                    comm.size(), &comm);
 }

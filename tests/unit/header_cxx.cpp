@@ -61,6 +61,8 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclCommUserRank),
     reinterpret_cast<AnyFunction>(&infinicclCommSplit),
     reinterpret_cast<AnyFunction>(&infinicclCommAbort),
+    reinterpret_cast<AnyFunction>(&infinicclGroupStart),
+    reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
 };
 
 int main() {

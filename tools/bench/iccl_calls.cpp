@@ -48,23 +48,15 @@ void IcclCall(const CallArgs &a, infinicclComm_t comm, const void *send, void *r
                 comm);
       break;
     case Collective::kSendRecv: {
-      // Blocking Send/Recv: even ranks send first, odd ranks receive first,
-      // which cannot deadlock around a ring of any size >= 2.
+      // As nccl-tests: the send to the next rank and the receive from the
+      // previous one in one group, so both are in flight together (what
+      // MPI_Sendrecv does in host_sendrecv).
       const int next = (a.rank + 1) % a.nranks;
       const int prev = (a.rank + a.nranks - 1) % a.nranks;
-      auto do_send = [&] {
-        CheckIccl(infinicclSend(send, c, t, next, comm, stream), "infinicclSend", comm);
-      };
-      auto do_recv = [&] {
-        CheckIccl(infinicclRecv(recv, c, t, prev, comm, stream), "infinicclRecv", comm);
-      };
-      if (a.rank % 2 == 0) {
-        do_send();
-        do_recv();
-      } else {
-        do_recv();
-        do_send();
-      }
+      CheckIccl(infinicclGroupStart(), "infinicclGroupStart", comm);
+      CheckIccl(infinicclSend(send, c, t, next, comm, stream), "infinicclSend", comm);
+      CheckIccl(infinicclRecv(recv, c, t, prev, comm, stream), "infinicclRecv", comm);
+      CheckIccl(infinicclGroupEnd(), "infinicclGroupEnd", comm);
       break;
     }
     case Collective::kCopy: break;

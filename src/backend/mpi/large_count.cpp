@@ -86,6 +86,22 @@ int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm 
         [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); });
   return MPI_Recv_c(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
 }
+int Isend(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
+          std::vector<MPI_Request> *reqs) {
+  SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
+  MPI_Request r = MPI_REQUEST_NULL;
+  const int rc = MPI_Isend_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, &r);
+  if (rc == MPI_SUCCESS) reqs->push_back(r);
+  return rc;
+}
+int Irecv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
+          std::vector<MPI_Request> *reqs) {
+  SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
+  MPI_Request r = MPI_REQUEST_NULL;
+  const int rc = MPI_Irecv_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, &r);
+  if (rc == MPI_SUCCESS) reqs->push_back(r);
+  return rc;
+}
 
 #else  // MPI-3
 
@@ -350,6 +366,30 @@ int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_
   return Chunked(n, [&](size_t off, size_t k) {
     return i32::Recv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c,
                      MPI_STATUS_IGNORE);
+  });
+}
+
+int Isend(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
+          MPI_Comm c, std::vector<MPI_Request> *reqs) {
+  return Chunked(n, [&](size_t off, size_t k) {
+    SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
+    MPI_Request r = MPI_REQUEST_NULL;
+    const int rc =
+        MPI_Isend(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c, &r);
+    if (rc == MPI_SUCCESS) reqs->push_back(r);
+    return rc;
+  });
+}
+
+int Irecv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c,
+          std::vector<MPI_Request> *reqs) {
+  return Chunked(n, [&](size_t off, size_t k) {
+    SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
+    MPI_Request r = MPI_REQUEST_NULL;
+    const int rc =
+        MPI_Irecv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c, &r);
+    if (rc == MPI_SUCCESS) reqs->push_back(r);
+    return rc;
   });
 }
 

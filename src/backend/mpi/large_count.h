@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace infiniccl::mpi {
 
@@ -35,5 +36,14 @@ int Send(const void *buf, size_t count, MPI_Datatype type, size_t elem, int peer
          int tag, MPI_Comm comm);
 int Recv(void *buf, size_t count, MPI_Datatype type, size_t elem, int peer, int tag,
          MPI_Comm comm);
+
+// Nonblocking Send/Recv: the requests they start are appended to `reqs` (one,
+// or one per chunk above INT_MAX with MPI-3, cut exactly as Send/Recv cut
+// theirs, so a nonblocking side matches a blocking one). On failure the
+// requests already started stay in `reqs` for the caller to complete.
+int Isend(const void *buf, size_t count, MPI_Datatype type, size_t elem, int peer, int tag,
+          MPI_Comm comm, std::vector<MPI_Request> *reqs);
+int Irecv(void *buf, size_t count, MPI_Datatype type, size_t elem, int peer, int tag,
+          MPI_Comm comm, std::vector<MPI_Request> *reqs);
 
 }  // namespace infiniccl::mpi

@@ -11,9 +11,6 @@ namespace infiniccl {
 
 namespace {
 
-// Send/Recv use their own tag so they never match anything else on the comm.
-constexpr int kP2pTag = 0x1cc1;
-
 const void *SendOrInPlace(const CollArgs &a) {
   return a.in_place ? MPI_IN_PLACE : a.sendbuff;
 }
@@ -132,13 +129,13 @@ Status MpiBackend::AllToAll(const CollArgs &a) {
 
 Status MpiBackend::Send(const CollArgs &a) {
   return MpiCheck(mpi::Send(a.sendbuff, a.count, MpiTypeTable::Type(a.dtype),
-                            DataTypeSize(a.dtype), a.root, kP2pTag, comm_),
+                            DataTypeSize(a.dtype), a.root, kMpiP2pTag, comm_),
                   "MPI_Send");
 }
 
 Status MpiBackend::Recv(const CollArgs &a) {
   return MpiCheck(mpi::Recv(a.recvbuff, a.count, MpiTypeTable::Type(a.dtype),
-                            DataTypeSize(a.dtype), a.root, kP2pTag, comm_),
+                            DataTypeSize(a.dtype), a.root, kMpiP2pTag, comm_),
                   "MPI_Recv");
 }
 

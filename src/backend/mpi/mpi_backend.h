@@ -11,6 +11,10 @@
 
 namespace infiniccl {
 
+// Send/Recv (blocking or grouped) use their own tag so they never match
+// anything else on the communicator.
+inline constexpr int kMpiP2pTag = 0x1cc1;
+
 class MpiBackend final : public Backend {
  public:
   MpiBackend(MPI_Comm comm, int rank, int size)
