@@ -1,8 +1,9 @@
 # Sourced by test.sh and demo.sh: installs the Debian packages a fresh
 # machine lacks (apt-get update first, only when something is missing), and
 # defines the mpirun wrapper flags root and a small machine need.
+# clang: the libFuzzer stage; valgrind: memcheck of every collective.
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
-                    libgtest-dev python3-matplotlib)
+                    libgtest-dev python3-matplotlib clang valgrind)
 
 infiniccl_install_deps() {
   local missing=()

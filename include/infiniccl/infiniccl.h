@@ -28,6 +28,12 @@
  *    All ranks of one call must pass the same kind of memory (all host or
  *    all device): large staged operations run in chunks, identically on
  *    every device-memory rank.
+ *  - On device buffers of a communicator with a native CCL (NCCL on NVIDIA,
+ *    MCCL on MetaX), the call is enqueued on `stream` and returns without
+ *    waiting, as in NCCL: recvbuff holds the result for work queued after it
+ *    on `stream`. Calls the CCL cannot take with these semantics (reductions
+ *    of Int16/UInt16, integer Avg, in-place AllToAll) take the MPI path
+ *    instead. INFINICCL_BACKEND=auto|mpi|ccl overrides the choice.
  *  - Errors are returned, never aborted on (unless INFINICCL_ABORT_ON_ERROR=1);
  *    infinicclGetLastError() gives the message of the last failed call.
  *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do;
@@ -121,8 +127,16 @@ INFINICCL_API infinicclResult_t infinicclGetSize(int *size);
 
 /* Communicators. CommInitAll duplicates MPI_COMM_WORLD; ndev/devlist name the
  * devices this process may use (ndev == 0 and devlist == NULL: the default
- * device binding). GetUniqueId/CommInitRank need a native collective backend
- * and return infinicclNotSupported without one. */
+ * device binding). When every rank is bound to its own device of a kind with
+ * a native CCL, CommInitAll also makes the CCL communicator (rank 0 makes
+ * the id, MPI broadcasts it); otherwise device buffers go to MPI.
+ * GetUniqueId/CommInitRank are NCCL's bootstrap, without MPI and without
+ * Init (for launchers that exchange the id themselves): GetUniqueId wraps
+ * the CCL's unique id; CommInitRank makes a communicator of the CCL only, on
+ * the calling thread's current device, whose device collectives go to the
+ * CCL; host buffers on it return infinicclNotSupported (they are not staged
+ * through the device). Without a CCL built, or without a device of its kind,
+ * both return infinicclNotSupported with the reason. */
 INFINICCL_API infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
 INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
                                        const int *devlist);

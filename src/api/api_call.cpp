@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -11,10 +12,14 @@
 namespace infiniccl {
 
 namespace {
-thread_local std::string t_last_error;
+// A plain array, not a std::string: a thread_local with a destructor is
+// destroyed before atexit handlers registered earlier run, so a call failing
+// in such a handler (found by the fuzz driver, which finalises at exit) would
+// write freed memory. Long messages are cut at 1 KiB.
+thread_local char t_last_error[1024];
 }
 
-const char *ThreadLastError() { return t_last_error.c_str(); }
+const char *ThreadLastError() { return t_last_error; }
 
 Status StatusFromCurrentException() {
   try {
@@ -33,7 +38,7 @@ infinicclResult_t FailCall(const CallContext &ctx, const Status &status) {
     std::string message = std::string(ctx.function) + ": " + status.message();
     INFINICCL_WARN("%s (%s)", message.c_str(), infinicclGetErrorString(status.code()));
     if (ctx.comm) ctx.comm->SetLastError(message);
-    t_last_error = std::move(message);
+    std::snprintf(t_last_error, sizeof t_last_error, "%s", message.c_str());
   } catch (...) {
     // Out of memory while reporting: the code still gets back to the caller.
   }

@@ -3,7 +3,11 @@
 
 #include <mpi.h>
 
+#include <cstring>
+
 #include "api/api_call.h"
+#include "backend/ccl/ccl_attach.h"
+#include "backend/ccl/ccl_provider.h"
 #include "core/binding.h"
 #include "core/group.h"
 #include "core/log.h"
@@ -47,6 +51,7 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
   INFINICCL_RETURN_IF_ERROR(rt.SetDevice(choice.device));
   b.kind = rt.kind();
   b.device = choice.device;
+  b.shared = choice.wrapped;
   INFINICCL_INFO("bound to %s device %d of %d (local rank %d from %s%s)",
                  rt.description(), b.device, rt.DeviceCount(), b.local_rank.rank,
                  b.local_rank.source.c_str(), ndev > 0 ? ", via devlist" : "");
@@ -93,27 +98,40 @@ infinicclResult_t infinicclGetSize(int *size) {
 
 infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id) {
   // No CheckActive: like ncclGetUniqueId this is the bootstrap, usable
-  // without infinicclInit once a native backend provides it.
+  // without infinicclInit (torchrun-style launchers exchange the id).
   return ApiCall("infinicclGetUniqueId", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(id, "id"));
-    return Status(infinicclNotSupported,
-                  "unique-id bootstrap needs a native collective backend (NCCL/MCCL), "
-                  "which this build does not have; use infinicclCommInitAll under MPI");
+    std::string why;
+    CclProvider *ccl = FirstUsableCcl(&why);
+    if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
+    return ccl->GetUniqueId(id);
   });
 }
 
 infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank) {
-  (void)id;
   return ApiCall("infinicclCommInitRank", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
+    *comm = nullptr;
     if (nranks < 1 || rank < 0 || rank >= nranks) {
       return MakeStatus(infinicclInvalidArgument, "rank %d / nranks %d is out of range",
                         rank, nranks);
     }
-    return Status(infinicclNotSupported,
-                  "unique-id bootstrap needs a native collective backend (NCCL/MCCL), "
-                  "which this build does not have; use infinicclCommInitAll under MPI");
+    std::string why;
+    CclProvider *ccl = FirstUsableCcl(&why);
+    if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
+    // The CCL uses the calling thread's current device, as ncclCommInitRank does.
+    Communicator::Binding b;
+    b.kind = ccl->kind();
+    INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Get(b.kind)->GetDevice(&b.device));
+    std::unique_ptr<Communicator> c;
+    INFINICCL_RETURN_IF_ERROR(Communicator::CreateWithoutMpi(rank, nranks, &c));
+    c->set_binding(b);
+    std::unique_ptr<Backend> backend;
+    INFINICCL_RETURN_IF_ERROR(ccl->CreateComm(nranks, id, rank, &backend));
+    c->set_ccl_backend(std::move(backend));
+    *comm = Runtime::Register(std::move(c));
+    return Status::Ok();
   });
 }
 
@@ -136,16 +154,17 @@ infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
     std::unique_ptr<Communicator> c;
     INFINICCL_RETURN_IF_ERROR(Communicator::Create(MPI_COMM_WORLD, &c));
     INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
+    INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*c));
     *comm = Runtime::Register(std::move(c));
     return Status::Ok();
   });
 }
 
 infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
-  return ApiCall("infinicclCommDestroy", [&](CallContext &ctx) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
-    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
-    if (ctx.comm->group_users() > 0) {
+  return ApiCall("infinicclCommDestroy", [&](CallContext &) -> Status {
+    std::shared_ptr<Communicator> c;
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &c));
+    if (c->group_users() > 0) {
       return Status(infinicclInvalidUsage,
                     "the communicator has operations pending in a group; call "
                     "infinicclGroupEnd first");
@@ -156,8 +175,7 @@ infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
 
 infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count) {
   return ApiCall("infinicclCommCount", [&](CallContext &ctx) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
-    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
     INFINICCL_RETURN_IF_ERROR(CheckOut(count, "count"));
     *count = ctx.comm->size();
     return Status::Ok();
@@ -166,8 +184,7 @@ infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count) {
 
 infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank) {
   return ApiCall("infinicclCommUserRank", [&](CallContext &ctx) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
-    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
     INFINICCL_RETURN_IF_ERROR(CheckOut(rank, "rank"));
     *rank = ctx.comm->rank();
     return Status::Ok();
@@ -199,7 +216,11 @@ infinicclResult_t infinicclMemTrim(void) {
 }
 
 const char *infinicclGetErrorString(infinicclResult_t result) {
-  switch (result) {
+  // A C caller may pass any int (found by the fuzzer under clang's
+  // -fsanitize=enum): look at the raw bits, not at the enum value.
+  int code;
+  std::memcpy(&code, &result, sizeof code);
+  switch (code) {
     case infinicclSuccess: return "no error";
     case infinicclUnhandledError: return "unhandled error";
     case infinicclSystemError: return "system error (an MPI, OS or device runtime call failed)";

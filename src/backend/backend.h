@@ -14,6 +14,9 @@ class Backend {
   virtual const char *Name() const = 0;
   // Runs `args` (already validated, count > 0). Blocking for host buffers.
   virtual Status Run(const CollArgs &args) = 0;
+  // nullptr when Run can take `args` with InfiniCCL's semantics, otherwise
+  // why not (route/ then picks another path or reports it).
+  virtual const char *Unsupported(const CollArgs &) const { return nullptr; }
 };
 
 }  // namespace infiniccl

@@ -3,12 +3,15 @@
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_thread.h"
+#include "core/log.h"
+#include "core/watchdog.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
 
 // Everything after the MPI communicator exists: error handler, rank, size,
-// backend.
+// backend, the node's sequence board, the watchdog. Collective over comm_
+// (the board is shared memory among the node's ranks).
 Status Communicator::FinishSetup() {
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN),
                                      "MPI_Comm_set_errhandler"));
@@ -16,6 +19,14 @@ Status Communicator::FinishSetup() {
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(comm_, &size_), "MPI_Comm_size"));
   MPI_Comm_set_name(comm_, "infiniccl");
   mpi_backend_ = std::make_unique<MpiBackend>(comm_, rank_, size_);
+  std::string why;
+  INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm_, &board_, &why));
+  if (!board_) {
+    INFINICCL_INFO("no node-local sequence board (%s): the watchdog will not be able to "
+                   "name ranks that have not reached a call",
+                   why.c_str());
+  }
+  Watchdog::Watch(this);
   return Status::Ok();
 }
 
@@ -28,8 +39,23 @@ Status Communicator::Create(MPI_Comm parent, std::unique_ptr<Communicator> *out)
   return Status::Ok();
 }
 
+Status Communicator::CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out) {
+  std::unique_ptr<Communicator> c(new Communicator());
+  c->rank_ = rank;
+  c->size_ = size;
+  *out = std::move(c);
+  return Status::Ok();
+}
+
 Status Communicator::Split(const Communicator &parent, int color, int key,
                            std::unique_ptr<Communicator> *out) {
+  if (!parent.has_mpi()) {
+    // Native CCL hook (see below): a CCL-only communicator
+    // (infinicclCommInitRank without MPI) can only be split by its CCL.
+    return Status(infinicclNotSupported,
+                  "splitting a communicator made without MPI (infinicclCommInitRank) needs "
+                  "the native CCL's split, which is not wired yet");
+  }
   std::unique_ptr<Communicator> c(new Communicator());
   mpi::SerialLock lock;
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
@@ -45,12 +71,15 @@ Status Communicator::Split(const Communicator &parent, int color, int key,
   // split it here as well, natively where the CCL can (ncclCommSplit with
   // the same color/key, which shares the parent's resources), and fall back
   // to a new CCL communicator over the child's ranks otherwise; a rank
-  // without a color must still make the CCL's split call.
+  // without a color must still make the CCL's split call. Until then the
+  // child has no CCL backend and its device buffers take the MPI paths.
   *out = std::move(c);
   return Status::Ok();
 }
 
 Communicator::~Communicator() {
+  Watchdog::Unwatch(this);
+  ccl_backend_.reset();  // first: destroying it waits for its queued work
   StagingPool::Global().ReleaseOwner(this);
   int finalized = 1;
   MPI_Finalized(&finalized);
@@ -91,6 +120,22 @@ void Communicator::SetLastError(const std::string &message) {
 const char *Communicator::LastError() const {
   std::lock_guard<std::mutex> lock(error_mutex_);
   return last_error_.c_str();
+}
+
+void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
+  // Seqlock writer: idle (token 0) before the description changes, then
+  // the new token once it is complete.
+  inflight_.token.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  inflight_.seq.store(call_seq, std::memory_order_relaxed);
+  inflight_.count.store(a.count, std::memory_order_relaxed);
+  inflight_.kind.store(static_cast<int>(a.kind), std::memory_order_relaxed);
+  inflight_.dtype.store(static_cast<int>(a.dtype), std::memory_order_relaxed);
+  inflight_.op.store(static_cast<int>(a.op), std::memory_order_relaxed);
+  inflight_.root.store(a.root, std::memory_order_relaxed);
+  inflight_.path.store(static_cast<int>(CallPath::kNone), std::memory_order_relaxed);
+  inflight_.token.store(++calls_, std::memory_order_release);
+  if (board_ && call_seq != 0) board_->Enter(call_seq);
 }
 
 bool Communicator::FirstUse(int bit) {

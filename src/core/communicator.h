@@ -1,6 +1,8 @@
 // Communicator: what an infinicclComm_t names. Owns its MPI communicator and
-// backends; keeps the message of its last failed call, the sequence number
-// of its collectives, and whether it was aborted (infinicclCommAbort).
+// backends (MPI always when made under MPI; a native CCL when its ranks are
+// bound to devices that have one); keeps the message of its last failed
+// call, the sequence number of its collectives, what is in flight, and
+// whether it was aborted (infinicclCommAbort).
 #pragma once
 
 #include <mpi.h>
@@ -13,6 +15,9 @@
 
 #include "backend/backend.h"
 #include "core/binding.h"
+#include "core/coll_args.h"
+#include "core/inflight.h"
+#include "core/seq_board.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
 
@@ -27,6 +32,8 @@ class Communicator {
   // (*out stays null). The child keeps the parent's device binding.
   static Status Split(const Communicator &parent, int color, int key,
                       std::unique_ptr<Communicator> *out);
+  // Without MPI (infinicclCommInitRank): only a CCL backend, set next.
+  static Status CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out);
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -34,12 +41,18 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   MPI_Comm mpi_comm() const { return comm_; }
+  // Only when has_mpi().
   Backend &mpi_backend() { return *mpi_backend_; }
+  bool has_mpi() const { return mpi_backend_ != nullptr; }
+  // The native CCL communicator of this communicator's devices, or nullptr.
+  Backend *ccl_backend() { return ccl_backend_.get(); }
+  void set_ccl_backend(std::unique_ptr<Backend> b) { ccl_backend_ = std::move(b); }
 
   // The device this rank drives (kind kCpu and device -1 when none).
   struct Binding {
     DeviceKind kind = DeviceKind::kCpu;
     int device = -1;
+    bool shared = false;  // another local rank drives the same device
     LocalRank local_rank;
   };
   const Binding &binding() const { return binding_; }
@@ -49,10 +62,12 @@ class Communicator {
   // Valid until the next SetLastError on this communicator.
   const char *LastError() const;
 
-  // Collective sequence number: the api layer calls NextSeq() once per
-  // collective call (not Send/Recv, which involve two ranks only), so every
-  // rank's n-th collective on this communicator has number n. Read by
-  // INFINICCL_CHECK and by error reports from other threads.
+  // Sequence number of collective calls on this communicator (Send/Recv are
+  // point-to-point and not counted): the api layer takes the next one once
+  // per collective call that got past the handle check, rejected arguments
+  // and count 0 included, so every rank numbers the same call alike even
+  // when one rank's arguments are bad. Used by the watchdog and
+  // INFINICCL_CHECK; atomic because CommAbort reads it from another thread.
   uint64_t NextSeq() { return seq_.fetch_add(1, std::memory_order_relaxed) + 1; }
   uint64_t seq() const { return seq_.load(std::memory_order_relaxed); }
 
@@ -80,6 +95,18 @@ class Communicator {
   void MarkAborted();
   bool aborted() const { return aborted_.load(); }
 
+  // What is in flight, for the watchdog: Begin publishes the call (`seq` 0
+  // for Send/Recv) and records this rank's arrival on the node's SeqBoard;
+  // End marks the communicator idle. A few relaxed stores, no allocation.
+  void BeginCall(const CollArgs &a, uint64_t call_seq);
+  void EndCall() { inflight_.token.store(0, std::memory_order_release); }
+  InFlight &inflight() { return inflight_; }
+  const SeqBoard *board() const { return board_.get(); }
+
+  // The infinicclComm_t value naming this communicator (0 before Register).
+  uintptr_t handle() const { return handle_; }
+  void set_handle(uintptr_t h) { handle_ = h; }
+
   // Bit per (CollKind, path) already announced at INFO, so the route of each
   // kind of call is logged once, not per call.
   bool FirstUse(int bit);
@@ -98,6 +125,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 0;
   std::unique_ptr<Backend> mpi_backend_;
+  std::unique_ptr<Backend> ccl_backend_;  // destroyed first (declared last of the two)
   Binding binding_;
   mutable std::mutex error_mutex_;
   std::string last_error_;
@@ -107,6 +135,10 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   std::atomic<const char *> last_call_{""};
   std::atomic<int> group_users_{0};
+  uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
+  InFlight inflight_;
+  std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable
+  uintptr_t handle_ = 0;
 };
 
 }  // namespace infiniccl

@@ -24,6 +24,8 @@ const char *kStagingPinned = "INFINICCL_STAGING_PINNED";
 const char *kCacheBytes = "INFINICCL_STAGING_CACHE_BYTES";
 const char *kChunkBytes = "INFINICCL_PIPELINE_CHUNK_BYTES";
 const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
+const char *kBackend = "INFINICCL_BACKEND";
+const char *kTimeout = "INFINICCL_TIMEOUT_SEC";
 
 
 bool ParseDouble(const char *v, double *out) {
@@ -164,6 +166,13 @@ const std::vector<Config::Entry> &Config::Table() {
        "Device buffers straight to MPI (no staging): auto = when the MPI reports "
        "itself GPU-aware for the device kind, 1 = always (for an MPI the query gets "
        "wrong), 0 = never."},
+      {kBackend, "auto",
+       "Path of device buffers: auto = the native CCL (NCCL/MCCL) where the communicator "
+       "has one, else MPI; mpi = never a CCL; ccl = only the CCL (other calls fail)."},
+      {kTimeout, "1800",
+       "Watchdog: a call not completed after this many seconds writes an ERROR line "
+       "(operation, sequence number, path, ranks not arrived) and ends the job with "
+       "MPI_Abort, exit code 124. 0 disables. See docs/RELIABILITY.md."},
   };
   return kTable;
 }
@@ -258,6 +267,21 @@ Config Config::Parse(const Lookup &lookup) {
                            "' is not auto, 1 or 0; using auto");
     }
   }
+  if (const char *v = lookup(kBackend)) {
+    if (strcasecmp(v, "auto") == 0 || strcasecmp(v, "mpi") == 0 || strcasecmp(v, "ccl") == 0) {
+      c.backend = v;
+      for (char &ch : c.backend) ch = static_cast<char>(ch | 0x20);  // lower case
+    } else {
+      c.warnings.push_back(std::string(kBackend) + "='" + v +
+                           "' is not auto, mpi or ccl; using auto");
+    }
+  }
+  if (const char *v = lookup(kTimeout)) {
+    if (!ParseInt(v, 0, 1 << 30, &c.timeout_sec)) {
+      c.warnings.push_back(std::string(kTimeout) + "='" + v +
+                           "' is not a non-negative number of seconds; using 1800");
+    }
+  }
   return c;
 }
 
@@ -281,6 +305,8 @@ std::vector<std::string> Config::Describe() const {
       std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
       std::string(kChunkBytes) + "=" + std::to_string(pipeline_chunk_bytes),
       std::string(kDirect) + "=" + mpi_device_direct,
+      std::string(kBackend) + "=" + backend,
+      std::string(kTimeout) + "=" + std::to_string(timeout_sec),
   };
 }
 

@@ -26,6 +26,8 @@ struct Config {
   size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
   size_t pipeline_chunk_bytes = size_t{4} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
   std::string mpi_device_direct = "auto";  // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
+  std::string backend = "auto";            // INFINICCL_BACKEND: auto|mpi|ccl
+  int timeout_sec = 1800;                  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
 
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.

@@ -57,13 +57,12 @@ void ConfigureLogging(const Config &config) {
 
 void SetLogRank(int rank) { g_rank.store(rank); }
 
-void LogPrint(LogLevel level, const char *fmt, ...) {
+namespace {
+
+void Emit(const char *label, const char *fmt, va_list ap) {
   static char host[64] = "";
   char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
   std::vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
   std::lock_guard<std::mutex> lock(g_mutex);
   if (host[0] == '\0') {
     gethostname(host, sizeof(host) - 1);
@@ -71,8 +70,24 @@ void LogPrint(LogLevel level, const char *fmt, ...) {
   }
   FILE *out = g_file != nullptr ? g_file : stderr;
   std::fprintf(out, "%s:%d:%d INFINICCL %s %s\n", host, static_cast<int>(getpid()),
-               g_rank.load(), LogLevelName(level), msg);
+               g_rank.load(), label, msg);
   std::fflush(out);
+}
+
+}  // namespace
+
+void LogPrint(LogLevel level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Emit(LogLevelName(level), fmt, ap);
+  va_end(ap);
+}
+
+void LogError(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Emit("ERROR", fmt, ap);
+  va_end(ap);
 }
 
 }  // namespace infiniccl

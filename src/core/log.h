@@ -26,6 +26,11 @@ void SetLogRank(int rank);
 void LogPrint(LogLevel level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+// An ERROR line, printed whatever INFINICCL_DEBUG says (even NONE): it is
+// written just before the library ends the job (watchdog), so it must never
+// be filtered away.
+void LogError(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define INFINICCL_LOG(level, ...)                                 \
   do {                                                            \
     if (::infiniccl::LogEnabled(level))                           \

@@ -13,6 +13,7 @@
 #include "backend/mpi/mpi_thread.h"
 #include "backend/mpi/mpi_types.h"
 #include "core/log.h"
+#include "core/watchdog.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
@@ -123,6 +124,8 @@ Status Runtime::Finalize() {
     s.phase = Phase::kAfter;
     leftover.swap(s.comms);
   }
+  // Before the communicators go: the watchdog reads their records.
+  Watchdog::Stop();
   if (!leftover.empty()) {
     INFINICCL_INFO("infinicclFinalize: freeing %zu communicator(s) not destroyed by the "
                    "application",
@@ -159,6 +162,7 @@ infinicclComm_t Runtime::Register(std::unique_ptr<Communicator> comm) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
   const uintptr_t h = s.next_handle++;
+  comm->set_handle(h);
   s.comms.emplace(h, std::shared_ptr<Communicator>(std::move(comm)));
   return reinterpret_cast<infinicclComm_t>(h);
 }
@@ -185,6 +189,16 @@ Status Runtime::Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *ou
                     "comm %p is not a communicator created by infinicclCommInitAll or "
                     "infinicclCommSplit",
                     handle);
+}
+
+Status Runtime::LookupUsable(infinicclComm_t handle, std::shared_ptr<Communicator> *out) {
+  const Status active = CheckActive();
+  if (active.ok()) return Lookup(handle, out);
+  if (S().phase.load() != Phase::kBefore) return active;
+  std::shared_ptr<Communicator> c;
+  if (!Lookup(handle, &c).ok() || c->has_mpi()) return active;
+  *out = std::move(c);
+  return Status::Ok();
 }
 
 Status Runtime::Unregister(infinicclComm_t handle) {

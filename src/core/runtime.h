@@ -30,6 +30,9 @@ class Runtime {
   // Looks a handle up. InvalidArgument for NULL or a handle never issued,
   // InvalidUsage for one already destroyed.
   static Status Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *out);
+  // Lookup for calls on a communicator: between Init and Finalize, or for a
+  // communicator without MPI (infinicclCommInitRank) also before Init.
+  static Status LookupUsable(infinicclComm_t handle, std::shared_ptr<Communicator> *out);
   // Removes it; the communicator is freed when the last in-flight call ends.
   static Status Unregister(infinicclComm_t handle);
   // infinicclCommAbort: marks the communicator aborted and removes its

@@ -11,22 +11,15 @@
 #include "staging/staging_pool.h"
 #include "core/group.h"
 #include "route/group_p2p.h"
+#include "route/route_decision.h"
 
 namespace infiniccl {
 
 namespace {
 
-enum class Path { kHostMpi = 0, kDirectMpi = 1, kStagedMpi = 2 };
-constexpr int kNumPaths = 3;
-
-const char *PathName(Path p) {
-  switch (p) {
-    case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
-    case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
-    case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
-  }
-  return "?";
-}
+// Communicator::FirstUse bits: one per (kind, path), then one per kind for
+// "the CCL could not take it".
+static_assert(kNumCollKinds * (kNumPaths + 1) <= 64, "FirstUse has 64 bits");
 
 // INFINICCL_MPI_DEVICE_DIRECT: 1 forces, 0 forbids, auto asks the MPI once
 // per device kind.
@@ -71,29 +64,66 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   const bool grouped = (a.kind == CollKind::kSend || a.kind == CollKind::kRecv) &&
                        Group::Current().active();
 
-  // 1. Host buffers: straight to MPI, whatever devices exist.
-  if (!send_dev && !recv_dev) {
-    Announce(comm, a, Path::kHostMpi, "");
-    if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
-    return comm.mpi_backend().Run(a);
+  RouteFacts facts;
+  facts.device_buffers = send_dev || recv_dev;
+  facts.has_mpi = comm.has_mpi();
+  Backend *ccl = comm.ccl_backend();
+  facts.has_ccl = ccl != nullptr;
+  if (ccl != nullptr) {
+    facts.ccl_name = ccl->Name();
+    facts.ccl_unsupported = ccl->Unsupported(a);
+  }
+  DeviceKind kind = DeviceKind::kCpu;
+  DeviceRuntime *device = nullptr;
+  if (facts.device_buffers) {
+    if (send_dev && recv_dev && send.kind != recv.kind) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "sendbuff is %s memory and recvbuff is %s memory; one call cannot "
+                        "mix two device kinds",
+                        DeviceKindName(send.kind), DeviceKindName(recv.kind));
+    }
+    kind = send_dev ? send.kind : recv.kind;
+    device = DeviceRegistry::Get(kind);
+    if (device == nullptr) {
+      return MakeStatus(infinicclInvalidArgument, "buffer is %s memory, which is not enabled",
+                        DeviceKindName(kind));
+    }
+    // The CCL communicator serves its own device kind only.
+    if (comm.binding().kind != kind) facts.has_ccl = false;
   }
 
-  if (send_dev && recv_dev && send.kind != recv.kind) {
-    return MakeStatus(infinicclInvalidArgument,
-                      "sendbuff is %s memory and recvbuff is %s memory; one call cannot "
-                      "mix two device kinds",
-                      DeviceKindName(send.kind), DeviceKindName(recv.kind));
+  Path path = Path::kHostMpi;
+  INFINICCL_RETURN_IF_ERROR(
+      DecidePath(ParseBackendChoice(GlobalConfig().backend.c_str()), facts, &path));
+  switch (path) {
+    case Path::kHostMpi:
+      // 1. Host buffers: straight to MPI, whatever devices exist.
+      comm.inflight().SetPath(CallPath::kHost);
+      Announce(comm, a, path, "");
+      if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
+      return comm.mpi_backend().Run(a);
+    case Path::kCcl:
+      // 2. Device buffers of a device with a CCL communicator: enqueued on
+      //    the caller's stream, returns without waiting (as NCCL does);
+      //    inside a group the CCL's own group (opened by the group hook)
+      //    defers it to GroupEnd.
+      comm.inflight().SetPath(CallPath::kCcl);
+      Announce(comm, a, path, kind == DeviceKind::kMaca ? "maca via MCCL" : "cuda via NCCL");
+      return ccl->Run(a);
+    case Path::kDirectMpi:
+    case Path::kStagedMpi: break;
   }
-  const DeviceKind kind = send_dev ? send.kind : recv.kind;
-  DeviceRuntime *device = DeviceRegistry::Get(kind);
-  if (device == nullptr) {
-    return MakeStatus(infinicclInvalidArgument, "buffer is %s memory, which is not enabled",
-                      DeviceKindName(kind));
+  // Why the CCL was passed over, once per kind of call (bits above the paths').
+  if (facts.has_ccl && facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&
+      comm.FirstUse(kNumCollKinds * kNumPaths + static_cast<int>(a.kind))) {
+    INFINICCL_INFO("%s cannot run %s (%s): taking MPI instead", facts.ccl_name,
+                   CollKindName(a.kind), facts.ccl_unsupported);
   }
 
-  // 2. Device buffers and an MPI that reads them: direct, after the work
+  // 3. Device buffers and an MPI that reads them: direct, after the work
   //    already queued on the stream (the producer of sendbuff).
   if (DirectAllowed(kind)) {
+    comm.inflight().SetPath(CallPath::kDirect);
     Announce(comm, a, Path::kDirectMpi, DeviceKindName(kind));
     INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
     StagingPool::Global().CountDirect();
@@ -101,8 +131,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     return comm.mpi_backend().Run(a);
   }
 
-  // 3. Device buffers otherwise: staged through pooled host buffers,
+  // 4. Device buffers otherwise: staged through pooled host buffers,
   //    pipelined when large.
+  comm.inflight().SetPath(CallPath::kStaged);
   Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
   if (grouped) return GroupP2p::OfCurrentGroup().PostStaged(comm, *device, a);
   return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},

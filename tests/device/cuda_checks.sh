@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The device checks for a machine with an NVIDIA GPU (the lent H200, see
 # ../shared/device/README.md): build with the CUDA runtime, run the unit and
-# device tests, the MPI device tests at 1 and 2 ranks, and the benchmark on
-# device buffers. Every step runs even when an earlier one failed; each step's
-# output goes to <out>/<step>.log and its exit code to <out>/summary.txt
-# (7 files). The whole run stays under about 7 minutes.
+# device tests, the MPI device tests at 1 and 2 ranks, NCCL on device buffers
+# at 1 rank (every collective, GetUniqueId/CommInitRank, CommInitAll, the
+# stream-ordered case; one GPU cannot hold two NCCL ranks), and the benchmark
+# on device buffers: the infiniccl_ modes through NCCL at 1 rank next to the
+# same modes staged through MPI (INFINICCL_BACKEND=mpi), and at 2 ranks
+# sharing the GPU (staged). Every step runs even when an earlier one failed;
+# each step's output goes to <out>/<step>.log and its exit code to
+# <out>/summary.txt. The whole run stays under about 7 minutes.
 #
 #   tests/device/cuda_checks.sh [OUTDIR]     # OUTDIR: default $OUT, else ./cuda-checks-out
 #
@@ -57,8 +61,14 @@ if [ -f .devmpi/mpi-env.sh ]; then
   # shellcheck disable=SC1091
   source .devmpi/mpi-env.sh .devmpi
 fi
-nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' 2>/dev/null)
-if [ -n "$nccl_lib" ]; then export LD_LIBRARY_PATH="$nccl_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+# NCCL: the CUDA toolkit's when it has one, else the pip wheel's (nvidia-nccl),
+# given to CMake as NCCL_HOME (its libnccl.so.2 is found by that name too).
+nccl_home=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
+nccl_args=()
+if [ -n "$nccl_home" ]; then
+  export LD_LIBRARY_PATH="$nccl_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  nccl_args=(-DNCCL_HOME="$nccl_home")
+fi
 export INFINICCL_ABORT_ON_ERROR=0
 
 environment() {
@@ -86,7 +96,7 @@ fi
 
 # ---- configure and build ------------------------------------------------------
 configure_args=(-S . -B "$build" -DWITH_NVIDIA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
-                -DINFINICCL_LARGE_COUNT_TESTS=OFF "${prefix_args[@]}")
+                -DINFINICCL_LARGE_COUNT_TESTS=OFF "${prefix_args[@]}" "${nccl_args[@]}")
 testing=ON
 if ! step configure 120 cmake "${configure_args[@]}" -DBUILD_TESTING=ON; then
   testing=OFF  # most likely no GoogleTest: still build the library and benchmark
@@ -95,7 +105,7 @@ fi
 # What the checks below run first, then everything else; keep going past a
 # failure so that one broken file costs one test, not all of them.
 first=(infiniccl-bench)
-if [ "$testing" = ON ]; then first+=(cuda_runtime_test); fi
+if [ "$testing" = ON ]; then first+=(cuda_runtime_test nccl_device_test); fi
 keep_going=(-k)
 if [ -f "$build/build.ninja" ]; then keep_going=(-k 0); fi
 step build.first 240 cmake --build "$build" -j16 --target "${first[@]}" -- "${keep_going[@]}"
@@ -103,11 +113,15 @@ step build.rest 240 cmake --build "$build" -j16 -- "${keep_going[@]}"
 
 # ---- tests --------------------------------------------------------------------
 if [ "$testing" = ON ]; then
-  step ctest-unit 120 ctest --test-dir "$build" -L 'unit|device' -LE mpi \
+  grep -h 'InfiniCCL CCL' "$out/configure.log" || true
+  step ctest-unit 120 ctest --test-dir "$build" -L 'unit|device' -LE mpi -E nccl_device \
     --output-on-failure --timeout 120
   # Several -L options must all match: MPI tests labelled device, 1 and 2 ranks.
-  step ctest-mpi 150 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' \
+  step ctest-mpi 150 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E nccl_device \
     --output-on-failure --timeout 120
+  # NCCL at 1 rank: bootstrap (no MPI) and CommInitAll, with NCCL's own log.
+  step nccl 120 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$build" \
+    -R nccl_device --output-on-failure --timeout 120 -V
 fi
 
 # ---- benchmark on device buffers ----------------------------------------------
@@ -115,9 +129,19 @@ mpi_flags=()
 if mpirun --version 2>&1 | grep -q "Open MPI"; then
   mpi_flags=(--allow-run-as-root --oversubscribe --mca btl "self,vader")
 fi
-step bench 120 mpirun -np 2 "${mpi_flags[@]}" "$build/tools/bench/infiniccl-bench" \
-  --device cuda --elements 1048576,16777216 \
-  --modes host_allreduce,stage_reuse,infiniccl_allreduce --validate
+bench=("$build/tools/bench/infiniccl-bench" --device cuda --elements 1048576,16777216
+       --validate)
+iccl_modes=infiniccl_allreduce,infiniccl_allgather,infiniccl_broadcast,infiniccl_reduce_scatter
+iccl_modes+=,infiniccl_alltoall
+# 1 rank: the infiniccl_ modes through NCCL (INFO names the path), then the
+# same calls staged through MPI, next to the hand-staged reference.
+step bench.nccl 60 env INFINICCL_DEBUG=INFO mpirun -np 1 "${mpi_flags[@]}" "${bench[@]}" \
+  --modes "$iccl_modes"
+step bench.mpi1 60 env INFINICCL_BACKEND=mpi mpirun -np 1 "${mpi_flags[@]}" "${bench[@]}" \
+  --modes "$iccl_modes,stage_reuse"
+# 2 ranks share the one GPU: no NCCL communicator, staged MPI.
+step bench.np2 120 mpirun -np 2 "${mpi_flags[@]}" "${bench[@]}" \
+  --modes host_allreduce,stage_reuse,infiniccl_allreduce
 
 echo "total $(($(date +%s) - start))s, overall rc=$overall" | tee -a "$summary"
 exit "$overall"

@@ -233,3 +233,13 @@ TEST(Config, FromEnvironmentReadsGetenv) {
 }
 
 }  // namespace
+
+TEST(Config, WatchdogTimeout) {
+  EXPECT_EQ(ParseWith("INFINICCL_TIMEOUT_SEC", "0").timeout_sec, 0);
+  EXPECT_EQ(ParseWith("INFINICCL_TIMEOUT_SEC", "3").timeout_sec, 3);
+  const Config bad = ParseWith("INFINICCL_TIMEOUT_SEC", "-1");
+  EXPECT_EQ(bad.timeout_sec, 1800);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  FakeEnv none;
+  EXPECT_EQ(none.Parse().timeout_sec, 1800);
+}

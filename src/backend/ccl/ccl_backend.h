@@ -1,0 +1,237 @@
+// CclBackend<Api>: the Backend over a native collective library, written
+// once against the generic names of a vendor mapping (vendor_nccl.h,
+// vendor_mccl.h), as device/cuda_like/ does for the runtimes.
+//
+// Calls are stream-ordered and asynchronous, as in NCCL: Run returns once the
+// work is enqueued on the caller's stream. Before each call the
+// communicator's asynchronous error is polled, so a failure of earlier work
+// surfaces as a status rather than as a hang or a crash later.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/ccl/ccl_mapping.h"
+#include "backend/ccl/ccl_provider.h"
+#include "core/dtype.h"
+#include "core/log.h"
+
+namespace infiniccl::ccl {
+
+// A status from a CCL result: our code (same numbering) and the library's
+// text, plus its last-error detail when it has one.
+template <typename Api>
+Status CclStatus(const char *call, typename Api::Result r, typename Api::Comm comm) {
+  const char *detail = Api::GetLastError(comm);
+  return MakeStatus(CclResultCode(static_cast<int>(r)), "%s%s failed: %s%s%s",
+                    Api::kPrefix, call, Api::GetErrorString(r),
+                    (detail && *detail) ? ": " : "", detail ? detail : "");
+}
+
+template <typename Api>
+class CclBackend final : public Backend {
+ public:
+  using Comm = typename Api::Comm;
+  using Result = typename Api::Result;
+
+  CclBackend(Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  ~CclBackend() override {
+    // Waits for the communicator's outstanding work, as ncclCommDestroy does.
+    if (comm_ != nullptr) Api::CommDestroy(comm_);
+  }
+  CclBackend(const CclBackend &) = delete;
+  CclBackend &operator=(const CclBackend &) = delete;
+
+  const char *Name() const override { return Api::kName; }
+  const char *Unsupported(const CollArgs &a) const override {
+    return CclUnsupportedReason(a);
+  }
+
+  Status Run(const CollArgs &a) override {
+    INFINICCL_RETURN_IF_ERROR(CheckAsync());
+    const auto s = static_cast<typename Api::Stream>(a.stream);
+    const CclElements e = MapElements(a.dtype, a.count);
+    const auto t = Api::Type(e.type);
+    const auto op = Api::Op(MapRedOp(a.op));
+    switch (a.kind) {
+      case CollKind::kAllReduce:
+        return Check("AllReduce",
+                     Api::AllReduce(a.sendbuff, a.recvbuff, e.count, t, op, comm_, s));
+      case CollKind::kBroadcast:
+        return Check("Broadcast", Api::Broadcast(a.sendbuff, a.recvbuff, e.count, t,
+                                                 a.root, comm_, s));
+      case CollKind::kReduce:
+        return Check("Reduce", Api::Reduce(a.sendbuff, a.recvbuff, e.count, t, op, a.root,
+                                           comm_, s));
+      case CollKind::kAllGather:
+        return Check("AllGather",
+                     Api::AllGather(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
+      case CollKind::kReduceScatter:
+        return Check("ReduceScatter", Api::ReduceScatter(a.sendbuff, a.recvbuff, e.count,
+                                                         t, op, comm_, s));
+      case CollKind::kSend:
+        return Check("Send", Api::Send(a.sendbuff, e.count, t, a.root, comm_, s));
+      case CollKind::kRecv:
+        return Check("Recv", Api::Recv(a.recvbuff, e.count, t, a.root, comm_, s));
+      case CollKind::kAllToAll:
+        if constexpr (Api::kNativeAllToAllGatherScatter) {
+          return Check("AlltoAll",
+                       Api::AlltoAll(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
+        } else {
+          return Grouped(a, s);
+        }
+      case CollKind::kGather:
+        if constexpr (Api::kNativeAllToAllGatherScatter) {
+          return Check("Gather",
+                       Api::Gather(a.sendbuff, a.recvbuff, e.count, t, a.root, comm_, s));
+        } else {
+          return Grouped(a, s);
+        }
+      case CollKind::kScatter:
+        if constexpr (Api::kNativeAllToAllGatherScatter) {
+          return Check("Scatter", Api::Scatter(a.sendbuff, a.recvbuff, e.count, t, a.root,
+                                               comm_, s));
+        } else {
+          return Grouped(a, s);
+        }
+    }
+    return MakeStatus(infinicclInternalError, "%s: unknown collective kind %d",
+                      Api::kName, static_cast<int>(a.kind));
+  }
+
+ private:
+  Status Check(const char *call, Result r) const {
+    if (r == Api::kSuccess || r == Api::kInProgress) return Status::Ok();
+    return CclStatus<Api>(call, r, comm_);
+  }
+
+  Status CheckAsync() const {
+    Result async = Api::kSuccess;
+    const Result r = Api::CommGetAsyncError(comm_, &async);
+    if (r != Api::kSuccess) return Check("CommGetAsyncError", r);
+    if (async == Api::kSuccess || async == Api::kInProgress) return Status::Ok();
+    const char *detail = Api::GetLastError(comm_);
+    return MakeStatus(CclResultCode(static_cast<int>(async)),
+                      "%s reports an asynchronous error on this communicator: %s%s%s "
+                      "(earlier work failed; destroy the communicator)",
+                      Api::kName, Api::GetErrorString(async),
+                      (detail && *detail) ? ": " : "", detail ? detail : "");
+  }
+
+  // AllToAll, Gather and Scatter as Send/Recv of bytes fused in one group,
+  // for CCLs without the native calls. A rank's own block is a send to
+  // itself (the CCL copies it), skipped where the layout is in place.
+  Status Grouped(const CollArgs &a, typename Api::Stream s) {
+    const size_t bytes = a.count * DataTypeSize(a.dtype);
+    const auto u8 = Api::Type(CclType::kUint8);
+    const auto *src = static_cast<const char *>(a.sendbuff);
+    auto *dst = static_cast<char *>(a.recvbuff);
+    INFINICCL_RETURN_IF_ERROR(Check("GroupStart", Api::GroupStart()));
+    // After a failed call nothing more is issued; the group is still closed.
+    Status st;
+    auto send = [&](const char *buf, int peer) {
+      if (st.ok()) st = Check("Send", Api::Send(buf, bytes, u8, peer, comm_, s));
+    };
+    auto recv = [&](char *buf, int peer) {
+      if (st.ok()) st = Check("Recv", Api::Recv(buf, bytes, u8, peer, comm_, s));
+    };
+    switch (a.kind) {
+      case CollKind::kAllToAll:
+        for (int r = 0; r < size_; ++r) {
+          send(src + r * bytes, r);
+          recv(dst + r * bytes, r);
+        }
+        break;
+      case CollKind::kGather:
+        if (rank_ == a.root) {
+          for (int r = 0; r < size_; ++r) {
+            if (r == rank_ && a.in_place) continue;
+            recv(dst + r * bytes, r);
+          }
+        }
+        if (!(rank_ == a.root && a.in_place)) {
+          send(src, a.root);
+        }
+        break;
+      case CollKind::kScatter:
+        if (rank_ == a.root) {
+          for (int r = 0; r < size_; ++r) {
+            if (r == rank_ && a.in_place) continue;
+            send(src + r * bytes, r);
+          }
+        }
+        if (!(rank_ == a.root && a.in_place)) {
+          recv(dst, a.root);
+        }
+        break;
+      default: break;
+    }
+    const Status end = Check("GroupEnd", Api::GroupEnd());
+    return st.ok() ? end : st;
+  }
+
+  Comm comm_;
+  int rank_;
+  int size_;
+};
+
+template <typename Api>
+class CclProviderImpl final : public CclProvider {
+ public:
+  const char *Name() const override { return Api::kName; }
+  DeviceKind kind() const override { return Api::kDeviceKind; }
+  bool used() const override { return used_.load(); }
+
+  std::string Version() const override {
+    int v = 0;
+    if (Api::GetVersion(&v) != Api::kSuccess) return "unknown";
+    char buf[32];
+    Api::FormatVersion(v, buf, sizeof buf);
+    return buf;
+  }
+
+  Status GetUniqueId(infinicclUniqueId *id) override {
+    static_assert(sizeof(typename Api::UniqueId) <= sizeof(id->internal),
+                  "the CCL's unique id must fit in infinicclUniqueId");
+    typename Api::UniqueId uid;
+    const typename Api::Result r = Api::GetUniqueId(&uid);
+    if (r != Api::kSuccess) return CclStatus<Api>("GetUniqueId", r, nullptr);
+    std::memset(id->internal, 0, sizeof(id->internal));
+    std::memcpy(id->internal, &uid, sizeof(uid));
+    return Status::Ok();
+  }
+
+  Status CreateComm(int nranks, const infinicclUniqueId &id, int rank,
+                    std::unique_ptr<Backend> *out) override {
+    typename Api::UniqueId uid;
+    std::memcpy(&uid, id.internal, sizeof(uid));
+    typename Api::Comm comm = nullptr;
+    used_.store(true);
+    const typename Api::Result r = Api::CommInitRank(&comm, nranks, uid, rank);
+    if (r != Api::kSuccess) return CclStatus<Api>("CommInitRank", r, nullptr);
+    *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks);
+    INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(),
+                   rank, nranks);
+    return Status::Ok();
+  }
+
+  Status GroupStart() override {
+    const typename Api::Result r = Api::GroupStart();
+    return r == Api::kSuccess ? Status::Ok() : CclStatus<Api>("GroupStart", r, nullptr);
+  }
+  Status GroupEnd() override {
+    const typename Api::Result r = Api::GroupEnd();
+    return r == Api::kSuccess || r == Api::kInProgress
+               ? Status::Ok()
+               : CclStatus<Api>("GroupEnd", r, nullptr);
+  }
+
+ private:
+  std::atomic<bool> used_{false};
+};
+
+}  // namespace infiniccl::ccl

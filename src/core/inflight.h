@@ -1,0 +1,48 @@
+// InFlight: what one communicator is doing right now, readable by the
+// watchdog thread without locks or MPI calls.
+//
+// The calling thread writes the description first and then publishes a
+// non-zero `token` (release); the end of the call stores 0. The watchdog
+// reads token, description, token again, and trusts the description only
+// when both tokens agree (a seqlock). That keeps the per-call cost to a few
+// relaxed stores: no clock read, no allocation (the watchdog timestamps a
+// call when it first sees its token).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/coll_args.h"
+
+namespace infiniccl {
+
+// The path route.cpp chose; kNone until it has decided.
+enum class CallPath : int { kNone = 0, kHost, kDirect, kStaged, kCcl };
+const char *CallPathName(CallPath p);  // "host", "direct", "staged", "CCL"
+
+struct InFlight {
+  std::atomic<uint64_t> token{0};  // 0: idle; otherwise unique per call
+  std::atomic<uint64_t> seq{0};    // the collective's sequence number (0 for Send/Recv)
+  std::atomic<uint64_t> count{0};
+  std::atomic<int> kind{0};
+  std::atomic<int> dtype{0};
+  std::atomic<int> op{0};
+  std::atomic<int> root{0};  // root, or the peer of Send/Recv
+  std::atomic<int> path{0};
+
+  // A consistent copy, or false when idle or the call changed under us.
+  struct Snapshot {
+    uint64_t token, seq, count;
+    CollKind kind;
+    infinicclDataType_t dtype;
+    infinicclRedOp_t op;
+    int root;
+    CallPath path;
+  };
+  bool Read(Snapshot *out) const;
+
+  void SetPath(CallPath p) { path.store(static_cast<int>(p), std::memory_order_relaxed); }
+};
+
+}  // namespace infiniccl

@@ -1,0 +1,61 @@
+// SeqBoard: a node-local shared-memory array with one slot per rank of a
+// communicator on this node, holding the last collective sequence number
+// that rank has entered.
+//
+// Every rank stores into its own slot (one relaxed atomic store per call);
+// the watchdog reads the others' slots with plain atomic loads, no MPI
+// call, so it can name the ranks that have not reached a call even when
+// they are stopped, spinning elsewhere or dead. Ranks on other nodes have no
+// slot here and are reported as unknown.
+//
+// POSIX shared memory rather than an MPI shared window: an MPI window must
+// be freed collectively (MPI_Win_free synchronises), which would make
+// infinicclCommDestroy/CommAbort collective and could deadlock when ranks
+// destroy communicators in different orders. Here the segment is unlinked
+// as soon as every rank on the node has mapped it, and each rank unmaps its
+// view alone.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace infiniccl {
+
+class SeqBoard {
+ public:
+  // Collective over `comm`. On success *out is the board, or null with
+  // *why set when shared memory is unavailable (the watchdog then reports
+  // every peer as unknown); an error status only for a failed MPI call.
+  static Status Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::string *why);
+  ~SeqBoard();
+  SeqBoard(const SeqBoard &) = delete;
+  SeqBoard &operator=(const SeqBoard &) = delete;
+
+  // The calling rank has entered collective `seq`.
+  void Enter(uint64_t seq) { __atomic_store_n(Slot(my_slot_), seq, __ATOMIC_RELAXED); }
+  // Last sequence number entered by communicator rank `rank`; false when
+  // that rank is on another node.
+  bool LastEntered(int rank, uint64_t *seq) const;
+
+ private:
+  SeqBoard() = default;
+  // One cache line per slot, so ranks do not false-share on every call.
+  static constexpr size_t kSlotBytes = 64;
+  uint64_t *Slot(int i) const {
+    return reinterpret_cast<uint64_t *>(static_cast<char *>(base_) + i * kSlotBytes);
+  }
+
+  void *base_ = nullptr;
+  size_t bytes_ = 0;
+  int my_slot_ = 0;
+  std::vector<int> slot_of_rank_;  // -1: on another node
+};
+
+}  // namespace infiniccl

@@ -1,0 +1,72 @@
+#include "route/route_decision.h"
+
+#include <cstring>
+
+namespace infiniccl {
+
+BackendChoice ParseBackendChoice(const char *text) {
+  if (text != nullptr && std::strcmp(text, "mpi") == 0) return BackendChoice::kMpi;
+  if (text != nullptr && std::strcmp(text, "ccl") == 0) return BackendChoice::kCcl;
+  return BackendChoice::kAuto;
+}
+
+const char *PathName(Path p) {
+  switch (p) {
+    case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
+    case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
+    case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
+    case Path::kCcl: return "device buffers -> native CCL on the caller's stream";
+  }
+  return "?";
+}
+
+namespace {
+constexpr const char *kNoMpi =
+    "this communicator was made by infinicclCommInitRank and has no MPI";
+}
+
+Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
+  if (!f.device_buffers) {
+    if (choice == BackendChoice::kCcl) {
+      return Status(
+          infinicclInvalidUsage,
+          "INFINICCL_BACKEND=ccl but the buffers are host memory; a CCL takes "
+          "device memory only (unset it or use auto to send host buffers to MPI)");
+    }
+    if (!f.has_mpi) {
+      return MakeStatus(
+          infinicclNotSupported,
+          "host buffers: %s, and host buffers are not staged through the "
+          "device; pass device buffers, or use infinicclCommInitAll under MPI",
+          kNoMpi);
+    }
+    *out = Path::kHostMpi;
+    return Status::Ok();
+  }
+  if (choice != BackendChoice::kMpi && f.has_ccl && f.ccl_unsupported == nullptr) {
+    *out = Path::kCcl;
+    return Status::Ok();
+  }
+  if (choice == BackendChoice::kCcl) {
+    if (!f.has_ccl) {
+      return Status(infinicclNotSupported,
+                    "INFINICCL_BACKEND=ccl but this communicator has no CCL communicator "
+                    "(no NCCL/MCCL in this build, no device with one, or not every rank "
+                    "bound to such a device)");
+    }
+    return MakeStatus(infinicclNotSupported, "INFINICCL_BACKEND=ccl but %s cannot: %s",
+                      f.ccl_name, f.ccl_unsupported);
+  }
+  if (!f.has_mpi) {
+    if (choice == BackendChoice::kMpi) {
+      return MakeStatus(infinicclNotSupported, "INFINICCL_BACKEND=mpi but %s", kNoMpi);
+    }
+    return MakeStatus(infinicclNotSupported, "%s cannot run this call (%s) and %s",
+                      f.ccl_name, f.ccl_unsupported ? f.ccl_unsupported : "no CCL",
+                      kNoMpi);
+  }
+  *out = Path::kStagedMpi;
+  return Status::Ok();
+}
+
+}  // namespace infiniccl

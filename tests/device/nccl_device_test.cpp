@@ -1,0 +1,257 @@
+// Device collectives through NCCL at 1 rank (one GPU cannot hold two NCCL
+// ranks), built with WITH_NCCL:
+//   nccl_device_test bootstrap  GetUniqueId + CommInitRank, no MPI
+//   nccl_device_test mpi        Init + CommInitAll (rank 0 makes the id),
+//                               under mpirun -np 1
+// Every collective and data type on cudaMalloc'ed buffers, each input
+// produced by an async copy on the same stream just before the call and the
+// result read back on that stream (stream order, no host sync in between),
+// recvbuff pre-filled and guarded so a short or long copy shows. Without a
+// GPU (no driver) it checks that NCCL is never reached: the bootstrap
+// returns NotSupported with its reason, CommInitAll still works on host
+// buffers.
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace itest;
+
+namespace {
+
+constexpr size_t kGuard = 64;
+constexpr unsigned char kFill = 0xA5;
+
+#define CUDA_OK(call)                                                  \
+  do {                                                                 \
+    cudaError_t e_ = (call);                                           \
+    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_)); \
+  } while (0)
+
+struct DeviceBuf {
+  void *p = nullptr;
+  explicit DeviceBuf(size_t bytes) { CUDA_OK(cudaMalloc(&p, bytes)); }
+  ~DeviceBuf() { cudaFree(p); }
+  DeviceBuf(const DeviceBuf &) = delete;
+  DeviceBuf &operator=(const DeviceBuf &) = delete;
+};
+
+struct PinnedBuf {
+  void *p = nullptr;
+  explicit PinnedBuf(size_t bytes) { CUDA_OK(cudaMallocHost(&p, bytes)); }
+  ~PinnedBuf() { cudaFreeHost(p); }
+  PinnedBuf(const PinnedBuf &) = delete;
+  PinnedBuf &operator=(const PinnedBuf &) = delete;
+};
+
+const char *KindName(int k) {
+  static const char *const kNames[] = {"AllReduce", "Broadcast",     "Bcast",
+                                       "Reduce",    "AllGather",     "Gather",
+                                       "Scatter",   "ReduceScatter", "AllToAll"};
+  return kNames[k];
+}
+constexpr int kNumKinds = 9;
+
+infinicclResult_t Call(int kind, const void *s, void *r, size_t n, infinicclDataType_t t,
+                       infinicclRedOp_t op, infinicclComm_t c, cudaStream_t st) {
+  switch (kind) {
+    case 0: return infinicclAllReduce(s, r, n, t, op, c, st);
+    case 1: return infinicclBroadcast(s, r, n, t, 0, c, st);
+    case 2: return infinicclBcast(r, n, t, 0, c, st);
+    case 3: return infinicclReduce(s, r, n, t, op, 0, c, st);
+    case 4: return infinicclAllGather(s, r, n, t, c, st);
+    case 5: return infinicclGather(s, r, n, t, 0, c, st);
+    case 6: return infinicclScatter(s, r, n, t, 0, c, st);
+    case 7: return infinicclReduceScatter(s, r, n, t, op, c, st);
+    default: return infinicclAllToAll(s, r, n, t, c, st);
+  }
+}
+bool Reduces(int kind) {
+  return kind == 0 || kind == 3 || kind == 7;
+}
+
+// One call at 1 rank, where every collective's result is its input. Returns
+// the call's result code; checks the data when it succeeded.
+infinicclResult_t RunOne(infinicclComm_t comm, cudaStream_t st, int kind,
+                         infinicclDataType_t dt, infinicclRedOp_t op, size_t n) {
+  const size_t bytes = n * Info(dt).size;
+  std::vector<unsigned char> in(bytes), out(bytes + kGuard);
+  for (size_t i = 0; i < n; ++i)
+    Encode(dt, in.data(), i,
+           Reduces(kind) ? ReduceValue(dt, op, 7, 0, i) : DataValue(dt, 7, 0, i));
+  DeviceBuf send(bytes), recv(bytes + kGuard);
+  CUDA_OK(cudaMemset(send.p, 0, bytes));  // stale data a misordered call would read
+  CUDA_OK(cudaMemset(recv.p, kFill, bytes + kGuard));
+  // Bcast works in place on recvbuff: its input goes there.
+  void *input = kind == 2 ? recv.p : send.p;
+  CUDA_OK(cudaMemcpyAsync(input, in.data(), bytes, cudaMemcpyHostToDevice, st));
+  const infinicclResult_t rc = Call(kind, send.p, recv.p, n, dt, op, comm, st);
+  CUDA_OK(
+      cudaMemcpyAsync(out.data(), recv.p, bytes + kGuard, cudaMemcpyDeviceToHost, st));
+  CUDA_OK(cudaStreamSynchronize(st));
+  if (rc != infinicclSuccess) return rc;
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double want = Decode(dt, in.data(), i);
+    if (!Matches(dt, op, Decode(dt, out.data(), i), want) && wrong++ == 0) first = i;
+  }
+  CHECK(wrong == 0, "%s %s %s: %zu of %zu wrong, first at %zu", KindName(kind),
+        Info(dt).name, OpName(op), wrong, n, first);
+  for (size_t i = bytes; i < bytes + kGuard; ++i) {
+    if (out[i] != kFill) {
+      CHECK(out[i] == kFill, "%s %s: wrote past recvbuff (byte %zu)", KindName(kind),
+            Info(dt).name, i - bytes);
+      break;
+    }
+  }
+  return rc;
+}
+
+// Every collective, data type and op the CCL takes; `fallback`: whether
+// calls the CCL cannot take (16-bit integer and integer Avg reductions)
+// succeed through MPI (CommInitAll) or fail NotSupported (CommInitRank).
+void RunAll(infinicclComm_t comm, bool fallback) {
+  cudaStream_t st = nullptr;
+  CUDA_OK(cudaStreamCreate(&st));
+  const size_t n = 1021;  // odd: no element size divides every block evenly
+  for (int kind = 0; kind < kNumKinds; ++kind) {
+    for (int t = 0; t < infinicclNumTypes; ++t) {
+      const auto dt = static_cast<infinicclDataType_t>(t);
+      const bool int16 = dt == infinicclInt16 || dt == infinicclUInt16;
+      if (!Reduces(kind)) {
+        CHECK_RC(RunOne(comm, st, kind, dt, infinicclSum, n), infinicclSuccess);
+        continue;
+      }
+      for (int o = 0; o < infinicclNumOps; ++o) {
+        const auto op = static_cast<infinicclRedOp_t>(o);
+        const bool ccl_can = !int16 && (op != infinicclAvg || Info(dt).is_float);
+        CHECK_RC(RunOne(comm, st, kind, dt, op, n),
+                 ccl_can || fallback ? infinicclSuccess : infinicclNotSupported);
+      }
+    }
+  }
+  CUDA_OK(cudaStreamDestroy(st));
+}
+
+// The stream-ordered case at a size where the copy takes a while: a pinned
+// 64 MiB async copy produces sendbuff, the AllReduce is queued behind it on
+// the same stream and returns once enqueued, the result is copied back on
+// the stream; only then does the host wait.
+void StreamOrdered(infinicclComm_t comm) {
+  const size_t n = size_t{16} << 20;  // float32: 64 MiB
+  PinnedBuf in(n * 4), out(n * 4);
+  float *fin = static_cast<float *>(in.p), *fout = static_cast<float *>(out.p);
+  DeviceBuf send(n * 4), recv(n * 4);
+  CUDA_OK(cudaMemset(send.p, 0, n * 4));
+  CUDA_OK(cudaMemset(recv.p, 0, n * 4));
+  cudaStream_t st = nullptr;
+  CUDA_OK(cudaStreamCreate(&st));
+  for (int round = 0; round < 3; ++round) {
+    // Each round's input differs, so last round's result cannot pass.
+    for (size_t i = 0; i < n; ++i) fin[i] = static_cast<float>((i + round) % 1000);
+    for (size_t i = 0; i < n; ++i) fout[i] = -1;
+    CUDA_OK(cudaMemcpyAsync(send.p, in.p, n * 4, cudaMemcpyHostToDevice, st));
+    CHECK_RC(
+        infinicclAllReduce(send.p, recv.p, n, infinicclFloat32, infinicclSum, comm, st),
+        infinicclSuccess);
+    CUDA_OK(cudaMemcpyAsync(out.p, recv.p, n * 4, cudaMemcpyDeviceToHost, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i)
+      wrong += fout[i] != static_cast<float>((i + round) % 1000);
+    CHECK(wrong == 0, "stream-ordered round %d: %zu of %zu wrong", round, wrong, n);
+  }
+  CUDA_OK(cudaStreamDestroy(st));
+}
+
+int DeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+int Bootstrap() {
+  g_rank = 0;
+  infinicclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (DeviceCount() == 0) {
+    CHECK_RC(infinicclGetUniqueId(&id), infinicclNotSupported);
+    const std::string msg = SafeLastError();
+    CHECK(msg.find("no device") != std::string::npos, "message: %s", msg.c_str());
+    infinicclComm_t comm = nullptr;
+    CHECK_RC(infinicclCommInitRank(&comm, 1, id, 0), infinicclNotSupported);
+    std::printf("no GPU: bootstrap refused without calling NCCL (%ld failures)\n",
+                g_failures);
+    return g_failures == 0 ? 0 : 1;
+  }
+  CUDA_OK(cudaSetDevice(0));
+  CHECK_RC(infinicclGetUniqueId(&id), infinicclSuccess);
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitRank(&comm, 1, id, 0), infinicclSuccess);
+  if (comm == nullptr) return 1;
+  int count = 0, rank = -1;
+  CHECK_RC(infinicclCommCount(comm, &count), infinicclSuccess);
+  CHECK_RC(infinicclCommUserRank(comm, &rank), infinicclSuccess);
+  CHECK(count == 1 && rank == 0, "count %d rank %d", count, rank);
+  RunAll(comm, false);
+  StreamOrdered(comm);
+  // Host buffers on a communicator without MPI: refused, with the reason.
+  int h_in = 1, h_out = 0;
+  CHECK_RC(
+      infinicclAllReduce(&h_in, &h_out, 1, infinicclInt32, infinicclSum, comm, nullptr),
+      infinicclNotSupported);
+  CHECK(std::string(infinicclGetLastError(comm)).find("infinicclCommInitRank") !=
+            std::string::npos,
+        "message: %s", infinicclGetLastError(comm));
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+  std::printf("nccl_device_test bootstrap: %ld failures\n", g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
+
+int UnderMpi(int argc, char **argv) {
+  if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
+  g_rank = 0;
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  if (comm == nullptr) return 2;
+  int h_in = 3, h_out = 0;
+  CHECK_RC(
+      infinicclAllReduce(&h_in, &h_out, 1, infinicclInt32, infinicclSum, comm, nullptr),
+      infinicclSuccess);
+  CHECK(h_out == 3, "host AllReduce gave %d", h_out);
+  if (DeviceCount() > 0) {
+    infinicclStagingStats before, after;
+    infinicclGetStagingStats(&before);
+    RunAll(comm, true);
+    StreamOrdered(comm);
+    infinicclGetStagingStats(&after);
+    // Only the calls NCCL cannot take (16-bit integer and integer Avg
+    // reductions: 3 kinds x (2 x 5 + 6) cases) went through staging.
+    const unsigned long long staged = after.staged_calls - before.staged_calls;
+    CHECK(staged + (after.direct_calls - before.direct_calls) == 3 * (2 * 5 + 6),
+          "%llu staged calls: device calls did not go to NCCL", staged);
+  } else {
+    std::printf("no GPU: CommInitAll made no NCCL communicator, host buffers over MPI\n");
+  }
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+  std::printf("nccl_device_test mpi: %ld failures\n", g_failures);
+  const long failures = g_failures;
+  if (infinicclFinalize() != infinicclSuccess) return 1;
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  setenv("INFINICCL_ABORT_ON_ERROR", "0", 0);
+  const std::string mode = argc > 1 ? argv[1] : "bootstrap";
+  return mode == "mpi" ? UnderMpi(argc, argv) : Bootstrap();
+}

@@ -1,0 +1,212 @@
+// The native-CCL path without a CCL: how calls map onto NCCL/MCCL types and
+// ops, which calls a CCL must not take, result codes, INFINICCL_BACKEND
+// parsing, and the route decision as a pure function of (memory space, what
+// the communicator has, INFINICCL_BACKEND). Runs on every build.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "backend/ccl/ccl_mapping.h"
+#include "backend/ccl/ccl_provider.h"
+#include "core/config.h"
+#include "route/route_decision.h"
+
+namespace infiniccl {
+namespace {
+
+CollArgs Args(CollKind kind, infinicclDataType_t dtype, infinicclRedOp_t op,
+              bool in_place = false) {
+  CollArgs a{kind, nullptr, nullptr, 5, dtype, op, 0, nullptr, in_place};
+  return a;
+}
+
+TEST(CclMapping, EveryDataTypeHasAnElementType) {
+  struct Row {
+    infinicclDataType_t dtype;
+    CclType type;
+    size_t count;  // for 5 elements
+  };
+  const Row rows[] = {
+      {infinicclInt8, CclType::kInt8, 5},
+      {infinicclInt16, CclType::kInt8, 10},
+      {infinicclInt32, CclType::kInt32, 5},
+      {infinicclInt64, CclType::kInt64, 5},
+      {infinicclUInt8, CclType::kUint8, 5},
+      {infinicclUInt16, CclType::kInt8, 10},
+      {infinicclUInt32, CclType::kUint32, 5},
+      {infinicclUInt64, CclType::kUint64, 5},
+      {infinicclFloat16, CclType::kFloat16, 5},
+      {infinicclBFloat16, CclType::kBfloat16, 5},
+      {infinicclFloat32, CclType::kFloat32, 5},
+      {infinicclFloat64, CclType::kFloat64, 5},
+  };
+  ASSERT_EQ(sizeof rows / sizeof rows[0], static_cast<size_t>(infinicclNumTypes));
+  for (const Row &r : rows) {
+    const CclElements e = MapElements(r.dtype, 5);
+    EXPECT_EQ(e.type, r.type) << "dtype " << r.dtype;
+    EXPECT_EQ(e.count, r.count) << "dtype " << r.dtype;
+  }
+}
+
+TEST(CclMapping, Ops) {
+  EXPECT_EQ(MapRedOp(infinicclSum), CclOp::kSum);
+  EXPECT_EQ(MapRedOp(infinicclProd), CclOp::kProd);
+  EXPECT_EQ(MapRedOp(infinicclMax), CclOp::kMax);
+  EXPECT_EQ(MapRedOp(infinicclMin), CclOp::kMin);
+  EXPECT_EQ(MapRedOp(infinicclAvg), CclOp::kAvg);
+}
+
+TEST(CclMapping, SixteenBitIntegersMoveButDoNotReduce) {
+  for (infinicclDataType_t t : {infinicclInt16, infinicclUInt16}) {
+    for (CollKind k :
+         {CollKind::kBroadcast, CollKind::kAllGather, CollKind::kGather,
+          CollKind::kScatter, CollKind::kAllToAll, CollKind::kSend, CollKind::kRecv}) {
+      EXPECT_EQ(CclUnsupportedReason(Args(k, t, infinicclSum)), nullptr);
+    }
+    for (CollKind k :
+         {CollKind::kAllReduce, CollKind::kReduce, CollKind::kReduceScatter}) {
+      const char *why = CclUnsupportedReason(Args(k, t, infinicclSum));
+      ASSERT_NE(why, nullptr);
+      EXPECT_NE(std::string(why).find("16-bit"), std::string::npos) << why;
+    }
+  }
+}
+
+TEST(CclMapping, AvgOnlyForFloatingTypes) {
+  for (int t = 0; t < infinicclNumTypes; ++t) {
+    const auto dtype = static_cast<infinicclDataType_t>(t);
+    const bool floating = dtype == infinicclFloat16 || dtype == infinicclBFloat16 ||
+                          dtype == infinicclFloat32 || dtype == infinicclFloat64;
+    const bool int16 = dtype == infinicclInt16 || dtype == infinicclUInt16;
+    const char *why =
+        CclUnsupportedReason(Args(CollKind::kAllReduce, dtype, infinicclAvg));
+    EXPECT_EQ(why == nullptr, floating) << "dtype " << t;
+    // Every other op reduces every type but the 16-bit integers.
+    for (infinicclRedOp_t op :
+         {infinicclSum, infinicclProd, infinicclMax, infinicclMin}) {
+      EXPECT_EQ(CclUnsupportedReason(Args(CollKind::kReduce, dtype, op)) == nullptr,
+                !int16);
+    }
+  }
+}
+
+TEST(CclMapping, InPlaceAllToAllIsNotForTheCcl) {
+  EXPECT_NE(
+      CclUnsupportedReason(Args(CollKind::kAllToAll, infinicclInt32, infinicclSum, true)),
+      nullptr);
+  EXPECT_EQ(CclUnsupportedReason(Args(CollKind::kAllToAll, infinicclInt32, infinicclSum)),
+            nullptr);
+  EXPECT_EQ(CclUnsupportedReason(
+                Args(CollKind::kAllGather, infinicclInt32, infinicclSum, true)),
+            nullptr);
+}
+
+TEST(CclMapping, ResultCodesShareNcclsNumbering) {
+  // ncclSuccess .. ncclInProgress are 0..7, in our order.
+  const infinicclResult_t expected[] = {infinicclSuccess,         infinicclUnhandledError,
+                                        infinicclSystemError,     infinicclInternalError,
+                                        infinicclInvalidArgument, infinicclInvalidUsage,
+                                        infinicclRemoteError,     infinicclInProgress};
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(CclResultCode(r), expected[r]);
+  EXPECT_EQ(CclResultCode(8), infinicclInternalError);
+  EXPECT_EQ(CclResultCode(-1), infinicclInternalError);
+}
+
+TEST(BackendChoice, Parse) {
+  EXPECT_EQ(ParseBackendChoice("auto"), BackendChoice::kAuto);
+  EXPECT_EQ(ParseBackendChoice("mpi"), BackendChoice::kMpi);
+  EXPECT_EQ(ParseBackendChoice("ccl"), BackendChoice::kCcl);
+  EXPECT_EQ(ParseBackendChoice(nullptr), BackendChoice::kAuto);
+}
+
+TEST(BackendChoice, ConfigAcceptsAutoMpiCclAnyCase) {
+  auto parse = [](const char *value) {
+    return Config::Parse([value](const char *name) -> const char * {
+      return std::string(name) == "INFINICCL_BACKEND" ? value : nullptr;
+    });
+  };
+  EXPECT_EQ(parse(nullptr).backend, "auto");
+  EXPECT_EQ(parse("CCL").backend, "ccl");
+  EXPECT_EQ(parse("mpi").backend, "mpi");
+  const Config bad = parse("nccl");
+  EXPECT_EQ(bad.backend, "auto");
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("INFINICCL_BACKEND"), std::string::npos);
+}
+
+TEST(RouteDecision, HostBuffersGoToMpiUnlessForcedToTheCcl) {
+  Path p;
+  for (bool ccl : {false, true}) {
+    ASSERT_TRUE(DecidePath(BackendChoice::kAuto, RouteFacts{false, true, ccl}, &p).ok());
+    EXPECT_EQ(p, Path::kHostMpi);
+    ASSERT_TRUE(DecidePath(BackendChoice::kMpi, RouteFacts{false, true, ccl}, &p).ok());
+    EXPECT_EQ(p, Path::kHostMpi);
+    const Status st = DecidePath(BackendChoice::kCcl, RouteFacts{false, true, ccl}, &p);
+    EXPECT_EQ(st.code(), infinicclInvalidUsage);
+    EXPECT_NE(st.message().find("host memory"), std::string::npos) << st.message();
+  }
+}
+
+TEST(RouteDecision, HostBuffersOnACommWithoutMpiAreNotSupported) {
+  Path p;
+  for (BackendChoice c : {BackendChoice::kAuto, BackendChoice::kMpi}) {
+    const Status st = DecidePath(c, RouteFacts{false, false, true}, &p);
+    EXPECT_EQ(st.code(), infinicclNotSupported);
+    EXPECT_NE(st.message().find("infinicclCommInitRank"), std::string::npos)
+        << st.message();
+  }
+}
+
+TEST(RouteDecision, DeviceBuffers) {
+  Path p;
+  // auto: the CCL when there is one and it can run the call, else MPI.
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, RouteFacts{true, true, true}, &p).ok());
+  EXPECT_EQ(p, Path::kCcl);
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, RouteFacts{true, true, false}, &p).ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  ASSERT_TRUE(
+      DecidePath(BackendChoice::kAuto, RouteFacts{true, true, true, "NCCL", "why"}, &p)
+          .ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  // auto without MPI: the CCL or nothing.
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, RouteFacts{true, false, true}, &p).ok());
+  EXPECT_EQ(p, Path::kCcl);
+  Status st =
+      DecidePath(BackendChoice::kAuto, RouteFacts{true, false, true, "NCCL", "why"}, &p);
+  EXPECT_EQ(st.code(), infinicclNotSupported);
+  EXPECT_NE(st.message().find("why"), std::string::npos) << st.message();
+  // mpi: never the CCL.
+  ASSERT_TRUE(DecidePath(BackendChoice::kMpi, RouteFacts{true, true, true}, &p).ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  st = DecidePath(BackendChoice::kMpi, RouteFacts{true, false, true}, &p);
+  EXPECT_EQ(st.code(), infinicclNotSupported);
+  EXPECT_NE(st.message().find("INFINICCL_BACKEND=mpi"), std::string::npos)
+      << st.message();
+  // ccl: the CCL or an error, never a fallback.
+  ASSERT_TRUE(DecidePath(BackendChoice::kCcl, RouteFacts{true, true, true}, &p).ok());
+  EXPECT_EQ(p, Path::kCcl);
+  st = DecidePath(BackendChoice::kCcl, RouteFacts{true, true, false}, &p);
+  EXPECT_EQ(st.code(), infinicclNotSupported);
+  EXPECT_NE(st.message().find("no CCL communicator"), std::string::npos) << st.message();
+  st =
+      DecidePath(BackendChoice::kCcl, RouteFacts{true, true, true, "NCCL", "16-bit"}, &p);
+  EXPECT_EQ(st.code(), infinicclNotSupported);
+  EXPECT_NE(st.message().find("NCCL cannot: 16-bit"), std::string::npos) << st.message();
+}
+
+TEST(CclProvider, NoneWithoutADeviceOfItsKind) {
+  // No GPU here (or no CCL in this build): nothing to bootstrap with, and the
+  // reason says which. Only meaningful where no device is present.
+  std::string why;
+  CclProvider *p = FirstUsableCcl(&why);
+  if (p != nullptr) GTEST_SKIP() << p->Name() << " is usable on this machine";
+  EXPECT_FALSE(why.empty());
+  EXPECT_NE(why.find("NCCL"), std::string::npos) << why;
+  // Group hooks with no CCL communicator in the process: nothing to do.
+  EXPECT_TRUE(CclGroupStart().ok());
+  EXPECT_TRUE(CclGroupEnd().ok());
+}
+
+}  // namespace
+}  // namespace infiniccl

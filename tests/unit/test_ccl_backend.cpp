@@ -1,0 +1,229 @@
+// CclBackend<Api> against a recording stand-in CCL (no NCCL, no device): the
+// calls it issues for each collective (native or grouped Send/Recv, with the
+// offsets, element types and counts of the mapping), how CCL failures and
+// asynchronous errors become statuses, and that groups stay balanced when a
+// call inside fails. Compiles the template on every build.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/ccl/ccl_backend.h"
+
+namespace infiniccl {
+namespace {
+
+struct Issued {
+  std::string call;
+  const void *buf;
+  size_t count;
+  CclType type;
+  int peer;  // root or peer; -1 where none
+};
+
+struct FakeComm {
+  std::vector<Issued> log;
+  int fail_call = -1;   // index in log of the call that fails, -1 none
+  int fail_result = 5;  // what it returns (5: invalid usage)
+  int async_error = 0;
+  bool destroyed = false;
+};
+
+int g_group_depth = 0;
+
+struct FakeApi {
+  static constexpr const char *kName = "FAKE";
+  static constexpr const char *kPrefix = "fake";
+  static constexpr DeviceKind kDeviceKind = DeviceKind::kSim;
+  static constexpr bool kNativeAllToAllGatherScatter = false;
+  using Result = int;
+  using Comm = FakeComm *;
+  using UniqueId = struct { char bytes[64]; };
+  using DataType = CclType;
+  using RedOp = CclOp;
+  using Stream = void *;
+  static constexpr Result kSuccess = 0;
+  static constexpr Result kInProgress = 7;
+
+  static DataType Type(CclType t) { return t; }
+  static RedOp Op(CclOp op) { return op; }
+  static const char *GetErrorString(Result) { return "fake error"; }
+  static const char *GetLastError(Comm c) { return c ? "fake detail" : ""; }
+  static Result CommGetAsyncError(Comm c, Result *r) {
+    *r = c->async_error;
+    return kSuccess;
+  }
+  static Result CommDestroy(Comm c) {
+    c->destroyed = true;
+    return kSuccess;
+  }
+  static Result GroupStart() {
+    ++g_group_depth;
+    return kSuccess;
+  }
+  static Result GroupEnd() {
+    --g_group_depth;
+    return kSuccess;
+  }
+  static Result Log(Comm c, const char *call, const void *buf, size_t n, DataType t,
+                    int peer) {
+    c->log.push_back({call, buf, n, t, peer});
+    return static_cast<int>(c->log.size()) - 1 == c->fail_call ? c->fail_result
+                                                               : kSuccess;
+  }
+  static Result AllReduce(const void *s, void *, size_t n, DataType t, RedOp, Comm c,
+                          Stream) {
+    return Log(c, "AllReduce", s, n, t, -1);
+  }
+  static Result Broadcast(const void *s, void *, size_t n, DataType t, int root, Comm c,
+                          Stream) {
+    return Log(c, "Broadcast", s, n, t, root);
+  }
+  static Result Reduce(const void *s, void *, size_t n, DataType t, RedOp, int root,
+                       Comm c, Stream) {
+    return Log(c, "Reduce", s, n, t, root);
+  }
+  static Result AllGather(const void *s, void *, size_t n, DataType t, Comm c, Stream) {
+    return Log(c, "AllGather", s, n, t, -1);
+  }
+  static Result ReduceScatter(const void *s, void *, size_t n, DataType t, RedOp, Comm c,
+                              Stream) {
+    return Log(c, "ReduceScatter", s, n, t, -1);
+  }
+  static Result Send(const void *s, size_t n, DataType t, int peer, Comm c, Stream) {
+    return Log(c, "Send", s, n, t, peer);
+  }
+  static Result Recv(void *r, size_t n, DataType t, int peer, Comm c, Stream) {
+    return Log(c, "Recv", r, n, t, peer);
+  }
+};
+
+struct FakeNativeApi : FakeApi {
+  static constexpr bool kNativeAllToAllGatherScatter = true;
+  static Result AlltoAll(const void *s, void *, size_t n, DataType t, Comm c, Stream) {
+    return Log(c, "AlltoAll", s, n, t, -1);
+  }
+  static Result Gather(const void *s, void *, size_t n, DataType t, int root, Comm c,
+                       Stream) {
+    return Log(c, "Gather", s, n, t, root);
+  }
+  static Result Scatter(const void *s, void *, size_t n, DataType t, int root, Comm c,
+                        Stream) {
+    return Log(c, "Scatter", s, n, t, root);
+  }
+};
+
+char g_send[1024];
+char g_recv[1024];
+
+CollArgs Args(CollKind kind, infinicclDataType_t dtype, size_t count, int root = 0,
+              bool in_place = false) {
+  return CollArgs{kind,         g_send, g_recv,  count,   dtype,
+                  infinicclSum, root,   nullptr, in_place};
+}
+
+// The log as "Call(offset,count,peer)" with offsets from g_send / g_recv.
+std::string Render(const std::vector<Issued> &log) {
+  std::string out;
+  for (const Issued &i : log) {
+    const char *base = i.call == "Recv" ? g_recv : g_send;
+    out += i.call + "(" + std::to_string(static_cast<const char *>(i.buf) - base) + "," +
+           std::to_string(i.count) + "," + std::to_string(i.peer) + ") ";
+  }
+  return out;
+}
+
+TEST(CclBackend, NativeCallsWithMappedTypeAndCount) {
+  FakeComm comm;
+  {
+    ccl::CclBackend<FakeNativeApi> b(&comm, 1, 3);
+    EXPECT_STREQ(b.Name(), "FAKE");
+    ASSERT_TRUE(b.Run(Args(CollKind::kBroadcast, infinicclInt16, 5, 2)).ok());
+    ASSERT_TRUE(b.Run(Args(CollKind::kAllReduce, infinicclFloat16, 5)).ok());
+    ASSERT_TRUE(b.Run(Args(CollKind::kAllToAll, infinicclUInt16, 4)).ok());
+    ASSERT_TRUE(b.Run(Args(CollKind::kGather, infinicclInt32, 4, 1)).ok());
+    ASSERT_TRUE(b.Run(Args(CollKind::kScatter, infinicclInt64, 4, 0)).ok());
+  }
+  EXPECT_TRUE(comm.destroyed);
+  EXPECT_EQ(Render(comm.log),
+            "Broadcast(0,10,2) AllReduce(0,5,-1) AlltoAll(0,8,-1) Gather(0,4,1) "
+            "Scatter(0,4,0) ");
+  EXPECT_EQ(comm.log[0].type, CclType::kInt8);  // 16-bit integers move as bytes
+  EXPECT_EQ(comm.log[1].type, CclType::kFloat16);
+  EXPECT_EQ(comm.log[3].type, CclType::kInt32);
+  EXPECT_EQ(g_group_depth, 0);
+}
+
+TEST(CclBackend, GroupedAllToAllGatherScatter) {
+  // Rank 1 of 3, 4 int32 per block = 16 bytes, moved as uint8.
+  FakeComm comm;
+  ccl::CclBackend<FakeApi> b(&comm, 1, 3);
+  ASSERT_TRUE(b.Run(Args(CollKind::kAllToAll, infinicclInt32, 4)).ok());
+  EXPECT_EQ(Render(comm.log),
+            "Send(0,16,0) Recv(0,16,0) Send(16,16,1) Recv(16,16,1) Send(32,16,2) "
+            "Recv(32,16,2) ");
+  EXPECT_EQ(comm.log[0].type, CclType::kUint8);
+  comm.log.clear();
+  // Gather at the root (rank 1): a receive from every rank, its own block
+  // by a send to itself; in place, its own block is already there.
+  ASSERT_TRUE(b.Run(Args(CollKind::kGather, infinicclInt32, 4, 1)).ok());
+  EXPECT_EQ(Render(comm.log), "Recv(0,16,0) Recv(16,16,1) Recv(32,16,2) Send(0,16,1) ");
+  comm.log.clear();
+  ASSERT_TRUE(b.Run(Args(CollKind::kGather, infinicclInt32, 4, 1, true)).ok());
+  EXPECT_EQ(Render(comm.log), "Recv(0,16,0) Recv(32,16,2) ");
+  comm.log.clear();
+  ASSERT_TRUE(b.Run(Args(CollKind::kGather, infinicclInt32, 4, 2)).ok());  // not the root
+  EXPECT_EQ(Render(comm.log), "Send(0,16,2) ");
+  comm.log.clear();
+  ASSERT_TRUE(b.Run(Args(CollKind::kScatter, infinicclInt32, 4, 1)).ok());
+  EXPECT_EQ(Render(comm.log), "Send(0,16,0) Send(16,16,1) Send(32,16,2) Recv(0,16,1) ");
+  comm.log.clear();
+  ASSERT_TRUE(b.Run(Args(CollKind::kScatter, infinicclInt32, 4, 1, true)).ok());
+  EXPECT_EQ(Render(comm.log), "Send(0,16,0) Send(32,16,2) ");
+  comm.log.clear();
+  ASSERT_TRUE(b.Run(Args(CollKind::kScatter, infinicclInt32, 4, 0)).ok());
+  EXPECT_EQ(Render(comm.log), "Recv(0,16,0) ");
+  EXPECT_EQ(g_group_depth, 0);
+}
+
+TEST(CclBackend, FailureBecomesAStatusAndTheGroupStaysBalanced) {
+  FakeComm comm;
+  ccl::CclBackend<FakeApi> b(&comm, 0, 2);
+  comm.fail_call = 1;  // the first Recv of the grouped AllToAll
+  const Status st = b.Run(Args(CollKind::kAllToAll, infinicclInt8, 3));
+  EXPECT_EQ(st.code(), infinicclInvalidUsage);
+  EXPECT_EQ(st.message(), "fakeRecv failed: fake error: fake detail");
+  EXPECT_EQ(g_group_depth, 0);
+  EXPECT_EQ(comm.log.size(), 2u);  // nothing more issued after the failure
+  // A result code outside 0..7 is an internal error.
+  comm.log.clear();
+  comm.fail_call = 0;
+  comm.fail_result = 42;
+  EXPECT_EQ(b.Run(Args(CollKind::kAllReduce, infinicclFloat32, 3)).code(),
+            infinicclInternalError);
+  // In progress (non-blocking communicators) is not a failure.
+  comm.log.clear();
+  comm.fail_result = FakeApi::kInProgress;
+  EXPECT_TRUE(b.Run(Args(CollKind::kAllReduce, infinicclFloat32, 3)).ok());
+}
+
+TEST(CclBackend, AsynchronousErrorIsReportedBeforeTheNextCall) {
+  FakeComm comm;
+  ccl::CclBackend<FakeApi> b(&comm, 0, 2);
+  comm.async_error = 6;  // remote error
+  const Status st = b.Run(Args(CollKind::kAllReduce, infinicclFloat32, 3));
+  EXPECT_EQ(st.code(), infinicclRemoteError);
+  EXPECT_NE(st.message().find("asynchronous error"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("fake detail"), std::string::npos) << st.message();
+  EXPECT_TRUE(comm.log.empty());
+}
+
+TEST(CclBackend, UnsupportedIsTheMappingsAnswer) {
+  FakeComm comm;
+  ccl::CclBackend<FakeApi> b(&comm, 0, 2);
+  EXPECT_NE(b.Unsupported(Args(CollKind::kAllReduce, infinicclInt16, 3)), nullptr);
+  EXPECT_EQ(b.Unsupported(Args(CollKind::kAllGather, infinicclInt16, 3)), nullptr);
+}
+
+}  // namespace
+}  // namespace infiniccl
