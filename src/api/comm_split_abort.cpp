@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "api/api_call.h"
@@ -70,23 +71,32 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
       // leaving the thread blocked forever is the hang the abort was called
       // to end. NCCL's abort makes the blocked call return; the nearest MPI
       // can do is end the job, which is also what NCCL users do next.
-      LogPrint(
-          LogLevel::kWarn,
-          "infinicclCommAbort: comm %p (rank %d of %d) still has %d call(s) in "
-          "flight (or in an open group) after %lld ms (last entered: %s, collective sequence number %llu); "
-          "MPI cannot cancel it, so the job ends now through MPI_Abort on this "
-          "communicator",
-          comm, c->rank(), c->size(), busy(),
-          static_cast<long long>(kAbortGrace.count()), c->last_call(),
-          static_cast<unsigned long long>(c->seq()));
-      MPI_Abort(c->mpi_comm(), 1);
-      return Status(infinicclSystemError, "MPI_Abort returned");  // it does not
+      LogPrint(LogLevel::kWarn,
+               "infinicclCommAbort: comm %p (rank %d of %d) still has %d call(s) in "
+               "flight (or in an open group) after %lld ms (last entered: %s, collective "
+               "sequence number %llu); "
+               "MPI cannot cancel it, so the job ends now through MPI_Abort on this "
+               "communicator",
+               comm, c->rank(), c->size(), busy(),
+               static_cast<long long>(kAbortGrace.count()), c->last_call(),
+               static_cast<unsigned long long>(c->seq()));
+      // A communicator made without MPI (CCL only) has no MPI communicator
+      // of its own: the world's, when MPI runs at all.
+      int up = 0, down = 1;
+      MPI_Initialized(&up);
+      MPI_Finalized(&down);
+      if (c->has_mpi()) MPI_Abort(c->mpi_comm(), 1);
+      if (up && !down) MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);
     }
     INFINICCL_INFO(
         "CommAbort: comm %p aborted (rank %d of %d); its MPI communicator is "
         "left to MPI_Finalize",
         comm, c->rank(), c->size());
-    return Status::Ok();  // `c` goes here: backend and staging buffers freed
+    // `c` goes here: backends and staging buffers freed. Native CCL hook: an
+    // aborted communicator's CCL communicator should be aborted
+    // (ncclCommAbort) rather than destroyed, which waits for queued work.
+    return Status::Ok();
   });
 }
 

@@ -22,9 +22,10 @@ Status Communicator::FinishSetup() {
   std::string why;
   INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm_, &board_, &why));
   if (!board_) {
-    INFINICCL_INFO("no node-local sequence board (%s): the watchdog will not be able to "
-                   "name ranks that have not reached a call",
-                   why.c_str());
+    INFINICCL_INFO(
+        "no node-local sequence board (%s): the watchdog will not be able to "
+        "name ranks that have not reached a call",
+        why.c_str());
   }
   Watchdog::Watch(this);
   return Status::Ok();
@@ -39,7 +40,8 @@ Status Communicator::Create(MPI_Comm parent, std::unique_ptr<Communicator> *out)
   return Status::Ok();
 }
 
-Status Communicator::CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out) {
+Status Communicator::CreateWithoutMpi(int rank, int size,
+                                      std::unique_ptr<Communicator> *out) {
   std::unique_ptr<Communicator> c(new Communicator());
   c->rank_ = rank;
   c->size_ = size;
@@ -52,9 +54,10 @@ Status Communicator::Split(const Communicator &parent, int color, int key,
   if (!parent.has_mpi()) {
     // Native CCL hook (see below): a CCL-only communicator
     // (infinicclCommInitRank without MPI) can only be split by its CCL.
-    return Status(infinicclNotSupported,
-                  "splitting a communicator made without MPI (infinicclCommInitRank) needs "
-                  "the native CCL's split, which is not wired yet");
+    return Status(
+        infinicclNotSupported,
+        "splitting a communicator made without MPI (infinicclCommInitRank) needs "
+        "the native CCL's split, which is not wired yet");
   }
   std::unique_ptr<Communicator> c(new Communicator());
   mpi::SerialLock lock;
@@ -110,7 +113,9 @@ Status Communicator::Enter(const char *function, CallGuard *guard) {
   return Status::Ok();
 }
 
-void Communicator::MarkAborted() { aborted_.store(true); }
+void Communicator::MarkAborted() {
+  aborted_.store(true);
+}
 
 void Communicator::SetLastError(const std::string &message) {
   std::lock_guard<std::mutex> lock(error_mutex_);
