@@ -1,5 +1,7 @@
 #include "core/communicator.h"
 
+#include <cstring>
+
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_thread.h"
@@ -128,6 +130,11 @@ const char *Communicator::LastError() const {
 }
 
 void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
+  // Raw bits: the call is published before validation, so a C caller's
+  // out-of-range dtype/op may be here, which the enum type cannot hold.
+  int dtype, op;
+  std::memcpy(&dtype, &a.dtype, sizeof dtype);
+  std::memcpy(&op, &a.op, sizeof op);
   // Seqlock writer: idle (token 0) before the description changes, then
   // the new token once it is complete.
   inflight_.token.store(0, std::memory_order_relaxed);
@@ -135,8 +142,8 @@ void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
   inflight_.seq.store(call_seq, std::memory_order_relaxed);
   inflight_.count.store(a.count, std::memory_order_relaxed);
   inflight_.kind.store(static_cast<int>(a.kind), std::memory_order_relaxed);
-  inflight_.dtype.store(static_cast<int>(a.dtype), std::memory_order_relaxed);
-  inflight_.op.store(static_cast<int>(a.op), std::memory_order_relaxed);
+  inflight_.dtype.store(dtype, std::memory_order_relaxed);
+  inflight_.op.store(op, std::memory_order_relaxed);
   inflight_.root.store(a.root, std::memory_order_relaxed);
   inflight_.path.store(static_cast<int>(CallPath::kNone), std::memory_order_relaxed);
   inflight_.token.store(++calls_, std::memory_order_release);
