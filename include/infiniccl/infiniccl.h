@@ -247,6 +247,29 @@ INFINICCL_API const char *infinicclGetLastError(infinicclComm_t comm);
 /* INFINICCL_VERSION_CODE of the library actually loaded. Works before Init. */
 INFINICCL_API infinicclResult_t infinicclGetVersion(int *version);
 
+/* A new communicator from the ranks of `comm` that pass the same color
+ * (NCCL's ncclCommSplit; collective over `comm`: every rank must call it).
+ * Ranks are ordered by key, then by their rank in `comm`. A negative color
+ * (INFINICCL_SPLIT_NOCOLOR) still takes part and sets *newcomm to NULL. The
+ * new communicator keeps the device binding of `comm` and shares the
+ * process's staging memory; it is independent of `comm` afterwards (either
+ * may be destroyed first). A rank passing newcomm == NULL takes part without
+ * a color and returns infinicclInvalidArgument. */
+#define INFINICCL_SPLIT_NOCOLOR (-1)
+INFINICCL_API infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
+                                                   infinicclComm_t *newcomm);
+
+/* Gives up `comm` without talking to other ranks: usable after an error, or
+ * from another thread while a call on `comm` is blocked. Later calls on the
+ * handle return infinicclInvalidUsage saying it was aborted. The library's
+ * resources for it are freed; its MPI communicator is not (MPI_Comm_free and
+ * MPI_Comm_disconnect are collective) and goes at MPI_Finalize.
+ * A call still running on `comm` cannot be cancelled in MPI: CommAbort waits
+ * up to one second for it to return, and if it has not, logs which call it
+ * is and ends the job with MPI_Abort on the communicator (where NCCL's abort
+ * would make the blocked call return an error). */
+INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
+
 /* Number of ranks in, and the caller's rank within, a communicator. */
 INFINICCL_API infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
 INFINICCL_API infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);

@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "api/api_call.h"
+#include "api/cross_check.h"
 #include "api/validate.h"
+#include "core/config.h"
 #include "core/group.h"
 #include "core/runtime.h"
 #include "route/route.h"
@@ -18,9 +20,8 @@ namespace {
 // exception ends it).
 class CallInFlight {
  public:
-  CallInFlight(Communicator &c, const CollArgs &a) : c_(c) {
-    const bool p2p = a.kind == CollKind::kSend || a.kind == CollKind::kRecv;
-    c.BeginCall(a, p2p ? 0 : c.NextSeq());
+  CallInFlight(Communicator &c, const CollArgs &a, uint64_t seq) : c_(c) {
+    c.BeginCall(a, seq);
   }
   ~CallInFlight() { c_.EndCall(); }
   CallInFlight(const CallInFlight &) = delete;
@@ -50,11 +51,25 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
   const infinicclResult_t result = ApiCall(function, [&](CallContext &ctx) -> Status {
     INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
     Communicator &c = *ctx.comm;
-    INFINICCL_RETURN_IF_ERROR(
-        ValidateCollective(c.rank(), c.size(), group.active(), &args));
-    // Counted even for count 0, so a rank's numbering never depends on a
-    // count its peers may not share.
-    CallInFlight in_flight(c, args);
+    Communicator::CallGuard guard;
+    INFINICCL_RETURN_IF_ERROR(c.Enter(function, &guard));
+    // Numbered before validation: a rank whose arguments are rejected still
+    // uses up the number, as do its peers, so numbering never depends on
+    // something one rank got wrong (INFINICCL_CHECK compares it).
+    const bool p2p = args.kind == CollKind::kSend || args.kind == CollKind::kRecv;
+    const uint64_t seq = p2p ? 0 : c.NextSeq();
+    Status valid = ValidateCollective(c.rank(), c.size(), group.active(), &args);
+    // Published to the watchdog from here on, the check's own exchange
+    // included; counted even for count 0.
+    CallInFlight in_flight(c, args, seq);
+    // Before the count-0 return: a rank passing 0 where the others pass 1024
+    // is exactly what the check is for.
+    if (!p2p && GlobalConfig().check && c.has_mpi()) {
+      Status agreed = CrossCheck(c, args, seq, valid.ok());
+      INFINICCL_RETURN_IF_ERROR(valid);  // this rank's own reason comes first
+      INFINICCL_RETURN_IF_ERROR(agreed);
+    }
+    INFINICCL_RETURN_IF_ERROR(valid);
     if (args.count == 0) return Status::Ok();
     if (group.active()) group.AddPendingComm(ctx.comm);
     return RouteCollective(c, args);

@@ -1,38 +1,83 @@
 #include "core/communicator.h"
 
+#include <cstring>
+
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_error.h"
+#include "backend/mpi/mpi_thread.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
 
+// Everything after the MPI communicator exists: error handler, rank, size,
+// backend, the node's sequence board, the watchdog. Collective over comm_
+// (the board is shared memory among the node's ranks).
+Status Communicator::FinishSetup() {
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN),
+                                     "MPI_Comm_set_errhandler"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank"));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(comm_, &size_), "MPI_Comm_size"));
+  MPI_Comm_set_name(comm_, "infiniccl");
+  mpi_backend_ = std::make_unique<MpiBackend>(comm_, rank_, size_);
+  std::string why;
+  INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm_, &board_, &why));
+  if (!board_) {
+    INFINICCL_INFO(
+        "no node-local sequence board (%s): the watchdog will not be able to "
+        "name ranks that have not reached a call",
+        why.c_str());
+  }
+  Watchdog::Watch(this);
+  return Status::Ok();
+}
+
 Status Communicator::Create(MPI_Comm parent, std::unique_ptr<Communicator> *out) {
   std::unique_ptr<Communicator> c(new Communicator());
+  mpi::SerialLock lock;
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_dup(parent, &c->comm_), "MPI_Comm_dup"));
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      MPI_Comm_set_errhandler(c->comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler"));
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(c->comm_, &c->rank_), "MPI_Comm_rank"));
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(c->comm_, &c->size_), "MPI_Comm_size"));
-  MPI_Comm_set_name(c->comm_, "infiniccl");
-  c->mpi_backend_ = std::make_unique<MpiBackend>(c->comm_, c->rank_, c->size_);
-  std::string why;
-  INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(c->comm_, &c->board_, &why));
-  if (!c->board_) {
-    INFINICCL_INFO("no node-local sequence board (%s): the watchdog will not be able to "
-                   "name ranks that have not reached a call",
-                   why.c_str());
-  }
-  Watchdog::Watch(c.get());
+  INFINICCL_RETURN_IF_ERROR(c->FinishSetup());
   *out = std::move(c);
   return Status::Ok();
 }
 
-Status Communicator::CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out) {
+Status Communicator::CreateWithoutMpi(int rank, int size,
+                                      std::unique_ptr<Communicator> *out) {
   std::unique_ptr<Communicator> c(new Communicator());
   c->rank_ = rank;
   c->size_ = size;
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+Status Communicator::Split(const Communicator &parent, int color, int key,
+                           std::unique_ptr<Communicator> *out) {
+  if (!parent.has_mpi()) {
+    // Native CCL hook (see below): a CCL-only communicator
+    // (infinicclCommInitRank without MPI) can only be split by its CCL.
+    return Status(
+        infinicclNotSupported,
+        "splitting a communicator made without MPI (infinicclCommInitRank) needs "
+        "the native CCL's split, which is not wired yet");
+  }
+  std::unique_ptr<Communicator> c(new Communicator());
+  mpi::SerialLock lock;
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Comm_split(parent.comm_, color < 0 ? MPI_UNDEFINED : color, key, &c->comm_),
+      "MPI_Comm_split"));
+  if (c->comm_ == MPI_COMM_NULL) return Status::Ok();  // no color: no communicator
+  INFINICCL_RETURN_IF_ERROR(c->FinishSetup());
+  // Same process, same device: the binding is copied, not redone (SetDevice
+  // already ran for the parent). The staging pool is process-wide, so the
+  // child shares it as it is.
+  c->binding_ = parent.binding_;
+  // Native CCL hook: when the parent has a CCL communicator (NCCL, MCCL),
+  // split it here as well, natively where the CCL can (ncclCommSplit with
+  // the same color/key, which shares the parent's resources), and fall back
+  // to a new CCL communicator over the child's ranks otherwise; a rank
+  // without a color must still make the CCL's split call. Until then the
+  // child has no CCL backend and its device buffers take the MPI paths.
   *out = std::move(c);
   return Status::Ok();
 }
@@ -43,7 +88,35 @@ Communicator::~Communicator() {
   StagingPool::Global().ReleaseOwner(this);
   int finalized = 1;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  // An aborted communicator's MPI communicator is left to MPI_Finalize:
+  // freeing it is collective and its peers may never join.
+  if (comm_ != MPI_COMM_NULL && !finalized && !aborted()) {
+    mpi::SerialLock lock;
+    MPI_Comm_free(&comm_);
+  }
+}
+
+Communicator::CallGuard::~CallGuard() {
+  if (comm_ != nullptr) comm_->in_flight_.fetch_sub(1);
+}
+
+Status Communicator::Enter(const char *function, CallGuard *guard) {
+  // Counted before the flag is read, and MarkAborted sets the flag before
+  // reading the count (both sequentially consistent): an abort racing this
+  // call either sees it in flight or this call sees the abort.
+  in_flight_.fetch_add(1);
+  if (aborted_.load()) {
+    in_flight_.fetch_sub(1);
+    return Status(infinicclInvalidUsage,
+                  "the communicator was aborted (infinicclCommAbort); create a new one");
+  }
+  last_call_.store(function);
+  guard->comm_ = this;
+  return Status::Ok();
+}
+
+void Communicator::MarkAborted() {
+  aborted_.store(true);
 }
 
 void Communicator::SetLastError(const std::string &message) {
@@ -57,6 +130,11 @@ const char *Communicator::LastError() const {
 }
 
 void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
+  // Raw bits: the call is published before validation, so a C caller's
+  // out-of-range dtype/op may be here, which the enum type cannot hold.
+  int dtype, op;
+  std::memcpy(&dtype, &a.dtype, sizeof dtype);
+  std::memcpy(&op, &a.op, sizeof op);
   // Seqlock writer: idle (token 0) before the description changes, then
   // the new token once it is complete.
   inflight_.token.store(0, std::memory_order_relaxed);
@@ -64,8 +142,8 @@ void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
   inflight_.seq.store(call_seq, std::memory_order_relaxed);
   inflight_.count.store(a.count, std::memory_order_relaxed);
   inflight_.kind.store(static_cast<int>(a.kind), std::memory_order_relaxed);
-  inflight_.dtype.store(static_cast<int>(a.dtype), std::memory_order_relaxed);
-  inflight_.op.store(static_cast<int>(a.op), std::memory_order_relaxed);
+  inflight_.dtype.store(dtype, std::memory_order_relaxed);
+  inflight_.op.store(op, std::memory_order_relaxed);
   inflight_.root.store(a.root, std::memory_order_relaxed);
   inflight_.path.store(static_cast<int>(CallPath::kNone), std::memory_order_relaxed);
   inflight_.token.store(++calls_, std::memory_order_release);

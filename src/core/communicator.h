@@ -1,6 +1,8 @@
 // Communicator: what an infinicclComm_t names. Owns its MPI communicator and
 // backends (MPI always when made under MPI; a native CCL when its ranks are
-// bound to devices that have one); keeps the message of its last failed call.
+// bound to devices that have one); keeps the message of its last failed
+// call, the sequence number of its collectives, what is in flight, and
+// whether it was aborted (infinicclCommAbort).
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +27,11 @@ class Communicator {
  public:
   // Duplicates `parent` (collective over it) with MPI_ERRORS_RETURN set.
   static Status Create(MPI_Comm parent, std::unique_ptr<Communicator> *out);
+  // MPI_Comm_split of `parent` (collective over it): ranks ordered by key,
+  // then by rank in parent. color < 0 takes part but gets no communicator
+  // (*out stays null). The child keeps the parent's device binding.
+  static Status Split(const Communicator &parent, int color, int key,
+                      std::unique_ptr<Communicator> *out);
   // Without MPI (infinicclCommInitRank): only a CCL backend, set next.
   static Status CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out);
   ~Communicator();
@@ -57,9 +64,36 @@ class Communicator {
 
   // Sequence number of collective calls on this communicator (Send/Recv are
   // point-to-point and not counted): the api layer takes the next one once
-  // per collective that passed validation, so every rank numbers the same
-  // call alike. Used by the watchdog and INFINICCL_CHECK.
-  uint64_t NextSeq() { return ++seq; }
+  // per collective call that got past the handle check, rejected arguments
+  // and count 0 included, so every rank numbers the same call alike even
+  // when one rank's arguments are bad. Used by the watchdog and
+  // INFINICCL_CHECK; atomic because CommAbort reads it from another thread.
+  uint64_t NextSeq() { return seq_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  uint64_t seq() const { return seq_.load(std::memory_order_relaxed); }
+
+  // Calls in progress on this communicator, counted so that infinicclCommAbort
+  // can tell whether one is blocked. Enter() refuses once aborted.
+  class CallGuard {
+   public:
+    CallGuard() = default;
+    ~CallGuard();
+    CallGuard(const CallGuard &) = delete;
+    CallGuard &operator=(const CallGuard &) = delete;
+
+   private:
+    friend class Communicator;
+    Communicator *comm_ = nullptr;
+  };
+  Status Enter(const char *function, CallGuard *guard);
+  int calls_in_flight() const { return in_flight_.load(); }
+  // The function of the last call entered (for the abort report).
+  const char *last_call() const { return last_call_.load(); }
+
+  // infinicclCommAbort: refuse new calls, and never free the MPI
+  // communicator (MPI_Comm_free and MPI_Comm_disconnect are collective; an
+  // aborted communicator may have ranks that will never call them).
+  void MarkAborted();
+  bool aborted() const { return aborted_.load(); }
 
   // What is in flight, for the watchdog: Begin publishes the call (`seq` 0
   // for Send/Recv) and records this rank's arrival on the node's SeqBoard;
@@ -85,6 +119,7 @@ class Communicator {
 
  private:
   Communicator() = default;
+  Status FinishSetup();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -95,8 +130,11 @@ class Communicator {
   mutable std::mutex error_mutex_;
   std::string last_error_;
   std::atomic<unsigned long long> announced_{0};
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> aborted_{false};
+  std::atomic<const char *> last_call_{""};
   std::atomic<int> group_users_{0};
-  uint64_t seq = 0;     // only the calling thread touches it
   uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
   InFlight inflight_;
   std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable

@@ -13,6 +13,7 @@ namespace {
 const char *kDebug = "INFINICCL_DEBUG";
 const char *kDebugFile = "INFINICCL_DEBUG_FILE";
 const char *kAbort = "INFINICCL_ABORT_ON_ERROR";
+const char *kCheck = "INFINICCL_CHECK";
 const char *kDevice = "INFINICCL_DEVICE";
 const char *kLocalRank = "INFINICCL_LOCAL_RANK";
 const char *kStrict = "INFINICCL_STRICT_BINDING";
@@ -130,6 +131,10 @@ const std::vector<Config::Entry> &Config::Table() {
       {kAbort, "0",
        "1: abort the job (MPI_Abort) on the first failed call instead of "
        "returning an error code (fail-fast, for debugging)."},
+      {kCheck, "0",
+       "1: before each collective the ranks compare operation, sequence number, "
+       "count, datatype, op and root (one small MPI_Allgather); a mismatch returns "
+       "InvalidUsage on every rank, naming the field and the ranks."},
       {kDevice, "auto",
        "auto: use the vendor runtimes compiled in that find a device. sim: also "
        "enable the emulated device (host memory tracked as device memory, for "
@@ -185,6 +190,11 @@ Config Config::Parse(const Lookup &lookup) {
     if (!ParseBool(v, &c.abort_on_error)) {
       c.warnings.push_back(std::string(kAbort) + "='" + v +
                            "' is not 0/1 (or true/false, yes/no, on/off); using 0");
+    }
+  }
+  if (const char *v = lookup(kCheck)) {
+    if (!ParseBool(v, &c.check)) {
+      c.warnings.push_back(std::string(kCheck) + "='" + v + "' is not 0 or 1; using 0");
     }
   }
   if (const char *v = lookup(kDevice)) {
@@ -284,6 +294,7 @@ std::vector<std::string> Config::Describe() const {
       std::string(kDebug) + "=" + LogLevelName(log_level),
       std::string(kDebugFile) + "=" + log_file,
       std::string(kAbort) + "=" + (abort_on_error ? "1" : "0"),
+      std::string(kCheck) + "=" + (check ? "1" : "0"),
       std::string(kDevice) + "=" + device,
       std::string(kLocalRank) + "=" + local_rank,
       std::string(kStrict) + "=" + (strict_binding ? "1" : "0"),

@@ -15,6 +15,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarn;  // INFINICCL_DEBUG
   std::string log_file;                  // INFINICCL_DEBUG_FILE
   bool abort_on_error = false;           // INFINICCL_ABORT_ON_ERROR
+  bool check = false;                    // INFINICCL_CHECK
   std::string device = "auto";           // INFINICCL_DEVICE
   std::string local_rank;                // INFINICCL_LOCAL_RANK ("" = launcher)
   bool strict_binding = false;           // INFINICCL_STRICT_BINDING

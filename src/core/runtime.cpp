@@ -7,8 +7,10 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backend/mpi/mpi_error.h"
+#include "backend/mpi/mpi_thread.h"
 #include "backend/mpi/mpi_types.h"
 #include "core/log.h"
 #include "core/watchdog.h"
@@ -28,6 +30,7 @@ struct State {
   int world_size = 1;
   uintptr_t next_handle = 1;
   std::unordered_map<uintptr_t, std::shared_ptr<Communicator>> comms;
+  std::unordered_set<uintptr_t> aborted;  // handles given to infinicclCommAbort
 };
 
 State &S() {
@@ -36,6 +39,16 @@ State &S() {
 }
 
 uintptr_t HandleValue(infinicclComm_t h) { return reinterpret_cast<uintptr_t>(h); }
+
+const char *ThreadLevelName(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "unknown";
+}
 
 }  // namespace
 
@@ -77,6 +90,7 @@ Status Runtime::Init(int *argc, char ***argv) {
     return st;
   }
   StagingPool::Global().ResetCounters();
+  mpi::SetSerialized(provided < MPI_THREAD_MULTIPLE);
   s.phase = Phase::kActive;
 
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -87,6 +101,13 @@ Status Runtime::Init(int *argc, char ***argv) {
                  INFINICCL_MAJOR, INFINICCL_MINOR, INFINICCL_PATCH, s.world_size,
                  s.owns_mpi ? "started by InfiniCCL" : "started by the application",
                  version, provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    INFINICCL_INFO("MPI provides %s, not MPI_THREAD_MULTIPLE: InfiniCCL serialises its "
+                   "MPI calls with one process-wide lock (collectives become nonblocking "
+                   "calls polled under it), so calls from several threads are safe but "
+                   "do not run concurrently; initialise MPI with MPI_THREAD_MULTIPLE for that",
+                   ThreadLevelName(provided));
+  }
   return Status::Ok();
 }
 
@@ -113,6 +134,7 @@ Status Runtime::Finalize() {
   leftover.clear();  // frees their MPI communicators while MPI is still up
   StagingPool::Global().Trim();
   MpiTypeTable::Destroy();
+  mpi::SetSerialized(false);
   if (s.owns_mpi) {
     INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));
   }
@@ -155,11 +177,17 @@ Status Runtime::Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *ou
     *out = it->second;
     return Status::Ok();
   }
+  if (s.aborted.count(h) != 0) {
+    return MakeStatus(infinicclInvalidUsage,
+                      "comm %p was aborted (infinicclCommAbort); create a new communicator",
+                      handle);
+  }
   if (h < s.next_handle) {
     return MakeStatus(infinicclInvalidUsage, "comm %p was already destroyed", handle);
   }
   return MakeStatus(infinicclInvalidArgument,
-                    "comm %p is not a communicator created by infinicclCommInitAll",
+                    "comm %p is not a communicator created by infinicclCommInitAll or "
+                    "infinicclCommSplit",
                     handle);
 }
 
@@ -179,6 +207,25 @@ Status Runtime::Unregister(infinicclComm_t handle) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.comms.erase(HandleValue(handle));
+  return Status::Ok();
+}
+
+Status Runtime::Abort(infinicclComm_t handle, std::shared_ptr<Communicator> *out) {
+  INFINICCL_RETURN_IF_ERROR(Lookup(handle, out));  // the error message, if any
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Two threads aborting (or destroying) the same handle at once: only the
+  // first one that gets here succeeds.
+  auto it = s.comms.find(HandleValue(handle));
+  if (it == s.comms.end() || it->second != *out) {
+    out->reset();
+    return MakeStatus(infinicclInvalidUsage,
+                      "comm %p was destroyed or aborted by another thread", handle);
+  }
+  // Marked under the registry lock, so no Lookup after this returns the comm.
+  (*out)->MarkAborted();
+  s.comms.erase(it);
+  s.aborted.insert(HandleValue(handle));
   return Status::Ok();
 }
 

@@ -35,6 +35,10 @@ class Runtime {
   static Status LookupUsable(infinicclComm_t handle, std::shared_ptr<Communicator> *out);
   // Removes it; the communicator is freed when the last in-flight call ends.
   static Status Unregister(infinicclComm_t handle);
+  // infinicclCommAbort: marks the communicator aborted and removes its
+  // handle, which Lookup then reports as aborted. `out` keeps it alive for
+  // the caller, who decides what to do about calls still in flight.
+  static Status Abort(infinicclComm_t handle, std::shared_ptr<Communicator> *out);
 };
 
 }  // namespace infiniccl

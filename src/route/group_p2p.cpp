@@ -6,6 +6,7 @@
 #include "backend/mpi/large_count.h"
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_error.h"
+#include "backend/mpi/mpi_thread.h"
 #include "backend/mpi/mpi_types.h"
 #include "core/dtype.h"
 
@@ -24,6 +25,7 @@ class WorldErrorsReturn {
  public:
   WorldErrorsReturn() {
 #ifdef MPICH_VERSION
+    mpi::SerialLock lock;
     if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved_) == MPI_SUCCESS) {
       MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     } else {
@@ -33,6 +35,7 @@ class WorldErrorsReturn {
   }
   ~WorldErrorsReturn() {
     if (saved_ != MPI_ERRHANDLER_NULL) {
+      mpi::SerialLock lock;
       MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved_);
       MPI_Errhandler_free(&saved_);
     }
@@ -57,6 +60,7 @@ GroupP2p::~GroupP2p() {
   int finalized = 1;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  mpi::SerialLock lock;
   for (const Op &op : ops_) {
     for (size_t i = op.first_req; i < op.end_req; ++i) {
       if (reqs_[i] == MPI_REQUEST_NULL) continue;
@@ -158,7 +162,10 @@ Status GroupP2p::Complete() {
   for (size_t k = 0; k < ops_.size(); ++k) {
     const Op &op = ops_[k];
     for (size_t i = op.first_req; i < op.end_req; ++i) {
-      const int rc = MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE);
+      // Serialised (below MPI_THREAD_MULTIPLE): polled under the library's
+      // lock, never held across the wait (mpi_thread.h).
+      const int rc = mpi::Serialized() ? mpi::WaitSerialized(&reqs_[i])
+                                       : MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE);
       if (rc == MPI_SUCCESS) continue;
       ok[k] = false;
       if (first.ok()) {

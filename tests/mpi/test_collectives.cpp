@@ -5,9 +5,11 @@
 // and buffers a collective must not write (send buffers, recvbuff at a
 // non-root of Reduce/Gather) are checked to be unchanged.
 //
-// Usage: test_collectives [--large-count=N] [CollectiveName...]
-// (default: all collectives); ITEST_VERBOSE=1 in the environment prints each
-// case as it starts.
+// Usage: test_collectives [--large-count=N] [--mpi-thread=serialized]
+// [CollectiveName...] (default: all collectives); ITEST_VERBOSE=1 in the
+// environment prints each case as it starts. --mpi-thread=serialized starts
+// MPI at MPI_THREAD_SERIALIZED before infinicclInit, so every collective
+// takes the library's serialised (nonblocking, polled) path.
 #include <mpi.h>
 
 #include <cinttypes>
@@ -376,6 +378,14 @@ void CheckCodecs() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  bool own_mpi = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--mpi-thread=serialized") {
+      int provided = 0;
+      MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+      own_mpi = true;
+    }
+  }
   if (infinicclInit(&argc, &argv) != infinicclSuccess) {
     std::fprintf(stderr, "infinicclInit failed: %s\n", SafeLastError());
     return 2;
@@ -408,6 +418,8 @@ int main(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg.rfind("--large-count=", 0) == 0)
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
+    else if (arg.rfind("--mpi-thread=", 0) == 0)
+      continue;
     else
       only.insert(arg);
   }
@@ -434,5 +446,6 @@ int main(int argc, char **argv) {
   }
   if (w.rank == 0 && total != 0) std::printf("test_collectives: %ld failures in all ranks\n", total);
   CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  if (own_mpi) MPI_Finalize();
   return g_failures == 0 && total == 0 ? 0 : 1;
 }

@@ -9,6 +9,9 @@
 //          without Start, an error at completion (a Recv shorter than its
 //          message), CommDestroy and Finalize refused inside a group, and
 //          zero staging copies for host buffers.
+//   host-serialized - the same, with MPI started by the test at
+//          MPI_THREAD_SERIALIZED, so the library's serialised path (posting
+//          under its lock, polled waits at GroupEnd) is the one exercised.
 //   sim  - the same ring on EMULATED device buffers (staged): exact values
 //          and exact staging counters (one D2H copy per Send, one H2D per
 //          Recv, done by GroupEnd).
@@ -266,6 +269,11 @@ void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
 
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "host";
+  const bool own_mpi = mode == "host-serialized";
+  if (own_mpi) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  }
   if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
   if (mode == "sim" || mode == "sim-direct") {
     g_sim = static_cast<infiniccl::SimRuntime *>(&infiniccl::DeviceRegistry::EnableSim());
@@ -292,5 +300,6 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) std::printf("test_group %s: %ld failures\n", mode.c_str(), total);
   if (infinicclFinalize() != infinicclSuccess) return 1;
+  if (own_mpi) MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

@@ -20,6 +20,7 @@ CHECK(num_types, infinicclNumTypes == 12);
 CHECK(ops, infinicclSum == 0 && infinicclProd == 1 && infinicclMax == 2 &&
                infinicclMin == 3 && infinicclAvg == 4 && infinicclNumOps == 5);
 CHECK(unique_id, sizeof(infinicclUniqueId) == INFINICCL_UNIQUE_ID_BYTES);
+CHECK(split_nocolor, INFINICCL_SPLIT_NOCOLOR == -1);
 CHECK(version, INFINICCL_VERSION_CODE ==
                    INFINICCL_MAJOR * 10000 + INFINICCL_MINOR * 100 + INFINICCL_PATCH);
 
@@ -38,6 +39,7 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclRecv,         (AnyFunction)infinicclGetErrorString,
     (AnyFunction)infinicclGetLastError, (AnyFunction)infinicclGetVersion,
     (AnyFunction)infinicclCommCount,    (AnyFunction)infinicclCommUserRank,
+    (AnyFunction)infinicclCommSplit,    (AnyFunction)infinicclCommAbort,
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
 };
 
@@ -72,7 +74,7 @@ int main(void) {
   for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == NULL) return 10;
   }
-  if (sizeof kFunctions / sizeof kFunctions[0] != 26) return 11;
+  if (sizeof kFunctions / sizeof kFunctions[0] != 28) return 11;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL) return 13;
   if (comm != NULL) return 14;

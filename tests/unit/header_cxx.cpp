@@ -59,6 +59,8 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclGetVersion),
     reinterpret_cast<AnyFunction>(&infinicclCommCount),
     reinterpret_cast<AnyFunction>(&infinicclCommUserRank),
+    reinterpret_cast<AnyFunction>(&infinicclCommSplit),
+    reinterpret_cast<AnyFunction>(&infinicclCommAbort),
     reinterpret_cast<AnyFunction>(&infinicclGroupStart),
     reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
 };

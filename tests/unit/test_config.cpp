@@ -86,6 +86,17 @@ TEST(Config, AbortOnErrorSpellings) {
   }
 }
 
+TEST(Config, CheckIsOffByDefaultAndABoolean) {
+  EXPECT_FALSE(FakeEnv().Parse().check);
+  EXPECT_TRUE(ParseWith("INFINICCL_CHECK", "1").check);
+  EXPECT_TRUE(ParseWith("INFINICCL_CHECK", "on").check);
+  EXPECT_FALSE(ParseWith("INFINICCL_CHECK", "0").check);
+  const Config c = ParseWith("INFINICCL_CHECK", "2");
+  EXPECT_FALSE(c.check);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("INFINICCL_CHECK"), std::string::npos) << c.warnings[0];
+}
+
 TEST(Config, InvalidAbortOnErrorWarnsAndKeepsDefault) {
   for (const char *value : {"2", "maybe", "-1", "truee", " 1", "y"}) {
     const Config c = ParseWith("INFINICCL_ABORT_ON_ERROR", value);

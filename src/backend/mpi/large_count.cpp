@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstring>
 
+#include "backend/mpi/mpi_thread.h"
+
 namespace infiniccl::mpi {
 
 #if MPI_VERSION >= 4
@@ -11,46 +13,82 @@ namespace infiniccl::mpi {
 // MPI-4: every call takes MPI_Count directly.
 int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
               MPI_Comm c) {
-  return MPI_Allreduce_c(s, r, static_cast<MPI_Count>(n), t, op, c);
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallreduce_c(s, r, k, t, op, c, q); });
+  return MPI_Allreduce_c(s, r, k, t, op, c);
 }
-int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
-           int root, MPI_Comm c) {
-  return MPI_Reduce_c(s, r, static_cast<MPI_Count>(n), t, op, root, c);
+int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op, int root,
+           MPI_Comm c) {
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ireduce_c(s, r, k, t, op, root, c, q); });
+  return MPI_Reduce_c(s, r, k, t, op, root, c);
 }
 int Bcast(void *b, size_t n, MPI_Datatype t, size_t, int root, MPI_Comm c) {
-  return MPI_Bcast_c(b, static_cast<MPI_Count>(n), t, root, c);
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast_c(b, k, t, root, c, q); });
+  return MPI_Bcast_c(b, k, t, root, c);
 }
 int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallgather_c(s, k, t, r, k, t, c, q); });
   return MPI_Allgather_c(s, k, t, r, k, t, c);
 }
 int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
            MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Igather_c(s, k, t, r, k, t, root, c, q); });
   return MPI_Gather_c(s, k, t, r, k, t, root, c);
 }
 int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
             MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iscatter_c(s, k, t, r, k, t, root, c, q); });
   return MPI_Scatter_c(s, k, t, r, k, t, root, c);
 }
 int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ialltoall_c(s, k, t, r, k, t, c, q); });
   return MPI_Alltoall_c(s, k, t, r, k, t, c);
 }
 int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t,
                        MPI_Op op, MPI_Comm c) {
-  return MPI_Reduce_scatter_block_c(s, r, static_cast<MPI_Count>(n), t, op, c);
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) {
+      return MPI_Ireduce_scatter_block_c(s, r, k, t, op, c, q);
+    });
+  return MPI_Reduce_scatter_block_c(s, r, k, t, op, c);
 }
-int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag,
-         MPI_Comm c) {
-  return MPI_Send_c(b, static_cast<MPI_Count>(n), t, peer, tag, c);
+int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Isend_c(b, k, t, peer, tag, c, q); });
+  return MPI_Send_c(b, k, t, peer, tag, c);
 }
 int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
-  return MPI_Recv_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
+  const MPI_Count k = static_cast<MPI_Count>(n);
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); });
+  return MPI_Recv_c(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
 }
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
+  SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
   MPI_Request r = MPI_REQUEST_NULL;
   const int rc = MPI_Isend_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, &r);
   if (rc == MPI_SUCCESS) reqs->push_back(r);
@@ -58,6 +96,7 @@ int Isend(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MP
 }
 int Irecv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
+  SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
   MPI_Request r = MPI_REQUEST_NULL;
   const int rc = MPI_Irecv_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, &r);
   if (rc == MPI_SUCCESS) reqs->push_back(r);
@@ -71,7 +110,79 @@ namespace {
 // Chunks are a power of two so that every chunk but the last stays aligned.
 constexpr size_t kChunk = size_t{1} << 30;
 
-bool FitsInt(size_t n) { return n <= static_cast<size_t>(INT_MAX); }
+// The int-count MPI calls: blocking, or posted and polled when serialised
+// (mpi_thread.h).
+namespace i32 {
+int Allreduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallreduce(s, r, k, t, op, c, q); });
+  return MPI_Allreduce(s, r, k, t, op, c);
+}
+int Reduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, int root,
+           MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ireduce(s, r, k, t, op, root, c, q); });
+  return MPI_Reduce(s, r, k, t, op, root, c);
+}
+int Bcast(void *b, int k, MPI_Datatype t, int root, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast(b, k, t, root, c, q); });
+  return MPI_Bcast(b, k, t, root, c);
+}
+int Allgather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+              MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iallgather(s, sk, st, r, rk, rt, c, q); });
+  return MPI_Allgather(s, sk, st, r, rk, rt, c);
+}
+int Gather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+           int root, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Igather(s, sk, st, r, rk, rt, root, c, q); });
+  return MPI_Gather(s, sk, st, r, rk, rt, root, c);
+}
+int Scatter(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+            int root, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Iscatter(s, sk, st, r, rk, rt, root, c, q); });
+  return MPI_Scatter(s, sk, st, r, rk, rt, root, c);
+}
+int Alltoall(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
+             MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ialltoall(s, sk, st, r, rk, rt, c, q); });
+  return MPI_Alltoall(s, sk, st, r, rk, rt, c);
+}
+int ReduceScatterBlock(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op,
+                       MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Ireduce_scatter_block(s, r, k, t, op, c, q); });
+  return MPI_Reduce_scatter_block(s, r, k, t, op, c);
+}
+int Send(const void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Isend(b, k, t, peer, tag, c, q); });
+  return MPI_Send(b, k, t, peer, tag, c);
+}
+int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *) {
+  if (Serialized())
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); });
+  return MPI_Recv(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
+}
+}  // namespace i32
+
+bool FitsInt(size_t n) {
+  return n <= static_cast<size_t>(INT_MAX);
+}
 
 const void *Offset(const void *p, size_t bytes) {
   if (p == MPI_IN_PLACE) return p;
@@ -87,6 +198,7 @@ void *Offset(void *p, size_t bytes) {
 class BigType {
  public:
   BigType(size_t n, MPI_Datatype t, size_t elem) {
+    SerialLock lock;
     const size_t q = n / kChunk, r = n % kChunk;
     MPI_Datatype blocks = MPI_DATATYPE_NULL, rest = MPI_DATATYPE_NULL, whole;
     rc_ = MPI_Type_vector(static_cast<int>(q), static_cast<int>(kChunk),
@@ -108,6 +220,7 @@ class BigType {
     MPI_Type_free(&blocks);
   }
   ~BigType() {
+    SerialLock lock;
     if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
   }
   BigType(const BigType &) = delete;
@@ -135,84 +248,85 @@ int Chunked(size_t n, Fn fn) {
 
 int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Op op,
               MPI_Comm c) {
-  if (FitsInt(n)) return MPI_Allreduce(s, r, static_cast<int>(n), t, op, c);
+  if (FitsInt(n)) return i32::Allreduce(s, r, static_cast<int>(n), t, op, c);
   return Chunked(n, [&](size_t off, size_t k) {
-    return MPI_Allreduce(Offset(s, off * elem), Offset(r, off * elem),
-                         static_cast<int>(k), t, op, c);
+    return i32::Allreduce(Offset(s, off * elem), Offset(r, off * elem),
+                          static_cast<int>(k), t, op, c);
   });
 }
 
 int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Op op,
            int root, MPI_Comm c) {
-  if (FitsInt(n)) return MPI_Reduce(s, r, static_cast<int>(n), t, op, root, c);
+  if (FitsInt(n)) return i32::Reduce(s, r, static_cast<int>(n), t, op, root, c);
   return Chunked(n, [&](size_t off, size_t k) {
     void *rr = r == nullptr ? nullptr : Offset(r, off * elem);
-    return MPI_Reduce(Offset(s, off * elem), rr, static_cast<int>(k), t, op, root, c);
+    return i32::Reduce(Offset(s, off * elem), rr, static_cast<int>(k), t, op, root, c);
   });
 }
 
 int Bcast(void *b, size_t n, MPI_Datatype t, size_t elem, int root, MPI_Comm c) {
-  if (FitsInt(n)) return MPI_Bcast(b, static_cast<int>(n), t, root, c);
+  if (FitsInt(n)) return i32::Bcast(b, static_cast<int>(n), t, root, c);
   return Chunked(n, [&](size_t off, size_t k) {
-    return MPI_Bcast(Offset(b, off * elem), static_cast<int>(k), t, root, c);
+    return i32::Bcast(Offset(b, off * elem), static_cast<int>(k), t, root, c);
   });
 }
 
-int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
-              MPI_Comm c) {
+int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Comm c) {
   if (FitsInt(n)) {
     const int k = static_cast<int>(n);
-    return MPI_Allgather(s, k, t, r, k, t, c);
+    return i32::Allgather(s, k, t, r, k, t, c);
   }
   BigType big(n, t, elem);
   if (big.rc() != MPI_SUCCESS) return big.rc();
-  return MPI_Allgather(s, 1, big.type(), r, 1, big.type(), c);
+  return i32::Allgather(s, 1, big.type(), r, 1, big.type(), c);
 }
 
 int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int root,
            MPI_Comm c) {
   if (FitsInt(n)) {
     const int k = static_cast<int>(n);
-    return MPI_Gather(s, k, t, r, k, t, root, c);
+    return i32::Gather(s, k, t, r, k, t, root, c);
   }
   BigType big(n, t, elem);
   if (big.rc() != MPI_SUCCESS) return big.rc();
-  return MPI_Gather(s, 1, big.type(), r, 1, big.type(), root, c);
+  return i32::Gather(s, 1, big.type(), r, 1, big.type(), root, c);
 }
 
 int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int root,
             MPI_Comm c) {
   if (FitsInt(n)) {
     const int k = static_cast<int>(n);
-    return MPI_Scatter(s, k, t, r, k, t, root, c);
+    return i32::Scatter(s, k, t, r, k, t, root, c);
   }
   BigType big(n, t, elem);
   if (big.rc() != MPI_SUCCESS) return big.rc();
-  return MPI_Scatter(s, 1, big.type(), r, 1, big.type(), root, c);
+  return i32::Scatter(s, 1, big.type(), r, 1, big.type(), root, c);
 }
 
-int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
-             MPI_Comm c) {
+int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Comm c) {
   if (FitsInt(n)) {
     const int k = static_cast<int>(n);
-    return MPI_Alltoall(s, k, t, r, k, t, c);
+    return i32::Alltoall(s, k, t, r, k, t, c);
   }
   BigType big(n, t, elem);
   if (big.rc() != MPI_SUCCESS) return big.rc();
-  return MPI_Alltoall(s, 1, big.type(), r, 1, big.type(), c);
+  return i32::Alltoall(s, 1, big.type(), r, 1, big.type(), c);
 }
 
 int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
                        MPI_Op op, MPI_Comm c) {
   if (FitsInt(n)) {
-    return MPI_Reduce_scatter_block(s, r, static_cast<int>(n), t, op, c);
+    return i32::ReduceScatterBlock(s, r, static_cast<int>(n), t, op, c);
   }
   // Predefined ops cannot reduce derived datatypes, so reduce block by block
   // to its owner, in chunks. In place, the input is in recvbuf and the owner's
   // result goes to the start of recvbuf, as MPI_Reduce_scatter_block does.
   int rank = 0, size = 0;
-  MPI_Comm_rank(c, &rank);
-  MPI_Comm_size(c, &size);
+  {
+    SerialLock lock;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &size);
+  }
   const bool in_place = s == MPI_IN_PLACE;
   const char *input = static_cast<const char *>(in_place ? r : s);
   for (int b = 0; b < size; ++b) {
@@ -226,8 +340,8 @@ int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t 
         send = MPI_IN_PLACE;
         recv = const_cast<char *>(block) + off * elem;
       }
-      return MPI_Reduce(send, b == rank ? recv : nullptr, static_cast<int>(k), t, op,
-                        b, c);
+      return i32::Reduce(send, b == rank ? recv : nullptr, static_cast<int>(k), t, op, b,
+                         c);
     });
     if (rc != MPI_SUCCESS) return rc;
   }
@@ -239,26 +353,26 @@ int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t 
 
 int Send(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
          MPI_Comm c) {
-  if (FitsInt(n)) return MPI_Send(b, static_cast<int>(n), t, peer, tag, c);
+  if (FitsInt(n)) return i32::Send(b, static_cast<int>(n), t, peer, tag, c);
   return Chunked(n, [&](size_t off, size_t k) {
-    return MPI_Send(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c);
+    return i32::Send(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c);
   });
 }
 
-int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
-         MPI_Comm c) {
+int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c) {
   if (FitsInt(n)) {
-    return MPI_Recv(b, static_cast<int>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
+    return i32::Recv(b, static_cast<int>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
   }
   return Chunked(n, [&](size_t off, size_t k) {
-    return MPI_Recv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c,
-                    MPI_STATUS_IGNORE);
+    return i32::Recv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c,
+                     MPI_STATUS_IGNORE);
   });
 }
 
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
           MPI_Comm c, std::vector<MPI_Request> *reqs) {
   return Chunked(n, [&](size_t off, size_t k) {
+    SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
     MPI_Request r = MPI_REQUEST_NULL;
     const int rc =
         MPI_Isend(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c, &r);
@@ -270,6 +384,7 @@ int Isend(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int ta
 int Irecv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
   return Chunked(n, [&](size_t off, size_t k) {
+    SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
     MPI_Request r = MPI_REQUEST_NULL;
     const int rc =
         MPI_Irecv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c, &r);

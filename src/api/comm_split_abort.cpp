@@ -1,0 +1,103 @@
+// infinicclCommSplit and infinicclCommAbort: making a communicator from
+// another, and giving one up without the other ranks.
+#include <infiniccl/infiniccl.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "api/api_call.h"
+#include "core/log.h"
+#include "core/runtime.h"
+
+using namespace infiniccl;
+
+namespace {
+
+// How long CommAbort lets a call that is still running on the communicator
+// finish by itself before ending the job: long enough for a call that was
+// merely about to return, short next to any timeout a user would set.
+constexpr std::chrono::milliseconds kAbortGrace{1000};
+
+}  // namespace
+
+extern "C" {
+
+infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
+                                     infinicclComm_t *newcomm) {
+  return ApiCall("infinicclCommSplit", [&](CallContext &ctx) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    if (newcomm != nullptr) *newcomm = nullptr;
+    Communicator::CallGuard guard;
+    INFINICCL_RETURN_IF_ERROR(ctx.comm->Enter("infinicclCommSplit", &guard));
+    // A NULL newcomm still takes part (without a color): the split is
+    // collective, and the other ranks would otherwise wait for this one.
+    std::unique_ptr<Communicator> child;
+    INFINICCL_RETURN_IF_ERROR(
+        Communicator::Split(*ctx.comm, newcomm == nullptr ? -1 : color, key, &child));
+    if (newcomm == nullptr) {
+      return Status(infinicclInvalidArgument,
+                    "newcomm is NULL (this rank took part in the split without a color)");
+    }
+    if (child == nullptr) {
+      INFINICCL_INFO("CommSplit: color %d key %d: no communicator (negative color)",
+                     color, key);
+      return Status::Ok();
+    }
+    INFINICCL_INFO(
+        "CommSplit: color %d key %d: rank %d of %d (rank %d of %d in the parent)", color,
+        key, child->rank(), child->size(), ctx.comm->rank(), ctx.comm->size());
+    *newcomm = Runtime::Register(std::move(child));
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
+  return ApiCall("infinicclCommAbort", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    std::shared_ptr<Communicator> c;
+    INFINICCL_RETURN_IF_ERROR(Runtime::Abort(comm, &c));
+    // Send/Recv posted in a group that has not ended are calls in flight as
+    // well: their MPI requests cannot be withdrawn either.
+    auto busy = [&] { return c->calls_in_flight() + c->group_users(); };
+    const auto deadline = std::chrono::steady_clock::now() + kAbortGrace;
+    while (busy() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (busy() > 0) {
+      // MPI cannot cancel a blocking (or started nonblocking) collective, and
+      // leaving the thread blocked forever is the hang the abort was called
+      // to end. NCCL's abort makes the blocked call return; the nearest MPI
+      // can do is end the job, which is also what NCCL users do next.
+      LogPrint(LogLevel::kWarn,
+               "infinicclCommAbort: comm %p (rank %d of %d) still has %d call(s) in "
+               "flight (or in an open group) after %lld ms (last entered: %s, collective "
+               "sequence number %llu); "
+               "MPI cannot cancel it, so the job ends now through MPI_Abort on this "
+               "communicator",
+               comm, c->rank(), c->size(), busy(),
+               static_cast<long long>(kAbortGrace.count()), c->last_call(),
+               static_cast<unsigned long long>(c->seq()));
+      // A communicator made without MPI (CCL only) has no MPI communicator
+      // of its own: the world's, when MPI runs at all.
+      int up = 0, down = 1;
+      MPI_Initialized(&up);
+      MPI_Finalized(&down);
+      if (c->has_mpi()) MPI_Abort(c->mpi_comm(), 1);
+      if (up && !down) MPI_Abort(MPI_COMM_WORLD, 1);
+      std::_Exit(1);
+    }
+    INFINICCL_INFO(
+        "CommAbort: comm %p aborted (rank %d of %d); its MPI communicator is "
+        "left to MPI_Finalize",
+        comm, c->rank(), c->size());
+    // `c` goes here: backends and staging buffers freed. Native CCL hook: an
+    // aborted communicator's CCL communicator should be aborted
+    // (ncclCommAbort) rather than destroyed, which waits for queued work.
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,124 @@
+#include "api/cross_check.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/mpi/large_count.h"
+#include "backend/mpi/mpi_error.h"
+#include "core/dtype.h"
+
+namespace infiniccl {
+
+namespace {
+
+// Compared in this order; only the first field that differs is reported,
+// since later differences usually follow from it (another operation has
+// another count).
+enum Field { kOperation, kSequence, kArguments, kCount, kDtype, kOp, kRoot, kNumFields };
+const char *const kFieldNames[kNumFields] = {
+    "operation", "sequence number", "argument validation", "count", "datatype", "op",
+    "root"};
+const char *const kValueNames[kNumFields] = {"",         "seq", "",    "count",
+                                             "datatype", "op",  "root"};
+
+std::string Value(Field f, int64_t v) {
+  char buf[64];
+  switch (f) {
+    case kOperation:
+      return v >= 0 && v < kNumCollKinds ? CollKindName(static_cast<CollKind>(v)) : "?";
+    case kArguments: return v ? "valid" : "rejected";
+    case kDtype:
+      if (!IsValidDataType(static_cast<int>(v))) break;
+      return DataTypeName(static_cast<infinicclDataType_t>(v));
+    case kOp:
+      if (v == -1) return "none";
+      if (!IsValidRedOp(static_cast<int>(v))) break;
+      return RedOpName(static_cast<infinicclRedOp_t>(v));
+    case kRoot:
+      if (v == -1) return "none";
+      break;
+    default: break;
+  }
+  std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+  return buf;
+}
+
+// "0-2,5": ranks as ranges, so the message stays short at scale.
+std::string RankList(const std::vector<int> &ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// "count differs: rank 0,2 count=1024, rank 1 count=2048"
+std::string Describe(Field f, const std::vector<int64_t> &all, int size) {
+  std::vector<int64_t> values;
+  std::vector<std::vector<int>> groups;
+  for (int r = 0; r < size; ++r) {
+    const int64_t v = all[static_cast<size_t>(r) * kNumFields + f];
+    size_t g = 0;
+    while (g < values.size() && values[g] != v) ++g;
+    if (g == values.size()) {
+      values.push_back(v);
+      groups.emplace_back();
+    }
+    groups[g].push_back(r);
+  }
+  std::string msg = std::string(kFieldNames[f]) + " differs:";
+  constexpr size_t kMaxGroups = 8;
+  for (size_t g = 0; g < values.size() && g < kMaxGroups; ++g) {
+    msg += (g == 0 ? " rank " : ", rank ") + RankList(groups[g]) + " " +
+           (*kValueNames[f] ? std::string(kValueNames[f]) + "=" : std::string()) +
+           Value(f, values[g]);
+  }
+  if (values.size() > kMaxGroups) msg += ", ...";
+  return msg;
+}
+
+}  // namespace
+
+Status CrossCheck(Communicator &comm, const CollArgs &a, uint64_t seq, bool args_valid) {
+  if (comm.size() == 1) return Status::Ok();
+  int dtype, op;  // raw bits: a C caller may pass any int
+  std::memcpy(&dtype, &a.dtype, sizeof dtype);
+  std::memcpy(&op, &a.op, sizeof op);
+  const int64_t mine[kNumFields] = {
+      static_cast<int64_t>(a.kind),
+      static_cast<int64_t>(seq),
+      args_valid ? 1 : 0,
+      static_cast<int64_t>(a.count),
+      dtype,
+      IsReduction(a.kind) ? op : -1,
+      IsRooted(a.kind) ? a.root : -1,
+  };
+  std::vector<int64_t> all(static_cast<size_t>(comm.size()) * kNumFields);
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(mpi::Allgather(mine, all.data(), kNumFields, MPI_INT64_T, sizeof(int64_t),
+                              comm.mpi_comm()),
+               "MPI_Allgather (INFINICCL_CHECK)"));
+  for (int f = 0; f < kNumFields; ++f) {
+    for (int r = 1; r < comm.size(); ++r) {
+      if (all[static_cast<size_t>(r) * kNumFields + f] != all[f]) {
+        return MakeStatus(infinicclInvalidUsage,
+                          "INFINICCL_CHECK: %s (this is rank %d; the call was not run on "
+                          "any rank)",
+                          Describe(static_cast<Field>(f), all, comm.size()).c_str(),
+                          comm.rank());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace infiniccl

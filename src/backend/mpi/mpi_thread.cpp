@@ -1,0 +1,54 @@
+#include "backend/mpi/mpi_thread.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace infiniccl::mpi {
+
+namespace {
+
+std::atomic<bool> g_serialized{false};
+
+std::recursive_mutex &Mutex() {
+  static std::recursive_mutex *m = new std::recursive_mutex();  // usable at exit
+  return *m;
+}
+
+}  // namespace
+
+void SetSerialized(bool on) {
+  g_serialized.store(on, std::memory_order_release);
+}
+bool Serialized() {
+  return g_serialized.load(std::memory_order_acquire);
+}
+
+SerialLock::SerialLock() : held_(Serialized()) {
+  if (held_) Mutex().lock();
+}
+
+SerialLock::~SerialLock() {
+  if (held_) Mutex().unlock();
+}
+
+int WaitSerialized(MPI_Request *req) {
+  // Yield first (a collective of a few bytes completes within a few polls),
+  // then sleep briefly so that waiting threads leave the cores to the ranks
+  // doing the work on an oversubscribed node.
+  for (unsigned polls = 0;; ++polls) {
+    int done = 0, rc;
+    {
+      std::lock_guard<std::recursive_mutex> lock(Mutex());
+      rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    }
+    if (rc != MPI_SUCCESS || done) return rc;
+    if (polls < 1000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+}  // namespace infiniccl::mpi

@@ -1,0 +1,147 @@
+// infinicclCommAbort.
+//   local     (1-3 ranks): abort after an error, on every rank or on one
+//             rank only, from another thread; later calls on the handle
+//             return InvalidUsage saying it was aborted; other
+//             communicators keep working with exact values.
+//   inflight  (2 ranks): rank 0 aborts while its other thread is blocked in
+//             an AllReduce that rank 1 never joins. MPI cannot cancel it, so
+//             the job must end (MPI_Abort) after the library's log line;
+//             ctest passes on that line (PASS_REGULAR_EXPRESSION).
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+
+#include "test_util.h"
+
+using namespace itest;
+
+namespace {
+
+int g_n = 1;
+
+bool SaysAborted(const char *msg) {
+  return msg != nullptr && std::strstr(msg, "aborted") != nullptr;
+}
+
+void ExpectSum(infinicclComm_t c, const char *what) {
+  int64_t v = g_rank + 1;
+  CHECK_RC(infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, c, nullptr),
+           infinicclSuccess);
+  CHECK(v == int64_t(g_n) * (g_n + 1) / 2, "%s: AllReduce gave %lld", what, (long long)v);
+}
+
+// Every entry point that takes the handle refuses it, saying why.
+void ExpectAborted(infinicclComm_t c) {
+  int64_t v = 1;
+  int n = -1;
+  infinicclComm_t child = nullptr;
+  CHECK_RC(infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, c, nullptr),
+           infinicclInvalidUsage);
+  CHECK(SaysAborted(SafeLastError()), "%s", SafeLastError());
+  CHECK(std::strstr(SafeLastError(), "infinicclAllReduce") != nullptr, "%s",
+        SafeLastError());
+  CHECK_RC(infinicclBcast(&v, 1, infinicclInt64, 0, c, nullptr), infinicclInvalidUsage);
+  CHECK_RC(infinicclCommCount(c, &n), infinicclInvalidUsage);
+  CHECK_RC(infinicclCommUserRank(c, &n), infinicclInvalidUsage);
+  CHECK_RC(infinicclCommSplit(c, 0, 0, &child), infinicclInvalidUsage);
+  CHECK(child == nullptr);
+  CHECK_RC(infinicclCommDestroy(c), infinicclInvalidUsage);
+  CHECK(SaysAborted(SafeLastError()), "%s", SafeLastError());
+  CHECK_RC(infinicclCommAbort(c), infinicclInvalidUsage);
+  CHECK(SaysAborted(infinicclGetLastError(c)), "%s", infinicclGetLastError(c));
+}
+
+int Local() {
+  infinicclComm_t world = nullptr;
+  CHECK_RC(infinicclCommInitAll(&world, 0, nullptr), infinicclSuccess);
+
+  // After an error, on every rank.
+  infinicclComm_t a = nullptr;
+  CHECK_RC(infinicclCommInitAll(&a, 0, nullptr), infinicclSuccess);
+  ExpectSum(a, "before abort");
+  int64_t v = 0;
+  CHECK_RC(infinicclAllReduce(&v, &v, 1, static_cast<infinicclDataType_t>(99),
+                              infinicclSum, a, nullptr),
+           infinicclInvalidArgument);
+  CHECK_RC(infinicclCommAbort(a), infinicclSuccess);
+  ExpectAborted(a);
+  ExpectSum(world, "world after abort on every rank");
+
+  // On rank 0 only: the others destroy theirs (locally) and carry on.
+  infinicclComm_t b = nullptr;
+  CHECK_RC(infinicclCommInitAll(&b, 0, nullptr), infinicclSuccess);
+  if (g_rank == 0) {
+    CHECK_RC(infinicclCommAbort(b), infinicclSuccess);
+    ExpectAborted(b);
+  } else {
+    CHECK_RC(infinicclCommDestroy(b), infinicclSuccess);
+  }
+  ExpectSum(world, "world after abort on rank 0");
+
+  // From another thread, no call in flight: returns at once.
+  infinicclComm_t c = nullptr;
+  CHECK_RC(infinicclCommInitAll(&c, 0, nullptr), infinicclSuccess);
+  infinicclResult_t rc = infinicclInternalError;
+  std::thread t([&] { rc = infinicclCommAbort(c); });
+  t.join();
+  CHECK(rc == infinicclSuccess, "CommAbort from another thread: %d", int(rc));
+  ExpectAborted(c);
+
+  // A split child outlives its aborted parent; aborting a child leaves the
+  // parent alone.
+  infinicclComm_t parent = nullptr, child = nullptr;
+  CHECK_RC(infinicclCommInitAll(&parent, 0, nullptr), infinicclSuccess);
+  CHECK_RC(infinicclCommSplit(parent, 0, 0, &child), infinicclSuccess);
+  CHECK_RC(infinicclCommAbort(parent), infinicclSuccess);
+  ExpectSum(child, "child of an aborted parent");
+  CHECK_RC(infinicclCommAbort(child), infinicclSuccess);
+  ExpectAborted(child);
+
+  CHECK_RC(infinicclCommAbort(nullptr), infinicclInvalidArgument);
+  ExpectSum(world, "world at the end");
+  CHECK_RC(infinicclCommDestroy(world), infinicclSuccess);
+  long total = 0;
+  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  std::printf("[rank %d/%d] test_comm_abort local: %ld failures\n", g_rank, g_n,
+              g_failures);
+  CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  return g_failures == 0 && total == 0 ? 0 : 1;
+}
+
+int InFlight() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  ExpectSum(comm, "before");
+  if (g_rank == 0) {
+    std::thread blocked([&] {
+      int64_t v = 1;
+      infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
+      std::printf("[rank 0] the blocked AllReduce returned\n");
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::printf("[rank 0] calling infinicclCommAbort with a call in flight\n");
+    std::fflush(stdout);
+    infinicclResult_t rc = infinicclCommAbort(comm);
+    // Only reached if the job was not ended.
+    std::printf("[rank 0] FAIL: infinicclCommAbort returned %d with a call in flight\n",
+                int(rc));
+    std::fflush(stdout);
+    std::_Exit(3);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // never completes: rank 0 ends the job
+  std::printf("[rank %d] FAIL: still running\n", g_rank);
+  return 4;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CHECK_RC(infinicclInit(&argc, &argv), infinicclSuccess);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_n);
+  if (argc > 1 && std::strcmp(argv[1], "inflight") == 0) return InFlight();
+  return Local();
+}
