@@ -34,8 +34,8 @@ class MpiBackend final : public Backend {
   Status Send(const CollArgs &a);
   Status Recv(const CollArgs &a);
 
-  // Grows on demand and is kept, so steady state allocates nothing; only the
-  // MPICH in-place Reduce workaround uses it.
+  // Grows on demand and is kept, so steady state allocates nothing; used by
+  // the MPICH in-place Reduce workaround and the ReduceScatter ring (Open MPI).
   void *Scratch(size_t bytes);
 
   MPI_Comm comm_;
