@@ -49,8 +49,8 @@ bool IsRooted(Coll c) {
 size_t g_counts[] = {0, 1, 1031, 65537};
 // --ring: ReduceScatter only, at one count per dtype that makes the whole
 // message at least 4 MiB, where the library (built against Open MPI) takes
-// its own ring instead of MPI_Reduce_scatter_block. The +3 keeps the count
-// off every power of two, so the ring's 1 MiB column rounds end unevenly.
+// its own ring instead of MPI_Reduce_scatter_block. The +3 leaves the ring's
+// last 1 MiB column round partial.
 bool g_ring = false;
 size_t RingCount(size_t elem, int n) {
   const size_t total = size_t{4} << 20, per_column = elem * size_t(n);
