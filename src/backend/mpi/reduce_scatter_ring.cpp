@@ -61,8 +61,9 @@ Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Co
       // itself (read only now, so it was safe to leave it untouched until
       // here); out of place copy the input there first.
       if (!a.in_place) std::memcpy(out + off, input(b) + off, w * elem);
-      INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Reduce_local(incoming, out + off, k, type, op),
-                                         "MPI_Reduce_local (ReduceScatter ring)"));
+      INFINICCL_RETURN_IF_ERROR(
+          MpiCheck(MPI_Reduce_local(incoming, out + off, k, type, op),
+                   "MPI_Reduce_local (ReduceScatter ring)"));
     }
   }
   return Status::Ok();
