@@ -37,6 +37,9 @@ struct CollArgs {
   // Set by validation: bytes each buffer holds at this rank (0 where unused).
   size_t send_bytes = 0;
   size_t recv_bytes = 0;
+  // Set by the route on the direct path: the buffers are device memory that
+  // only MPI itself reads, so the backend must not touch them on the CPU.
+  bool mpi_reads_device = false;
 };
 
 inline bool IsReduction(CollKind k) {

@@ -128,7 +128,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
     StagingPool::Global().CountDirect();
     if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
-    return comm.mpi_backend().Run(a);
+    CollArgs direct = a;
+    direct.mpi_reads_device = true;
+    return comm.mpi_backend().Run(direct);
   }
 
   // 4. Device buffers otherwise: staged through pooled host buffers,

@@ -15,6 +15,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <set>
+#include <span>
 #include <string>
 
 #include "device_mirror.h"
@@ -48,6 +49,15 @@ bool IsRooted(Coll c) {
 // since checking ~10^8 elements at -O0 under ASan takes minutes and adds
 // nothing there (they look for memory errors, not for wrong values).
 size_t g_counts[] = {0, 1, 1031, 65537};
+// --ring: ReduceScatter only, at one count per dtype that makes the whole
+// message at least 4 MiB, where the library (built against Open MPI) takes
+// its own ring instead of MPI_Reduce_scatter_block. The +3 leaves the ring's
+// last 1 MiB column round partial.
+bool g_ring = false;
+size_t RingCount(size_t elem, int n) {
+  const size_t total = size_t{4} << 20, per_column = elem * size_t(n);
+  return (total + per_column - 1) / per_column + 3;
+}
 // Compare exactly (ops other than Avg never need a tolerance).
 constexpr infinicclRedOp_t kExact = infinicclSum;
 
@@ -340,7 +350,9 @@ void RunMatrix(const World &w, Coll coll, uint64_t &seed) {
     for (int op = 0; op < infinicclNumOps; ++op) {
       if (!IsReduction(coll) && op > 0) break;
       auto rop = IsReduction(coll) ? infinicclRedOp_t(op) : infinicclNumOps;
-      for (size_t count : g_counts) {
+      const size_t ring[] = {RingCount(d.size, w.n)};
+      using Counts = std::span<const size_t>;
+      for (size_t count : g_ring ? Counts(ring) : Counts(g_counts)) {
         for (int inplace = 0; inplace < 2; ++inplace) {
           if (coll == Coll::SendRecv && inplace) continue;   // no in-place form
           if (coll == Coll::Bcast && !inplace) continue;     // always in place
@@ -416,7 +428,9 @@ int main(int argc, char **argv) {
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.rfind("--large-count=", 0) == 0)
+    if (arg == "--ring")
+      g_ring = true;
+    else if (arg.rfind("--large-count=", 0) == 0)
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
     else if (arg.rfind("--mpi-thread=", 0) == 0)
       continue;

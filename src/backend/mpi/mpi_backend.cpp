@@ -5,6 +5,7 @@
 #include "backend/mpi/large_count.h"
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_types.h"
+#include "backend/mpi/reduce_scatter_ring.h"
 #include "core/dtype.h"
 
 namespace infiniccl {
@@ -108,15 +109,23 @@ Status MpiBackend::Scatter(const CollArgs &a) {
 
 Status MpiBackend::ReduceScatter(const CollArgs &a) {
   const size_t elem = DataTypeSize(a.dtype);
-  // NCCL's in-place layout keeps the result in the caller's own block of
-  // sendbuff; MPI_IN_PLACE leaves it at the start of the buffer, so move it.
-  void *mpi_recv = a.in_place ? const_cast<void *>(a.sendbuff) : a.recvbuff;
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      mpi::ReduceScatterBlock(SendOrInPlace(a), mpi_recv, a.count,
-                              MpiTypeTable::Type(a.dtype), elem,
-                              MpiTypeTable::Op(a.dtype, a.op), comm_),
-      "MPI_Reduce_scatter_block"));
-  if (a.in_place && rank_ != 0) std::memmove(a.recvbuff, mpi_recv, a.count * elem);
+  const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
+  const MPI_Op op = MpiTypeTable::Op(a.dtype, a.op);
+  // The ring combines on the CPU, so device memory read by MPI itself keeps
+  // the MPI call.
+  if (!a.mpi_reads_device && UseReduceScatterRing(size_, a.count, elem)) {
+    INFINICCL_RETURN_IF_ERROR(ReduceScatterRing(a, type, op, comm_, rank_, size_,
+                                                Scratch(2 * kRingChunkBytes)));
+  } else {
+    // NCCL's in-place layout keeps the result in the caller's own block of
+    // sendbuff; MPI_IN_PLACE leaves it at the start of the buffer, so move it.
+    void *mpi_recv = a.in_place ? const_cast<void *>(a.sendbuff) : a.recvbuff;
+    INFINICCL_RETURN_IF_ERROR(
+        MpiCheck(mpi::ReduceScatterBlock(SendOrInPlace(a), mpi_recv, a.count, type, elem, op,
+                                         comm_),
+                 "MPI_Reduce_scatter_block"));
+    if (a.in_place && rank_ != 0) std::memmove(a.recvbuff, mpi_recv, a.count * elem);
+  }
   if (a.op == infinicclAvg) DivideInPlace(a.recvbuff, a.count, a.dtype, size_);
   return Status::Ok();
 }

@@ -1,6 +1,8 @@
 // MpiBackend: every collective over MPI on buffers MPI can read (host memory,
 // or device memory with a GPU-aware MPI). The user's buffers go to MPI as
 // they are: no copies, no allocations, MPI_IN_PLACE where MPI defines it.
+// One exception: large ReduceScatter on Open MPI runs the library's own ring
+// (reduce_scatter_ring.h), through the kept scratch, still allocation-free.
 #pragma once
 
 #include <mpi.h>
@@ -34,8 +36,8 @@ class MpiBackend final : public Backend {
   Status Send(const CollArgs &a);
   Status Recv(const CollArgs &a);
 
-  // Grows on demand and is kept, so steady state allocates nothing; only the
-  // MPICH in-place Reduce workaround uses it.
+  // Grows on demand and is kept, so steady state allocates nothing; used by
+  // the MPICH in-place Reduce workaround and the ReduceScatter ring (Open MPI).
   void *Scratch(size_t bytes);
 
   MPI_Comm comm_;

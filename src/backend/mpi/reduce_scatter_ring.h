@@ -1,0 +1,43 @@
+// ReduceScatter as a ring of MPI_Sendrecv + MPI_Reduce_local, used instead of
+// MPI_Reduce_scatter_block where that is slow for large messages (Open MPI:
+// see UseReduceScatterRing).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "core/coll_args.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+// ReduceScatter's messages on the library's communicator: distinct from
+// kMpiP2pTag, so a grouped Isend/Irecv still pending on the same
+// communicator can never match a ring message (or the other way round).
+inline constexpr int kMpiRingTag = 0x1cc2;
+
+// Open MPI 4.1's default MPI_Reduce_scatter_block is "reduce to rank 0, then
+// scatter" (coll/base basic_linear). Measured with infiniccl-bench on 2 cores,
+// float32 sum: 16 MiB total at 2 ranks 17.5 ms vs 3.4 ms for the ring, at 4
+// ranks 40 ms vs 11.4 ms; 64 MiB at 4 ranks 163 ms vs 62 ms. Below ~1 MiB
+// total the MPI call is as good or better, so the ring starts at 4 MiB.
+inline constexpr size_t kRingMinTotalBytes = size_t{4} << 20;
+
+// Columns processed per round: every message is at most this many bytes (an
+// int count) and the ring's scratch is two such buffers.
+inline constexpr size_t kRingChunkBytes = size_t{1} << 20;
+
+// Whether MpiBackend takes the ring: built against Open MPI (MPICH's own
+// MPI_Reduce_scatter_block is as fast as the ring), at least two ranks, and
+// at least kRingMinTotalBytes in all (count * elem * nranks).
+bool UseReduceScatterRing(int nranks, size_t count, size_t elem);
+
+// Runs the ring for args `a` (host buffers, or device buffers the CPU can
+// address; NCCL's in-place layout allowed) on `comm` of `nranks` ranks.
+// `scratch` holds at least 2 * kRingChunkBytes. Avg is left to the caller:
+// this reduces with `op`, which for Avg is Sum.
+Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                         int rank, int nranks, void *scratch);
+
+}  // namespace infiniccl
