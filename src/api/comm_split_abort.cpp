@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "api/api_call.h"
+#include "backend/ccl/ccl_attach.h"
 #include "core/log.h"
 #include "core/runtime.h"
 
@@ -45,6 +46,13 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
       INFINICCL_INFO("CommSplit: color %d key %d: no communicator (negative color)",
                      color, key);
       return Status::Ok();
+    }
+    // The child keeps the parent's native CCL: a new CCL communicator over
+    // the child's ranks, made as CommInitAll makes one (rank 0 of the child
+    // makes the id, MPI broadcasts it). Every rank of the parent agreed on
+    // having a CCL, so all ranks of the child take this branch together.
+    if (ctx.comm->ccl_backend() != nullptr) {
+      INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*child));
     }
     INFINICCL_INFO(
         "CommSplit: color %d key %d: rank %d of %d (rank %d of %d in the parent)", color,

@@ -72,12 +72,10 @@ Status Communicator::Split(const Communicator &parent, int color, int key,
   // already ran for the parent). The staging pool is process-wide, so the
   // child shares it as it is.
   c->binding_ = parent.binding_;
-  // Native CCL hook: when the parent has a CCL communicator (NCCL, MCCL),
-  // split it here as well, natively where the CCL can (ncclCommSplit with
-  // the same color/key, which shares the parent's resources), and fall back
-  // to a new CCL communicator over the child's ranks otherwise; a rank
-  // without a color must still make the CCL's split call. Until then the
-  // child has no CCL backend and its device buffers take the MPI paths.
+  // The parent's CCL communicator is not split here: infinicclCommSplit gives
+  // the child a CCL communicator of its own over its ranks (ccl_attach), the
+  // way CommInitAll does. (ncclCommSplit would share the parent's resources;
+  // a later improvement.)
   *out = std::move(c);
   return Status::Ok();
 }
