@@ -38,6 +38,14 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
     std::unique_ptr<Communicator> child;
     INFINICCL_RETURN_IF_ERROR(
         Communicator::Split(*ctx.comm, newcomm == nullptr ? -1 : color, key, &child));
+    // The child keeps the parent's native CCL, split by the CCL itself where
+    // it can. Every rank of the parent takes part (the CCL's split is
+    // collective over it), those without a color included; the parent's
+    // ranks agreed at creation on having a CCL, so all take this together.
+    if (ctx.comm->ccl_backend() != nullptr) {
+      INFINICCL_RETURN_IF_ERROR(SplitCclUnderMpi(*ctx.comm, newcomm == nullptr ? -1 : color,
+                                                 key, child.get()));
+    }
     if (newcomm == nullptr) {
       return Status(infinicclInvalidArgument,
                     "newcomm is NULL (this rank took part in the split without a color)");
@@ -46,13 +54,6 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
       INFINICCL_INFO("CommSplit: color %d key %d: no communicator (negative color)",
                      color, key);
       return Status::Ok();
-    }
-    // The child keeps the parent's native CCL: a new CCL communicator over
-    // the child's ranks, made as CommInitAll makes one (rank 0 of the child
-    // makes the id, MPI broadcasts it). Every rank of the parent agreed on
-    // having a CCL, so all ranks of the child take this branch together.
-    if (ctx.comm->ccl_backend() != nullptr) {
-      INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*child));
     }
     INFINICCL_INFO(
         "CommSplit: color %d key %d: rank %d of %d (rank %d of %d in the parent)", color,

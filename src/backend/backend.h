@@ -3,6 +3,8 @@
 // (NCCL, MCCL) join behind the same interface. route/ picks one per call.
 #pragma once
 
+#include <memory>
+
 #include "core/coll_args.h"
 #include "core/status.h"
 
@@ -17,6 +19,14 @@ class Backend {
   // nullptr when Run can take `args` with InfiniCCL's semantics, otherwise
   // why not (route/ then picks another path or reports it).
   virtual const char *Unsupported(const CollArgs &) const { return nullptr; }
+  // A native CCL's own split of its communicator (ncclCommSplit), collective
+  // over every rank of this backend's communicator. A negative color takes
+  // part and gets no backend. `rank`/`size`: this rank's place in the new
+  // communicator (the MPI split's, which orders ranks the same way).
+  virtual Status SplitNative(int /*color*/, int /*key*/, int /*rank*/, int /*size*/,
+                             std::unique_ptr<Backend> * /*out*/) {
+    return Status(infinicclNotSupported, "this backend has no native split");
+  }
 };
 
 }  // namespace infiniccl

@@ -238,6 +238,20 @@ int UnderMpi(int argc, char **argv) {
     const unsigned long long staged = after.staged_calls - before.staged_calls;
     CHECK(staged + (after.direct_calls - before.direct_calls) == 3 * (2 * 5 + 6),
           "%llu staged calls: device calls did not go to NCCL", staged);
+    // A split keeps NCCL (ncclCommSplit): the child's device calls go to
+    // NCCL as well, with the same exact values.
+    infinicclComm_t child = nullptr;
+    CHECK_RC(infinicclCommSplit(comm, 0, 0, &child), infinicclSuccess);
+    if (child != nullptr) {
+      infinicclGetStagingStats(&before);
+      RunAll(child, true);
+      infinicclGetStagingStats(&after);
+      const unsigned long long split_staged = after.staged_calls - before.staged_calls;
+      CHECK(split_staged + (after.direct_calls - before.direct_calls) == 3 * (2 * 5 + 6),
+            "%llu staged calls on the split communicator: device calls did not go to NCCL",
+            split_staged);
+      CHECK_RC(infinicclCommDestroy(child), infinicclSuccess);
+    }
   } else {
     std::printf("no GPU: CommInitAll made no NCCL communicator, host buffers over MPI\n");
   }

@@ -27,6 +27,9 @@ struct FakeComm {
   int fail_result = 5;  // what it returns (5: invalid usage)
   int async_error = 0;
   bool destroyed = false;
+  int split_color = -2, split_key = -2;  // the last CommSplit's arguments
+  FakeComm *split_child = nullptr;       // what CommSplit returns
+  int split_result = 0;
 };
 
 int g_group_depth = 0;
@@ -56,6 +59,13 @@ struct FakeApi {
   static Result CommDestroy(Comm c) {
     c->destroyed = true;
     return kSuccess;
+  }
+  static constexpr bool kHasSplit = true;
+  static Result CommSplit(Comm c, int color, int key, Comm *out) {
+    c->split_color = color;
+    c->split_key = key;
+    *out = color < 0 ? nullptr : c->split_child;
+    return c->split_result;
   }
   static Result GroupStart() {
     ++g_group_depth;
@@ -216,6 +226,46 @@ TEST(CclBackend, AsynchronousErrorIsReportedBeforeTheNextCall) {
   EXPECT_NE(st.message().find("asynchronous error"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("fake detail"), std::string::npos) << st.message();
   EXPECT_TRUE(comm.log.empty());
+}
+
+TEST(CclBackend, SplitNativeMakesABackendOverTheChildCommunicator) {
+  FakeComm parent, child;
+  parent.split_child = &child;
+  ccl::CclBackend<FakeApi> b(&parent, 2, 4);
+  std::unique_ptr<Backend> out;
+  ASSERT_TRUE(b.SplitNative(1, 7, 0, 2, &out).ok());
+  EXPECT_EQ(parent.split_color, 1);
+  EXPECT_EQ(parent.split_key, 7);
+  ASSERT_NE(out, nullptr);
+  EXPECT_STREQ(out->Name(), "FAKE");
+  // The new backend issues its calls on the child communicator.
+  ASSERT_TRUE(out->Run(Args(CollKind::kAllReduce, infinicclFloat32, 3)).ok());
+  EXPECT_EQ(child.log.size(), 1u);
+  EXPECT_TRUE(parent.log.empty());
+  out.reset();
+  EXPECT_TRUE(child.destroyed);
+  EXPECT_FALSE(parent.destroyed);
+}
+
+TEST(CclBackend, SplitNativeWithoutColorTakesPartAndGetsNothing) {
+  FakeComm parent, child;
+  parent.split_child = &child;
+  ccl::CclBackend<FakeApi> b(&parent, 0, 2);
+  std::unique_ptr<Backend> out;
+  ASSERT_TRUE(b.SplitNative(-1, 0, -1, 0, &out).ok());
+  EXPECT_EQ(parent.split_color, -1);
+  EXPECT_EQ(out, nullptr);
+}
+
+TEST(CclBackend, SplitNativeFailureIsAStatus) {
+  FakeComm parent;
+  parent.split_result = 5;  // invalid usage
+  ccl::CclBackend<FakeApi> b(&parent, 0, 2);
+  std::unique_ptr<Backend> out;
+  const Status st = b.SplitNative(0, 0, 0, 1, &out);
+  EXPECT_EQ(st.code(), infinicclInvalidUsage);
+  EXPECT_NE(st.message().find("fakeCommSplit failed"), std::string::npos) << st.message();
+  EXPECT_EQ(out, nullptr);
 }
 
 TEST(CclBackend, UnsupportedIsTheMappingsAnswer) {

@@ -93,4 +93,29 @@ Status AttachCclUnderMpi(Communicator &c) {
   return Status::Ok();
 }
 
+Status SplitCclUnderMpi(Communicator &parent, int color, int key, Communicator *child) {
+  Backend *ccl = parent.ccl_backend();
+  if (ccl == nullptr) return Status::Ok();
+  std::unique_ptr<Backend> backend;
+  const Status st = ccl->SplitNative(child ? color : -1, key, child ? child->rank() : -1,
+                                     child ? child->size() : 0, &backend);
+  int ok = st.ok() ? 1 : 0, all_ok = 0;
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, parent.mpi_comm()), "MPI_Allreduce"));
+  if (all_ok) {
+    if (child != nullptr && backend != nullptr) {
+      INFINICCL_INFO("%s communicator split natively: rank %d of %d", ccl->Name(),
+                     child->rank(), child->size());
+      child->set_ccl_backend(std::move(backend));
+    }
+    return Status::Ok();
+  }
+  backend.reset();
+  if (!st.ok() && st.code() != infinicclNotSupported) {
+    INFINICCL_WARN("%s; the new communicator gets a CCL communicator of its own",
+                   st.message().c_str());
+  }
+  return child != nullptr ? AttachCclUnderMpi(*child) : Status::Ok();
+}
+
 }  // namespace infiniccl

@@ -15,4 +15,11 @@ namespace infiniccl {
 // itself fails (unique id, init) under INFINICCL_BACKEND=ccl.
 Status AttachCclUnderMpi(Communicator &comm);
 
+// infinicclCommSplit of a communicator that has a CCL communicator; every
+// rank of `parent` calls it after the MPI split, `child` null on ranks
+// without a color. The CCL's own split (ncclCommSplit) where it has one and
+// it succeeds on every rank; otherwise each child gets a CCL communicator of
+// its own as AttachCclUnderMpi makes one.
+Status SplitCclUnderMpi(Communicator &parent, int color, int key, Communicator *child);
+
 }  // namespace infiniccl

@@ -51,6 +51,21 @@ class CclBackend final : public Backend {
     return CclUnsupportedReason(a);
   }
 
+  Status SplitNative(int color, int key, int rank, int size,
+                     std::unique_ptr<Backend> *out) override {
+    if constexpr (Api::kHasSplit) {
+      Comm child = nullptr;
+      const Result r = Api::CommSplit(comm_, color, key, &child);
+      if (r != Api::kSuccess) return CclStatus<Api>("CommSplit", r, comm_);
+      if (color >= 0 && child != nullptr) {
+        *out = std::make_unique<CclBackend<Api>>(child, rank, size);
+      }
+      return Status::Ok();
+    } else {
+      return Backend::SplitNative(color, key, rank, size, out);
+    }
+  }
+
   Status Run(const CollArgs &a) override {
     INFINICCL_RETURN_IF_ERROR(CheckAsync());
     const auto s = static_cast<typename Api::Stream>(a.stream);

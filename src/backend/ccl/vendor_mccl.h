@@ -84,6 +84,10 @@ struct McclApi {
   static Result CommGetAsyncError(Comm c, Result *r) {
     return mcclCommGetAsyncError(c, r);
   }
+  // No split used on MCCL (its API is not verified): a child communicator
+  // gets a CCL communicator of its own instead (ccl_attach.cpp).
+  static constexpr bool kHasSplit = false;
+  static Result CommSplit(Comm, int, int, Comm *) { return Result{}; }
   static Result GroupStart() { return mcclGroupStart(); }
   static Result GroupEnd() { return mcclGroupEnd(); }
 

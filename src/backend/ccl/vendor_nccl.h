@@ -72,6 +72,17 @@ struct NcclApi {
   static Result CommGetAsyncError(Comm c, Result *r) {
     return ncclCommGetAsyncError(c, r);
   }
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+  // ncclCommSplit (2.18): shares the parent's resources; a negative color is
+  // NCCL_SPLIT_NOCOLOR (takes part, gets no communicator).
+  static constexpr bool kHasSplit = true;
+  static Result CommSplit(Comm c, int color, int key, Comm *out) {
+    return ncclCommSplit(c, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, out, nullptr);
+  }
+#else
+  static constexpr bool kHasSplit = false;
+  static Result CommSplit(Comm, int, int, Comm *) { return ncclInvalidUsage; }
+#endif
   static Result GroupStart() { return ncclGroupStart(); }
   static Result GroupEnd() { return ncclGroupEnd(); }
 
