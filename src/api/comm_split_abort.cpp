@@ -102,9 +102,10 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
         "CommAbort: comm %p aborted (rank %d of %d); its MPI communicator is "
         "left to MPI_Finalize",
         comm, c->rank(), c->size());
-    // `c` goes here: backends and staging buffers freed. Native CCL hook: an
-    // aborted communicator's CCL communicator should be aborted
-    // (ncclCommAbort) rather than destroyed, which waits for queued work.
+    // The CCL communicator is aborted (ncclCommAbort), not destroyed, which
+    // would wait for queued and possibly hung work; `c` goes here: backends
+    // and staging buffers freed.
+    if (Backend *ccl = c->ccl_backend()) ccl->Abort();
     return Status::Ok();
   });
 }

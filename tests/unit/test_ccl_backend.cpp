@@ -27,6 +27,7 @@ struct FakeComm {
   int fail_result = 5;  // what it returns (5: invalid usage)
   int async_error = 0;
   bool destroyed = false;
+  bool aborted = false;
   int split_color = -2, split_key = -2;  // the last CommSplit's arguments
   FakeComm *split_child = nullptr;       // what CommSplit returns
   int split_result = 0;
@@ -58,6 +59,10 @@ struct FakeApi {
   }
   static Result CommDestroy(Comm c) {
     c->destroyed = true;
+    return kSuccess;
+  }
+  static Result CommAbort(Comm c) {
+    c->aborted = true;
     return kSuccess;
   }
   static constexpr bool kHasSplit = true;
@@ -266,6 +271,16 @@ TEST(CclBackend, SplitNativeFailureIsAStatus) {
   EXPECT_EQ(st.code(), infinicclInvalidUsage);
   EXPECT_NE(st.message().find("fakeCommSplit failed"), std::string::npos) << st.message();
   EXPECT_EQ(out, nullptr);
+}
+
+TEST(CclBackend, AbortAbortsInsteadOfDestroying) {
+  FakeComm comm;
+  {
+    ccl::CclBackend<FakeApi> b(&comm, 0, 2);
+    b.Abort();
+  }
+  EXPECT_TRUE(comm.aborted);
+  EXPECT_FALSE(comm.destroyed);  // destroying would wait for hung work
 }
 
 TEST(CclBackend, UnsupportedIsTheMappingsAnswer) {

@@ -51,6 +51,13 @@ class CclBackend final : public Backend {
     return CclUnsupportedReason(a);
   }
 
+  void Abort() override {
+    // ncclCommAbort: frees the communicator without waiting for queued or
+    // hung work (which CommDestroy would wait for).
+    if (comm_ != nullptr) Api::CommAbort(comm_);
+    comm_ = nullptr;
+  }
+
   Status SplitNative(int color, int key, int rank, int size,
                      std::unique_ptr<Backend> *out) override {
     if constexpr (Api::kHasSplit) {

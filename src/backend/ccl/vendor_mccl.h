@@ -81,6 +81,7 @@ struct McclApi {
     return mcclCommInitRank(c, n, id, rank);
   }
   static Result CommDestroy(Comm c) { return mcclCommDestroy(c); }
+  static Result CommAbort(Comm c) { return mcclCommAbort(c); }
   static Result CommGetAsyncError(Comm c, Result *r) {
     return mcclCommGetAsyncError(c, r);
   }

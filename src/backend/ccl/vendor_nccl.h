@@ -69,6 +69,7 @@ struct NcclApi {
     return ncclCommInitRank(c, n, id, rank);
   }
   static Result CommDestroy(Comm c) { return ncclCommDestroy(c); }
+  static Result CommAbort(Comm c) { return ncclCommAbort(c); }
   static Result CommGetAsyncError(Comm c, Result *r) {
     return ncclCommGetAsyncError(c, r);
   }
