@@ -81,6 +81,17 @@ std::string Stragglers(const Communicator &c, uint64_t seq) {
   return s;
 }
 
+// Whether this rank is the lowest rank of its node known to be inside call
+// `seq` (so the one to call MPI_Abort first).
+bool LeadsAbort(Communicator &c, uint64_t seq) {
+  if (c.board() == nullptr) return true;
+  for (int r = 0; r < c.rank(); ++r) {
+    uint64_t entered = 0;
+    if (c.board()->LastEntered(r, &entered) && entered >= seq) return false;
+  }
+  return true;
+}
+
 [[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, double seconds,
                        int timeout, std::chrono::milliseconds grace) {
   const bool p2p = s.kind == CollKind::kSend || s.kind == CollKind::kRecv;
@@ -115,6 +126,11 @@ std::string Stragglers(const Communicator &c, uint64_t seq) {
     std::this_thread::sleep_for(std::chrono::seconds(30));
     _exit(kWatchdogExitCode);
   }).detach();
+  // One rank aborts, the others only if it has not ended the job within a
+  // few seconds: Open MPI 4.1's mpirun was seen (rarely) to hang after two
+  // ranks called MPI_Abort at the same moment. The first rank of this node
+  // that is inside the call leads; without a board every rank leads.
+  if (!p2p && !LeadsAbort(c, s.seq)) std::this_thread::sleep_for(std::chrono::seconds(5));
   MPI_Abort(c.mpi_comm(), kWatchdogExitCode);
   _exit(kWatchdogExitCode);
 }
