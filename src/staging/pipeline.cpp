@@ -71,7 +71,7 @@ Status OutStream(DeviceRuntime &device, void **out) {
 }
 
 struct Plan {
-  size_t elem, count, send_blocks, recv_blocks, cols;  // cols per chunk
+  size_t elem, count, send_blocks, recv_blocks, cols;  // cols: the widest chunk
   size_t slot_bytes() const { return (send_blocks + recv_blocks) * cols * elem; }
 };
 
@@ -130,16 +130,47 @@ Shape ShapeOf(CollKind kind, size_t n) {
 
 }  // namespace
 
-size_t ChunkColumns(size_t count, size_t widest, size_t blocks, size_t elem,
-                    size_t chunk_bytes, size_t cap_bytes) {
-  // Small enough for one host buffer of one chunk: no pipelining.
-  if (count <= chunk_bytes / (widest * elem) && blocks * count * elem <= cap_bytes) {
-    return count;
+size_t ChunkSchedule::max_cols() const {
+  const size_t head = levels == 0 ? 0 : first * ((size_t{1} << levels) - 1);
+  const size_t widest_middle = (count - 2 * head + middle - 1) / middle;
+  return levels == 0 ? widest_middle : std::max(first << (levels - 1), widest_middle);
+}
+
+ChunkSchedule::Piece ChunkSchedule::at(size_t k) const {
+  const size_t head = levels == 0 ? 0 : first * ((size_t{1} << levels) - 1);
+  if (k < levels) return {first * ((size_t{1} << k) - 1), first << k};
+  const size_t back = chunks() - 1 - k;  // position counted from the end
+  if (back < levels) {
+    return {count - first * ((size_t{1} << (back + 1)) - 1), first << back};
   }
-  size_t cols = std::max<size_t>(1, chunk_bytes / (widest * elem));
+  // Middle chunk j of `middle` over the columns between the ramps, balanced.
+  const size_t j = k - levels, rest = count - 2 * head;
+  const size_t base = rest / middle, extra = rest % middle;
+  return {head + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
+}
+
+ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem,
+                         size_t chunk_bytes, size_t cap_bytes) {
+  ChunkSchedule s;
+  s.count = count;
+  size_t steady = std::max<size_t>(1, chunk_bytes / (widest * elem));
   // Both slots together stay within the pool's cap.
-  cols = std::min(cols, std::max<size_t>(1, cap_bytes / (kSlots * blocks * elem)));
-  return std::min(cols, count);
+  steady = std::min(steady, std::max<size_t>(1, cap_bytes / (kSlots * blocks * elem)));
+  s.steady = steady;
+  // Ramp levels while the columns left between the ramps are at least the
+  // next ramp chunk, so chunks never shrink towards the middle.
+  size_t rest = count;
+  for (size_t r = std::max<size_t>(1, steady / 8); r < steady && rest >= 3 * r; r *= 2) {
+    if (s.levels == 0) s.first = r;
+    ++s.levels;
+    rest -= 2 * r;
+  }
+  if (s.levels == 0) {
+    // Too small to ramp: one chunk if one slot may hold it, else steady chunks.
+    if (blocks * count * elem <= cap_bytes) return s;
+  }
+  s.middle = std::max<size_t>(1, (rest + steady - 1) / steady);
+  return s;
 }
 
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a,
@@ -152,9 +183,10 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   p.send_blocks = a.send_bytes / (a.count * p.elem);
   p.recv_blocks = a.recv_bytes / (a.count * p.elem);
   const Shape shape = ShapeOf(a.kind, static_cast<size_t>(nranks));
-  p.cols = ChunkColumns(p.count, shape.widest, shape.blocks, p.elem,
-                        config.pipeline_chunk_bytes, pool.cap_bytes());
-  const size_t chunks = (p.count + p.cols - 1) / p.cols;
+  const ChunkSchedule plan = PlanChunks(p.count, shape.widest, shape.blocks, p.elem,
+                                        config.pipeline_chunk_bytes, pool.cap_bytes());
+  p.cols = plan.max_cols();
+  const size_t chunks = plan.chunks();
   const int slots = chunks > 1 ? kSlots : 1;
   pool.CountCall(chunks > 1);
 
@@ -172,11 +204,11 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     INFINICCL_RETURN_IF_ERROR(done[s].Create());
   }
   SyncOnExit sync(device, in, out);  // destroyed before the leases
-  auto cols_of = [&](size_t k) { return std::min(p.cols, p.count - k * p.cols); };
   auto stage_in = [&](size_t k) -> Status {
     char *slot = lease[k % slots].data();
+    const ChunkSchedule::Piece piece = plan.at(k);
     INFINICCL_RETURN_IF_ERROR(StageIn(device, pool, a, p, placement.send_on_device, slot,
-                                      k * p.cols, cols_of(k)));
+                                      piece.offset, piece.cols));
     return device.EventRecord(ready[k % slots].get(), in);
   };
   CollArgs out_args = a;
@@ -190,18 +222,21 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     if (k >= static_cast<size_t>(slots)) {
       INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(done[k % slots].get()));
     }
-    const size_t n = cols_of(k);
+    const ChunkSchedule::Piece piece = plan.at(k);
+    const size_t n = piece.cols;
     char *slot = lease[k % slots].data();
     CollArgs host = a;
     host.count = n;
     host.in_place = false;  // staging buffers are always separate
     host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
-    host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * n * p.elem : nullptr;
+    // The output half starts after the widest chunk's input half, so a
+    // wider chunk's input copy never reaches an output still being copied out.
+    host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.cols * p.elem : nullptr;
     host.send_bytes = p.send_blocks * n * p.elem;
     host.recv_bytes = p.recv_blocks * n * p.elem;
     INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
     INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, out_args, p, placement.recv_on_device,
-                                       static_cast<char *>(host.recvbuff), k * p.cols, n));
+                                       static_cast<char *>(host.recvbuff), piece.offset, n));
     INFINICCL_RETURN_IF_ERROR(device.EventRecord(done[k % slots].get(), out));
   }
   // The leases are returned on exit, so the last copies must be done; the

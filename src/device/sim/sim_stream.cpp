@@ -1,5 +1,9 @@
 #include "device/sim/sim_stream.h"
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 namespace infiniccl {
 
 SimStream::SimStream() : worker_([this] { Run(); }) {}
@@ -29,6 +33,18 @@ void SimStream::Synchronize() {
 }
 
 void SimStream::Run() {
+#ifdef __linux__
+  // An emulated copy engine stands for hardware beside the CPU, not for the
+  // core its rank is bound to (mpirun binds each rank to one core by
+  // default): its thread may run on any core the process's cgroup allows.
+  // Left bound, the "copy engine" would take turns with the rank's own MPI
+  // work and no copy would overlap anything. The kernel keeps only the
+  // allowed CPUs of the full mask; if it refuses, the thread stays as it is.
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
+  (void)sched_setaffinity(0, sizeof(all), &all);
+#endif
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
