@@ -52,7 +52,9 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
 
   std::unique_ptr<SeqBoard> board(new SeqBoard());
   const long page = sysconf(_SC_PAGESIZE);
-  board->bytes_ = (node_size * kSlotBytes + page - 1) / page * page;
+  // One slot per rank of the node, then the abort claim's line.
+  board->bytes_ = ((node_size + 1) * kSlotBytes + page - 1) / page * page;
+  board->claim_slot_ = node_size;
   board->my_slot_ = node_rank;
 
   // The node leader names and sizes the segment; the others open it.

@@ -43,6 +43,13 @@ class SeqBoard {
   // Last sequence number entered by communicator rank `rank`; false when
   // that rank is on another node.
   bool LastEntered(int rank, uint64_t *seq) const;
+  // True for the first rank of this node to call it, ever: the watchdog's
+  // way to let exactly one rank call MPI_Abort first.
+  bool ClaimAbort() const {  // const: the claim lives in the shared segment
+    uint64_t expected = 0;
+    return __atomic_compare_exchange_n(Slot(claim_slot_), &expected, 1, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  }
 
  private:
   SeqBoard() = default;
@@ -55,6 +62,7 @@ class SeqBoard {
   void *base_ = nullptr;
   size_t bytes_ = 0;
   int my_slot_ = 0;
+  int claim_slot_ = 0;
   std::vector<int> slot_of_rank_;  // -1: on another node
 };
 

@@ -81,16 +81,9 @@ std::string Stragglers(const Communicator &c, uint64_t seq) {
   return s;
 }
 
-// Whether this rank is the lowest rank of its node known to be inside call
-// `seq` (so the one to call MPI_Abort first).
-bool LeadsAbort(Communicator &c, uint64_t seq) {
-  if (c.board() == nullptr) return true;
-  for (int r = 0; r < c.rank(); ++r) {
-    uint64_t entered = 0;
-    if (c.board()->LastEntered(r, &entered) && entered >= seq) return false;
-  }
-  return true;
-}
+// Whether this rank calls MPI_Abort first: the first of its node to fire
+// (every rank, without a board).
+bool LeadsAbort(Communicator &c) { return c.board() == nullptr || c.board()->ClaimAbort(); }
 
 [[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, double seconds,
                        int timeout, std::chrono::milliseconds grace) {
@@ -129,8 +122,8 @@ bool LeadsAbort(Communicator &c, uint64_t seq) {
   // One rank aborts, the others only if it has not ended the job within a
   // few seconds: Open MPI 4.1's mpirun was seen (rarely) to hang after two
   // ranks called MPI_Abort at the same moment. The first rank of this node
-  // that is inside the call leads; without a board every rank leads.
-  if (!p2p && !LeadsAbort(c, s.seq)) std::this_thread::sleep_for(std::chrono::seconds(5));
+  // to get here leads; without a board every rank leads.
+  if (!LeadsAbort(c)) std::this_thread::sleep_for(std::chrono::seconds(5));
   MPI_Abort(c.mpi_comm(), kWatchdogExitCode);
   _exit(kWatchdogExitCode);
 }

@@ -49,6 +49,28 @@ class WorldErrorsReturn {
 
 }  // namespace
 
+// While GroupEnd waits for one operation, its communicator shows it in
+// flight (a Send or Recv, not sequenced, naming the peer).
+class GroupP2p::PublishWait {
+ public:
+  explicit PublishWait(const Op &op) : comm_(*op.comm) {
+    CollArgs a{};
+    a.kind = op.kind;
+    a.count = op.count;
+    a.dtype = op.dtype;
+    a.op = infinicclSum;
+    a.root = op.peer;
+    comm_.BeginCall(a, 0);
+    comm_.inflight().SetPath(op.path);
+  }
+  ~PublishWait() { comm_.EndCall(); }
+  PublishWait(const PublishWait &) = delete;
+  PublishWait &operator=(const PublishWait &) = delete;
+
+ private:
+  Communicator &comm_;
+};
+
 GroupP2p &GroupP2p::OfCurrentGroup() {
   return Group::Current().Deferred<GroupP2p>(&kKey,
                                              [] { return std::make_unique<GroupP2p>(); });
@@ -75,6 +97,10 @@ Status GroupP2p::PostRequests(Communicator &comm, const CollArgs &a, const void 
   op.kind = a.kind;
   op.peer = a.root;
   op.count = a.count;
+  op.comm = &comm;
+  op.dtype = a.dtype;
+  // Posted from inside the published call, which route.cpp labelled.
+  op.path = static_cast<CallPath>(comm.inflight().path.load(std::memory_order_relaxed));
   op.first_req = reqs_.size();
   const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
   const size_t elem = DataTypeSize(a.dtype);
@@ -161,6 +187,9 @@ Status GroupP2p::Complete() {
   WorldErrorsReturn errors_return;
   for (size_t k = 0; k < ops_.size(); ++k) {
     const Op &op = ops_[k];
+    // The watchdog sees the wait as this Send or Recv, so a peer that never
+    // posts its side is reported (and the job ended) as for a blocking call.
+    PublishWait published(op);
     for (size_t i = op.first_req; i < op.end_req; ++i) {
       // Serialised (below MPI_THREAD_MULTIPLE): polled under the library's
       // lock, never held across the wait (mpi_thread.h).

@@ -42,6 +42,10 @@ class GroupP2p final : public DeferredWork {
     CollKind kind;
     int peer;
     size_t count;
+    // Published to the watchdog while GroupEnd waits for this operation.
+    Communicator *comm = nullptr;  // kept alive by the group until it clears
+    infinicclDataType_t dtype = infinicclInt8;
+    CallPath path = CallPath::kNone;
     size_t first_req, end_req;  // its requests in reqs_
     // Staged Recv: host buffer -> device buffer after the wait.
     DeviceRuntime *device = nullptr;
@@ -50,6 +54,7 @@ class GroupP2p final : public DeferredWork {
     size_t bytes = 0;
     void *stream = nullptr;
   };
+  class PublishWait;
   Status PostRequests(Communicator &comm, const CollArgs &a, const void *buf, Op op);
   Status Unstage(const std::vector<bool> &ok);
 

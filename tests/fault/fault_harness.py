@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs an MPI job, injects a fault, and checks how the job ends.
 
-usage: fault_harness.py --mode kill|stop|skip [--victim R] [--bound S]
+usage: fault_harness.py --mode kill|stop|skip|group_skip [--victim R] [--bound S]
                         [--timeout-sec T] -- <launcher ...> <test_fault ...>
 
   kill  SIGKILL rank R once every rank is looping: the launcher must end
@@ -11,6 +11,10 @@ usage: fault_harness.py --mode kill|stop|skip [--victim R] [--bound S]
         within about 2*T of the stop, and the job must end.
   skip  rank R skips one collective (the program does that itself): the
         watchdog's ERROR lines must name R, and only R.
+  group_skip  rank R leaves its Send out of a grouped ring exchange: the next
+        rank's watchdog must report its Recv, waiting in GroupEnd, as
+        waiting on peer R (others may report their own Send or Recv waits),
+        and no sequenced collective may be reported.
 
 In every mode, no process of the job may be left once the launcher has
 exited. Leftovers are killed and reported as a failure.
@@ -27,6 +31,9 @@ import time
 READY = re.compile(r"READY rank=(\d+) pid=(\d+)")
 WATCHDOG = re.compile(
     r"INFINICCL ERROR watchdog: (\w+) seq (\d+) on comm .*?ranks that have not reached it: ([0-9, .()a-z]+?)[;]")
+P2P_WATCHDOG = re.compile(
+    r"INFINICCL ERROR watchdog: (\w+) \(point-to-point, not sequenced\) on comm \d+ "
+    r"\(rank (\d+) of \d+\).*?waiting on peer (\d+)")
 
 
 def descendants(root):
@@ -60,7 +67,7 @@ def alive(pid):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["kill", "stop", "skip"], required=True)
+    ap.add_argument("--mode", choices=["kill", "stop", "skip", "group_skip"], required=True)
     ap.add_argument("--victim", type=int, default=1)
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--bound", type=float, default=30.0,
@@ -71,7 +78,7 @@ def main():
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
 
     env = dict(os.environ)
-    if args.mode in ("stop", "skip"):
+    if args.mode in ("stop", "skip", "group_skip"):
         env["INFINICCL_TIMEOUT_SEC"] = str(args.timeout_sec)
     else:
         env.setdefault("INFINICCL_TIMEOUT_SEC", "0")  # the launcher alone must end it
@@ -151,6 +158,15 @@ def main():
     if args.mode == "kill":
         if not re.search(r"signal 9|Killed|KILLED|failed:|exited on signal", text):
             failures.append("no message about the killed rank")
+    elif args.mode == "group_skip":
+        reports = [m for _, line in lines for m in [P2P_WATCHDOG.search(line)] if m]
+        waiter = (args.victim + 1) % args.ranks
+        if not any(int(m.group(2)) == waiter and int(m.group(3)) == args.victim
+                   for m in reports):
+            failures.append(f"no watchdog ERROR line of rank {waiter} waiting on peer "
+                            f"{args.victim}")
+        if any(WATCHDOG.search(line) for _, line in lines):
+            failures.append("a sequenced collective was reported; only GroupEnd waits")
     else:
         reports = [(t, m) for t, line in lines for m in [WATCHDOG.search(line)] if m]
         if not reports:

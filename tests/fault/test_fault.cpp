@@ -12,6 +12,13 @@
 //                                   `iters` AllReduces (default 20); `rank` skips
 //                                   number `iter`, so its peers end up waiting in
 //                                   the last one for a rank that never comes.
+//   test_fault group_skip <rank> <iter> [iters]
+//                                   a ring in a group each iteration (Send to
+//                                   the next rank, Recv from the previous one);
+//                                   in iteration `iter`, `rank` posts its Recv
+//                                   but not its Send and then sleeps 60 s, so
+//                                   the next rank waits in infinicclGroupEnd
+//                                   for a message that never comes.
 //
 // Every rank prints "READY rank=R pid=P" after its first collective, so the
 // harness knows whom to signal. A failed call prints the library's message
@@ -88,12 +95,42 @@ int Skip(infinicclComm_t comm, int rank, int victim, int skip_at, int iters) {
   return 0;
 }
 
+int GroupSkip(infinicclComm_t comm, int rank, int size, int victim, int skip_at,
+              int iters) {
+  constexpr size_t kCount = 256;
+  std::vector<float> send(kCount), recv(kCount);
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  for (int iter = 0; iter < iters; ++iter) {
+    for (size_t i = 0; i < kCount; ++i) send[i] = static_cast<float>(rank * 1000 + iter);
+    const bool skip = rank == victim && iter == skip_at;
+    Check(infinicclGroupStart(), comm, "infinicclGroupStart");
+    if (!skip) {
+      Check(infinicclSend(send.data(), kCount, infinicclFloat32, next, comm, nullptr), comm,
+            "infinicclSend");
+    }
+    Check(infinicclRecv(recv.data(), kCount, infinicclFloat32, prev, comm, nullptr), comm,
+          "infinicclRecv");
+    Check(infinicclGroupEnd(), comm, "infinicclGroupEnd");
+    for (size_t i = 0; i < kCount; ++i) {
+      if (recv[i] != static_cast<float>(prev * 1000 + iter)) {
+        std::fprintf(stderr, "test_fault rank %d: wrong value at %zu in iteration %d\n",
+                     rank, i, iter);
+        return 1;
+      }
+    }
+    if (iter == 0) Ready(rank);
+    if (skip) sleep(60);  // stuck outside the library, as a crashed-but-alive peer
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(
-        stderr, "usage: test_fault loop [seconds [rank]] | skip <rank> <iter> [iters]\n");
+        stderr,
+        "usage: test_fault loop [seconds [rank]] | skip|group_skip <rank> <iter> [iters]\n");
     return 2;
   }
   infinicclComm_t comm = nullptr;
@@ -110,6 +147,9 @@ int main(int argc, char **argv) {
   } else if (std::strcmp(argv[1], "skip") == 0 && argc >= 4) {
     rc = Skip(comm, rank, std::atoi(argv[2]), std::atoi(argv[3]),
               argc > 4 ? std::atoi(argv[4]) : 20);
+  } else if (std::strcmp(argv[1], "group_skip") == 0 && argc >= 4) {
+    rc = GroupSkip(comm, rank, size, std::atoi(argv[2]), std::atoi(argv[3]),
+                   argc > 4 ? std::atoi(argv[4]) : 20);
   } else {
     std::fprintf(stderr, "test_fault: unknown mode '%s'\n", argv[1]);
   }
