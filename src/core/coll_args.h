@@ -8,6 +8,9 @@
 
 namespace infiniccl {
 
+class DeviceRuntime;
+
+
 enum class CollKind {
   kAllReduce,
   kBroadcast,  // also Bcast (sendbuff == recvbuff)
@@ -37,9 +40,10 @@ struct CollArgs {
   // Set by validation: bytes each buffer holds at this rank (0 where unused).
   size_t send_bytes = 0;
   size_t recv_bytes = 0;
-  // Set by the route on the direct path: the buffers are device memory that
-  // only MPI itself reads, so the backend must not touch them on the CPU.
-  bool mpi_reads_device = false;
+  // Set by the route on the direct path: the buffers are memory of this
+  // device runtime that only MPI itself reads, so the backend must not touch
+  // them on the CPU; its own copies go through the runtime, on `stream`.
+  DeviceRuntime *device = nullptr;
 };
 
 inline bool IsReduction(CollKind k) {

@@ -34,7 +34,8 @@ struct PointerInfo {
   int device = -1;                     // device ordinal, -1 for host
 };
 
-enum class CopyKind : uint8_t { kHostToDevice, kDeviceToHost };
+// kDeviceToDevice: within one device (the direct path's local copies).
+enum class CopyKind : uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 
 class DeviceRuntime {
  public:

@@ -129,7 +129,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     StagingPool::Global().CountDirect();
     if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
     CollArgs direct = a;
-    direct.mpi_reads_device = true;
+    direct.device = device;
     return comm.mpi_backend().Run(direct);
   }
 

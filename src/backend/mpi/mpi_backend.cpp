@@ -1,9 +1,12 @@
 #include "backend/mpi/mpi_backend.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "backend/mpi/large_count.h"
 #include "backend/mpi/mpi_error.h"
+#include "backend/mpi/mpi_thread.h"
 #include "backend/mpi/mpi_types.h"
 #include "backend/mpi/reduce_scatter_ring.h"
 #include "core/dtype.h"
@@ -11,6 +14,12 @@
 namespace infiniccl {
 
 namespace {
+
+// From this size (the same on every rank) Broadcast is nonblocking and the
+// root copies into its recvbuff while MPI sends, in pieces of
+// kBcastCopyPiece between MPI_Test calls. Measured in docs/PERFORMANCE.md.
+constexpr size_t kBcastOverlapBytes = size_t{256} << 10;
+constexpr size_t kBcastCopyPiece = size_t{256} << 10;
 
 const void *SendOrInPlace(const CollArgs &a) {
   return a.in_place ? MPI_IN_PLACE : a.sendbuff;
@@ -40,27 +49,84 @@ Status MpiBackend::AllReduce(const CollArgs &a) {
       mpi::Allreduce(SendOrInPlace(a), a.recvbuff, a.count, MpiTypeTable::Type(a.dtype),
                      DataTypeSize(a.dtype), MpiTypeTable::Op(a.dtype, a.op), comm_),
       "MPI_Allreduce"));
-  if (a.op == infinicclAvg) DivideInPlace(a.recvbuff, a.count, a.dtype, size_);
+  if (a.op == infinicclAvg) return Average(a, a.recvbuff, a.count);
   return Status::Ok();
 }
 
 Status MpiBackend::Broadcast(const CollArgs &a) {
-  // The root broadcasts straight from sendbuff (MPI does not write the root's
-  // buffer) and copies it to its own recvbuff only when they differ.
-  void *buf = rank_ == a.root ? const_cast<void *>(a.sendbuff) : a.recvbuff;
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      mpi::Bcast(buf, a.count, MpiTypeTable::Type(a.dtype), DataTypeSize(a.dtype),
-                 a.root, comm_),
-      "MPI_Bcast"));
-  if (rank_ == a.root && !a.in_place) {
-    std::memcpy(a.recvbuff, a.sendbuff, a.count * DataTypeSize(a.dtype));
+  const size_t elem = DataTypeSize(a.dtype), bytes = a.count * elem;
+  const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
+  // The root broadcasts straight from sendbuff (MPI does not write the
+  // root's buffer) and copies it to its own recvbuff when they differ.
+  const bool root = rank_ == a.root, copy = root && !a.in_place;
+  void *buf = root ? const_cast<void *>(a.sendbuff) : a.recvbuff;
+  if (bytes < kBcastOverlapBytes || a.count > static_cast<size_t>(INT_MAX)) {
+    INFINICCL_RETURN_IF_ERROR(
+        MpiCheck(mpi::Bcast(buf, a.count, type, elem, a.root, comm_), "MPI_Bcast"));
+    if (copy) return LocalCopy(a, a.recvbuff, a.sendbuff, bytes, CopyKind::kDeviceToDevice);
+    return Status::Ok();
   }
+  // Larger: nonblocking, so the root's copy overlaps the transfer. Every rank
+  // takes this branch by the size alone (a blocking and a nonblocking
+  // collective do not match).
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc;
+  {
+    mpi::SerialLock lock;
+    rc = MPI_Ibcast(buf, static_cast<int>(a.count), type, a.root, comm_, &req);
+  }
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(rc, "MPI_Ibcast"));
+  int done = 0;
+  Status copied;
+  if (copy && a.device != nullptr) {
+    copied = a.device->MemcpyAsync(a.recvbuff, a.sendbuff, bytes, CopyKind::kDeviceToDevice,
+                                   a.stream);
+  } else if (copy) {
+    // In pieces, testing the request between them: MPI progresses the
+    // broadcast (the root's later sends) only inside MPI calls.
+    const char *from = static_cast<const char *>(a.sendbuff);
+    char *to = static_cast<char *>(a.recvbuff);
+    for (size_t off = 0; off < bytes; off += kBcastCopyPiece) {
+      std::memcpy(to + off, from + off, std::min(kBcastCopyPiece, bytes - off));
+      if (done || rc != MPI_SUCCESS) continue;
+      mpi::SerialLock lock;
+      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    }
+  }
+  if (rc == MPI_SUCCESS && !done) {
+    rc = mpi::Serialized() ? mpi::WaitSerialized(&req) : MPI_Wait(&req, MPI_STATUS_IGNORE);
+  }
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(rc, "MPI_Ibcast (wait)"));
+  INFINICCL_RETURN_IF_ERROR(copied);
+  if (copy && a.device != nullptr) return a.device->StreamSynchronize(a.stream);
   return Status::Ok();
 }
 
 void *MpiBackend::Scratch(size_t bytes) {
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   return scratch_.data();
+}
+
+Status MpiBackend::LocalCopy(const CollArgs &a, void *dst, const void *src, size_t bytes,
+                             CopyKind kind) {
+  if (a.device == nullptr) {
+    std::memcpy(dst, src, bytes);
+    return Status::Ok();
+  }
+  INFINICCL_RETURN_IF_ERROR(a.device->MemcpyAsync(dst, src, bytes, kind, a.stream));
+  return a.device->StreamSynchronize(a.stream);
+}
+
+Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
+  if (a.device == nullptr) {
+    DivideInPlace(buf, count, a.dtype, size_);
+    return Status::Ok();
+  }
+  const size_t bytes = count * DataTypeSize(a.dtype);
+  void *host = Scratch(bytes);
+  INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, buf, bytes, CopyKind::kDeviceToHost));
+  DivideInPlace(host, count, a.dtype, size_);
+  return LocalCopy(a, buf, host, bytes, CopyKind::kHostToDevice);
 }
 
 Status MpiBackend::Reduce(const CollArgs &a) {
@@ -71,7 +137,9 @@ Status MpiBackend::Reduce(const CollArgs &a) {
   // once the message exceeds 2 KiB (segfault). Give it a copy instead.
   if (send == MPI_IN_PLACE && a.root != 0) {
     const size_t bytes = a.count * DataTypeSize(a.dtype);
-    send = std::memcpy(Scratch(bytes), a.recvbuff, bytes);
+    void *copy = Scratch(bytes);
+    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, copy, a.recvbuff, bytes, CopyKind::kDeviceToHost));
+    send = copy;
   }
 #endif
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
@@ -79,7 +147,7 @@ Status MpiBackend::Reduce(const CollArgs &a) {
                   root ? a.recvbuff : nullptr, a.count, MpiTypeTable::Type(a.dtype),
                   DataTypeSize(a.dtype), MpiTypeTable::Op(a.dtype, a.op), a.root, comm_),
       "MPI_Reduce"));
-  if (root && a.op == infinicclAvg) DivideInPlace(a.recvbuff, a.count, a.dtype, size_);
+  if (root && a.op == infinicclAvg) return Average(a, a.recvbuff, a.count);
   return Status::Ok();
 }
 
@@ -113,7 +181,7 @@ Status MpiBackend::ReduceScatter(const CollArgs &a) {
   const MPI_Op op = MpiTypeTable::Op(a.dtype, a.op);
   // The ring combines on the CPU, so device memory read by MPI itself keeps
   // the MPI call.
-  if (!a.mpi_reads_device && UseReduceScatterRing(size_, a.count, elem)) {
+  if (a.device == nullptr && UseReduceScatterRing(size_, a.count, elem)) {
     INFINICCL_RETURN_IF_ERROR(ReduceScatterRing(a, type, op, comm_, rank_, size_,
                                                 Scratch(2 * kRingChunkBytes)));
   } else {
@@ -124,9 +192,13 @@ Status MpiBackend::ReduceScatter(const CollArgs &a) {
         MpiCheck(mpi::ReduceScatterBlock(SendOrInPlace(a), mpi_recv, a.count, type, elem, op,
                                          comm_),
                  "MPI_Reduce_scatter_block"));
-    if (a.in_place && rank_ != 0) std::memmove(a.recvbuff, mpi_recv, a.count * elem);
+    // Disjoint: rank_ != 0 puts the own block after the first.
+    if (a.in_place && rank_ != 0) {
+      INFINICCL_RETURN_IF_ERROR(
+          LocalCopy(a, a.recvbuff, mpi_recv, a.count * elem, CopyKind::kDeviceToDevice));
+    }
   }
-  if (a.op == infinicclAvg) DivideInPlace(a.recvbuff, a.count, a.dtype, size_);
+  if (a.op == infinicclAvg) return Average(a, a.recvbuff, a.count);
   return Status::Ok();
 }
 

@@ -3,6 +3,9 @@
 // they are: no copies, no allocations, MPI_IN_PLACE where MPI defines it.
 // One exception: large ReduceScatter on Open MPI runs the library's own ring
 // (reduce_scatter_ring.h), through the kept scratch, still allocation-free.
+// On the direct path (CollArgs::device set) the buffers are device memory:
+// the few local copies the backend makes (the root's Broadcast copy, Avg's
+// division, MPICH's Reduce workaround) go through the device runtime.
 #pragma once
 
 #include <mpi.h>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "device/device_runtime.h"
 
 namespace infiniccl {
 
@@ -39,6 +43,12 @@ class MpiBackend final : public Backend {
   // Grows on demand and is kept, so steady state allocates nothing; used by
   // the MPICH in-place Reduce workaround and the ReduceScatter ring (Open MPI).
   void *Scratch(size_t bytes);
+  // memcpy, or the device runtime's copy (finished on return) for device buffers.
+  Status LocalCopy(const CollArgs &a, void *dst, const void *src, size_t bytes,
+                   CopyKind kind);
+  // Avg: the Sum in `buf` divided by the number of ranks (device memory
+  // through the scratch on the host).
+  Status Average(const CollArgs &a, void *buf, size_t count);
 
   MPI_Comm comm_;
   int rank_;

@@ -236,9 +236,10 @@ Status CudaLikeRuntime<Api>::MemcpyAsync(void *dst, const void *src, size_t byte
                                          CopyKind kind, void *stream) {
   if (bytes == 0) return Status::Ok();
   INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(MemcpyAsync);
-  const typename Api::MemcpyKind direction = kind == CopyKind::kHostToDevice
-                                                 ? Api::kMemcpyHostToDevice
-                                                 : Api::kMemcpyDeviceToHost;
+  const typename Api::MemcpyKind direction =
+      kind == CopyKind::kHostToDevice   ? Api::kMemcpyHostToDevice
+      : kind == CopyKind::kDeviceToHost ? Api::kMemcpyDeviceToHost
+                                        : Api::kMemcpyDeviceToDevice;
   return INFINICCL_CUDA_LIKE_CALL(MemcpyAsync, dst, src, bytes, direction,
                                   AsStream(stream));
 }

@@ -32,6 +32,7 @@ struct CudaApi {
   static constexpr auto kMemoryTypeManaged = cudaMemoryTypeManaged;
   static constexpr MemcpyKind kMemcpyHostToDevice = cudaMemcpyHostToDevice;
   static constexpr MemcpyKind kMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
+  static constexpr MemcpyKind kMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
   static constexpr unsigned kEventDisableTiming = cudaEventDisableTiming;
 
   // cudaRuntimeGetVersion encodes 1000 * major + 10 * minor (13000 = 13.0).

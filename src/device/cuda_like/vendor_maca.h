@@ -34,6 +34,7 @@ struct MacaApi {
   static constexpr auto kMemoryTypeManaged = mcMemoryTypeManaged;
   static constexpr MemcpyKind kMemcpyHostToDevice = mcMemcpyHostToDevice;
   static constexpr MemcpyKind kMemcpyDeviceToHost = mcMemcpyDeviceToHost;
+  static constexpr MemcpyKind kMemcpyDeviceToDevice = mcMemcpyDeviceToDevice;
   static constexpr unsigned kEventDisableTiming = mcEventDisableTiming;
 
   // MACA's version encoding is not documented where we could read it: print

@@ -30,6 +30,7 @@ struct MusaApi {
   static constexpr auto kMemoryTypeManaged = musaMemoryTypeManaged;
   static constexpr MemcpyKind kMemcpyHostToDevice = musaMemcpyHostToDevice;
   static constexpr MemcpyKind kMemcpyDeviceToHost = musaMemcpyDeviceToHost;
+  static constexpr MemcpyKind kMemcpyDeviceToDevice = musaMemcpyDeviceToDevice;
   static constexpr unsigned kEventDisableTiming = musaEventDisableTiming;
 
   // MUSA's version encoding is not documented where we could read it: print

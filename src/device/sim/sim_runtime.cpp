@@ -156,12 +156,15 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const void *dev = kind == CopyKind::kHostToDevice ? dst : src;
-    if (!FindDevice(dev, bytes, nullptr)) {
-      return MakeStatus(infinicclInvalidArgument,
-                        "emulated copy of %zu bytes: %p is not inside an emulated-device "
-                        "allocation",
-                        bytes, dev);
+    // Every device side of the copy must lie inside an emulated allocation.
+    for (const void *dev : {kind == CopyKind::kHostToDevice ? nullptr : src,
+                            kind == CopyKind::kDeviceToHost ? nullptr : static_cast<const void *>(dst)}) {
+      if (dev != nullptr && !FindDevice(dev, bytes, nullptr)) {
+        return MakeStatus(infinicclInvalidArgument,
+                          "emulated copy of %zu bytes: %p is not inside an emulated-device "
+                          "allocation",
+                          bytes, dev);
+      }
     }
   }
   int pending = fail_copies_.load();
@@ -172,15 +175,24 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (kind == CopyKind::kHostToDevice) {
-      ++stats_.h2d_copies;
-      stats_.h2d_bytes += bytes;
-    } else {
-      ++stats_.d2h_copies;
-      stats_.d2h_bytes += bytes;
+    switch (kind) {
+      case CopyKind::kHostToDevice:
+        ++stats_.h2d_copies;
+        stats_.h2d_bytes += bytes;
+        break;
+      case CopyKind::kDeviceToHost:
+        ++stats_.d2h_copies;
+        stats_.d2h_bytes += bytes;
+        break;
+      case CopyKind::kDeviceToDevice:
+        ++stats_.d2d_copies;
+        stats_.d2d_bytes += bytes;
+        break;
     }
   }
-  const double gbps = copy_gbps_.load();
+  // The throttle emulates the host link; a copy within the device is not
+  // throttled (device memory is an order of magnitude faster).
+  const double gbps = kind == CopyKind::kDeviceToDevice ? 0 : copy_gbps_.load();
   s->Enqueue([dst, src, bytes, gbps] {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(dst, src, bytes);

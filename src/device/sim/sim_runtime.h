@@ -27,6 +27,7 @@ struct SimStats {
   uint64_t host_allocs = 0, host_frees = 0;  // pinned host
   uint64_t d2h_copies = 0, d2h_bytes = 0;
   uint64_t h2d_copies = 0, h2d_bytes = 0;
+  uint64_t d2d_copies = 0, d2d_bytes = 0;
   uint64_t live_device_bytes = 0;
 };
 
