@@ -135,6 +135,41 @@ inline void Report(const Context &ctx, const char *name, size_t count, bool all_
               algbw, bus_factor);
 }
 
+// A ring of point-to-point messages (sendrecv, group_ring): each rank sends
+// `send` to `next` and receives `prev`'s values into `recv`.
+struct Ring {
+  int next = 0;
+  int prev = 0;
+  std::vector<float> send, recv, expected;
+};
+
+inline Ring MakeRing(const Context &ctx, size_t count) {
+  Ring ring;
+  ring.next = (ctx.rank + 1) % ctx.nranks;  // with 1 rank: itself
+  ring.prev = (ctx.rank + ctx.nranks - 1) % ctx.nranks;
+  ring.send.resize(count);
+  ring.recv.assign(count, -1.0f);
+  ring.expected.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    ring.send[i] = Value(ctx.rank, i);
+    ring.expected[i] = Value(ring.prev, i);
+  }
+  return ring;
+}
+
+// Runs `exchange` (one trip around the ring) once, checks `recv` on every
+// rank, times it and reports (nccl-tests' send/recv: busbw = algbw).
+template <typename Exchange>
+bool CheckRing(Context &ctx, const char *name, Ring &ring, Exchange exchange) {
+  exchange();
+  const bool ok = AllRanks(ctx, CountWrong(ring.recv.data(), ring.expected) == 0);
+  const double seconds = TimePerCall(ctx, exchange);
+  const size_t count = ring.expected.size();
+  Report(ctx, name, count, ok, ring.recv.data(), ring.expected, seconds,
+         static_cast<double>(count * sizeof(float)), 1.0);
+  return ok;
+}
+
 // nccl-tests busbw factors.
 inline double AllReduceFactor(int n) {
   return 2.0 * (n - 1) / n;

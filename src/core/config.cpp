@@ -76,6 +76,13 @@ bool ParseLevel(const char *v, LogLevel *out) {
   return false;
 }
 
+bool ParseBackendChoice(const char *v, BackendChoice *out) {
+  for (BackendChoice b : {BackendChoice::kAuto, BackendChoice::kMpi, BackendChoice::kCcl}) {
+    if (strcasecmp(v, BackendChoiceName(b)) == 0) return *out = b, true;
+  }
+  return false;
+}
+
 Config &Storage() {
   static Config config = Config::FromEnvironment();
   return config;
@@ -116,6 +123,15 @@ const char *LogLevelName(LogLevel level) {
     case LogLevel::kWarn: return "WARN";
     case LogLevel::kInfo: return "INFO";
     case LogLevel::kTrace: return "TRACE";
+  }
+  return "?";
+}
+
+const char *BackendChoiceName(BackendChoice choice) {
+  switch (choice) {
+    case BackendChoice::kAuto: return "auto";
+    case BackendChoice::kMpi: return "mpi";
+    case BackendChoice::kCcl: return "ccl";
   }
   return "?";
 }
@@ -268,10 +284,7 @@ Config Config::Parse(const Lookup &lookup) {
     }
   }
   if (const char *v = lookup(kBackend)) {
-    if (strcasecmp(v, "auto") == 0 || strcasecmp(v, "mpi") == 0 || strcasecmp(v, "ccl") == 0) {
-      c.backend = v;
-      for (char &ch : c.backend) ch = static_cast<char>(ch | 0x20);  // lower case
-    } else {
+    if (!ParseBackendChoice(v, &c.backend)) {
       c.warnings.push_back(std::string(kBackend) + "='" + v +
                            "' is not auto, mpi or ccl; using auto");
     }
@@ -305,7 +318,7 @@ std::vector<std::string> Config::Describe() const {
       std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
       std::string(kChunkBytes) + "=" + std::to_string(pipeline_chunk_bytes),
       std::string(kDirect) + "=" + mpi_device_direct,
-      std::string(kBackend) + "=" + backend,
+      std::string(kBackend) + "=" + BackendChoiceName(backend),
       std::string(kTimeout) + "=" + std::to_string(timeout_sec),
   };
 }

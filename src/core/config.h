@@ -11,6 +11,11 @@ namespace infiniccl {
 
 enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
+// INFINICCL_BACKEND: auto picks per call; mpi never uses a CCL; ccl makes
+// every call that cannot take the CCL an error instead of a fallback.
+// Resolved once here, so a collective reads an enum, not a string.
+enum class BackendChoice { kAuto, kMpi, kCcl };
+
 struct Config {
   LogLevel log_level = LogLevel::kWarn;  // INFINICCL_DEBUG
   std::string log_file;                  // INFINICCL_DEBUG_FILE
@@ -25,9 +30,9 @@ struct Config {
   std::string staging_pinned = "auto";   // INFINICCL_STAGING_PINNED: auto|1|0
   size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
   size_t pipeline_chunk_bytes = size_t{4} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
-  std::string mpi_device_direct = "auto";  // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
-  std::string backend = "auto";            // INFINICCL_BACKEND: auto|mpi|ccl
-  int timeout_sec = 1800;                  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
+  std::string mpi_device_direct = "auto";        // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
+  BackendChoice backend = BackendChoice::kAuto;  // INFINICCL_BACKEND: auto|mpi|ccl
+  int timeout_sec = 1800;  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
 
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.
@@ -55,6 +60,8 @@ const Config &GlobalConfig();
 void ReloadGlobalConfig();
 
 const char *LogLevelName(LogLevel level);
+// "auto", "mpi" or "ccl": the spelling INFINICCL_BACKEND takes.
+const char *BackendChoiceName(BackendChoice choice);
 
 // "4M", "256KiB", "1g", "65536" -> bytes; false if malformed.
 bool ParseBytes(const char *text, size_t *out);

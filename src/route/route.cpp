@@ -93,8 +93,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   }
 
   Path path = Path::kHostMpi;
-  INFINICCL_RETURN_IF_ERROR(
-      DecidePath(ParseBackendChoice(GlobalConfig().backend.c_str()), facts, &path));
+  INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
   switch (path) {
     case Path::kHostMpi:
       // 1. Host buffers: straight to MPI, whatever devices exist.

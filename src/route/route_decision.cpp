@@ -1,14 +1,6 @@
 #include "route/route_decision.h"
 
-#include <cstring>
-
 namespace infiniccl {
-
-BackendChoice ParseBackendChoice(const char *text) {
-  if (text != nullptr && std::strcmp(text, "mpi") == 0) return BackendChoice::kMpi;
-  if (text != nullptr && std::strcmp(text, "ccl") == 0) return BackendChoice::kCcl;
-  return BackendChoice::kAuto;
-}
 
 const char *PathName(Path p) {
   switch (p) {

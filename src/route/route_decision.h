@@ -2,15 +2,10 @@
 // communicator has, so it is tested without MPI, devices or a CCL.
 #pragma once
 
+#include "core/config.h"  // BackendChoice (INFINICCL_BACKEND, parsed with the config)
 #include "core/status.h"
 
 namespace infiniccl {
-
-// INFINICCL_BACKEND: auto picks per call; mpi never uses a CCL; ccl makes
-// every call that cannot take the CCL an error instead of a fallback.
-enum class BackendChoice { kAuto, kMpi, kCcl };
-// "auto" | "mpi" | "ccl" (the Config parser accepts only these).
-BackendChoice ParseBackendChoice(const char *text);
 
 enum class Path { kHostMpi = 0, kDirectMpi = 1, kStagedMpi = 2, kCcl = 3 };
 inline constexpr int kNumPaths = 4;

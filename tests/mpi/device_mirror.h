@@ -1,20 +1,72 @@
-// Device-buffer variant of the collectives matrix, on the EMULATED device.
+// The EMULATED device (sim) in the MPI test programs that link the internal
+// library.
 //
-// Built into test_collectives_sim (ITEST_DEVICE_MIRROR defined): every
-// GuardedBuffer gets a mirror in emulated device memory, guards included.
-// Around each API call the host contents are uploaded, the call gets the
-// device addresses (D(ptr)), and the device contents are downloaded, so the
-// same independent checks (values, guards, untouched buffers) judge the
-// staged path. Without ITEST_DEVICE_MIRROR, D() is the identity.
+// With ITEST_SIM (test_staging, test_group) or ITEST_DEVICE_MIRROR defined:
+// EnableSim() and DeviceBuffer, a buffer of emulated device memory with
+// upload and download.
+//
+// With ITEST_DEVICE_MIRROR (test_collectives_sim), the device-buffer variant
+// of the collectives matrix: every GuardedBuffer gets a mirror in emulated
+// device memory, guards included. Around each API call the host contents are
+// uploaded, the call gets the device addresses (D(ptr)), and the device
+// contents are downloaded, so the same independent checks (values, guards,
+// untouched buffers) judge the staged path. Without ITEST_DEVICE_MIRROR, D()
+// is the identity.
 #ifndef INFINICCL_TESTS_MPI_DEVICE_MIRROR_H_
 #define INFINICCL_TESTS_MPI_DEVICE_MIRROR_H_
 
 #include "test_util.h"
 
-#ifdef ITEST_DEVICE_MIRROR
-#include <map>
+#if defined(ITEST_SIM) || defined(ITEST_DEVICE_MIRROR)
+#include <vector>
 
 #include "device/registry.h"
+#include "device/sim/sim_runtime.h"
+
+namespace itest {
+
+// The emulated device, once EnableSim() has run (after infinicclInit).
+inline infiniccl::SimRuntime *g_sim = nullptr;
+
+inline infiniccl::SimRuntime &EnableSim() {
+  g_sim = static_cast<infiniccl::SimRuntime *>(&infiniccl::DeviceRegistry::EnableSim());
+  return *g_sim;
+}
+
+// A buffer of emulated device memory, freed on scope exit.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t b) : bytes(b) { CHECK(g_sim->Malloc(&ptr, b).ok()); }
+  ~DeviceBuffer() { g_sim->Free(ptr); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  // Queues the copy of `h` on `stream` without waiting for it: `h` must
+  // outlive the copy.
+  void UploadAsync(const std::vector<unsigned char> &h, void *stream) {
+    using infiniccl::CopyKind;
+    CHECK(g_sim->MemcpyAsync(ptr, h.data(), h.size(), CopyKind::kHostToDevice, stream)
+              .ok());
+  }
+  void Upload(const std::vector<unsigned char> &h, void *stream = nullptr) {
+    UploadAsync(h, stream);
+    CHECK(g_sim->StreamSynchronize(stream).ok());
+  }
+  std::vector<unsigned char> Download() {
+    std::vector<unsigned char> h(bytes);
+    using infiniccl::CopyKind;
+    CHECK(
+        g_sim->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, nullptr).ok());
+    CHECK(g_sim->StreamSynchronize(nullptr).ok());
+    return h;
+  }
+};
+
+}  // namespace itest
+#endif
+
+#ifdef ITEST_DEVICE_MIRROR
+#include <map>
 
 namespace itest {
 
@@ -28,7 +80,7 @@ struct Mirror {
   }
   static void Enable() {
     Mirror &m = Get();
-    m.device = &infiniccl::DeviceRegistry::EnableSim();
+    m.device = &EnableSim();
     GuardedBuffer::on_create = [](GuardedBuffer *b) {
       void *p = nullptr;
       if (!Get().device->Malloc(&p, b->storage_bytes()).ok()) std::abort();

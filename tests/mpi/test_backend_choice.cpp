@@ -2,7 +2,8 @@
 // refuses host buffers (InvalidUsage) and device buffers with no CCL
 // communicator (NotSupported), each with a message, and the communicator
 // stays usable; `mpi` and `auto` run the same calls correctly over MPI
-// (emulated device buffers: staged). With a CCL device present (GPU
+// (emulated device buffers: staged), and so does an invalid value, after
+// the config's warning. With a CCL device present (GPU
 // machine) the emulated buffers still have no CCL, so the same holds.
 #include <mpi.h>
 
@@ -90,9 +91,21 @@ int main(int argc, char **argv) {
   CHECK_RC(AllReduce(comm, rank, true, false), infinicclNotSupported);
   ExpectMessage(comm, "no CCL communicator");
 
-  // mpi and auto: the same calls succeed over MPI, with exact results.
-  for (const char *mode : {"mpi", "auto"}) {
+  // mpi and auto: the same calls succeed over MPI, with exact results. An
+  // invalid value warns (the config's warning, logged at WARN by Init) and
+  // behaves as auto.
+  for (const char *mode : {"mpi", "auto", "nccl"}) {
     UseBackend(mode);
+    const bool invalid = std::string(mode) == "nccl";
+    const Config &config = GlobalConfig();
+    CHECK(config.warnings.size() == (invalid ? 1u : 0u), "%s: %zu warnings", mode,
+          config.warnings.size());
+    if (invalid && !config.warnings.empty()) {
+      CHECK(config.warnings[0] ==
+                "INFINICCL_BACKEND='nccl' is not auto, mpi or ccl; using auto",
+            "warning: %s", config.warnings[0].c_str());
+      CHECK(config.backend == BackendChoice::kAuto);
+    }
     CHECK_RC(AllReduce(comm, rank, false, true), infinicclSuccess);
     CHECK_RC(AllReduce(comm, rank, true, true), infinicclSuccess);
   }

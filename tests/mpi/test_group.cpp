@@ -24,9 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "device/registry.h"
-#include "device/sim/sim_runtime.h"
-#include "test_util.h"
+#include "device_mirror.h"
 
 using namespace itest;
 
@@ -34,13 +32,6 @@ namespace {
 
 constexpr size_t kRingBytes = size_t{8} << 20;
 int g_n = 0;
-infiniccl::SimRuntime *g_sim = nullptr;
-
-infinicclStagingStats Stats() {
-  infinicclStagingStats s{};
-  CHECK(infinicclGetStagingStats(&s) == infinicclSuccess);
-  return s;
-}
 
 std::vector<unsigned char> Pattern(infinicclDataType_t dt, uint64_t seed, int rank,
                                    size_t count) {
@@ -63,7 +54,7 @@ size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void *got,
 // Every rank sends to its right before it receives from its left, 8 MiB.
 void TestRing(infinicclComm_t comm, int rank) {
   const int right = (rank + 1) % g_n, left = (rank + g_n - 1) % g_n;
-  const infinicclStagingStats before = Stats();
+  const infinicclStagingStats before = StagingStats();
   for (infinicclDataType_t dt :
        {infinicclInt32, infinicclFloat64, infinicclBFloat16, infinicclUInt8}) {
     const size_t count = kRingBytes / Info(dt).size;
@@ -79,7 +70,7 @@ void TestRing(infinicclComm_t comm, int rank) {
     CHECK(wrong == 0, "ring %s: %zu of %zu elements wrong", Info(dt).name, wrong, count);
   }
   // Host buffers: zero copies, nothing staged.
-  const infinicclStagingStats after = Stats();
+  const infinicclStagingStats after = StagingStats();
   CHECK(after.staged_calls == before.staged_calls &&
             after.d2h_copies == before.d2h_copies &&
             after.h2d_copies == before.h2d_copies &&
@@ -217,34 +208,23 @@ void TestCompletionError(infinicclComm_t comm, int rank) {
 
 // The ring on emulated device buffers, staged (or direct).
 void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
-  using infiniccl::CopyKind;
   const int right = (rank + 1) % g_n, left = (rank + g_n - 1) % g_n;
   for (infinicclDataType_t dt : {infinicclInt32, infinicclFloat16}) {
     const size_t count = kRingBytes / Info(dt).size;
     const std::vector<unsigned char> send = Pattern(dt, 5, rank, count);
-    void *dsend = nullptr, *drecv = nullptr;
-    CHECK(g_sim->Malloc(&dsend, kRingBytes).ok() &&
-          g_sim->Malloc(&drecv, kRingBytes).ok());
+    DeviceBuffer dsend(kRingBytes), drecv(kRingBytes);
     void *stream = nullptr;
     CHECK(g_sim->StreamCreate(&stream).ok());
     // The upload is queued on the stream the Send names: staging must wait for it.
-    CHECK(
-        g_sim
-            ->MemcpyAsync(dsend, send.data(), kRingBytes, CopyKind::kHostToDevice, stream)
-            .ok());
-    const infinicclStagingStats before = Stats();
+    dsend.UploadAsync(send, stream);
+    const infinicclStagingStats before = StagingStats();
     CHECK_RC(infinicclGroupStart(), infinicclSuccess);
-    CHECK_RC(infinicclSend(dsend, count, dt, right, comm, stream), infinicclSuccess);
-    CHECK_RC(infinicclRecv(drecv, count, dt, left, comm, stream), infinicclSuccess);
+    CHECK_RC(infinicclSend(dsend.ptr, count, dt, right, comm, stream), infinicclSuccess);
+    CHECK_RC(infinicclRecv(drecv.ptr, count, dt, left, comm, stream), infinicclSuccess);
     CHECK_RC(infinicclGroupEnd(), infinicclSuccess);
-    const infinicclStagingStats after = Stats();
-    std::vector<unsigned char> recv(kRingBytes, 0xee);
-    CHECK(g_sim
-              ->MemcpyAsync(recv.data(), drecv, kRingBytes, CopyKind::kDeviceToHost,
-                            nullptr)
-              .ok());
-    CHECK(g_sim->StreamSynchronize(nullptr).ok());
-    CHECK(Wrong(dt, 5, left, recv.data(), count) == 0, "sim ring %s", Info(dt).name);
+    const infinicclStagingStats after = StagingStats();
+    CHECK(Wrong(dt, 5, left, drecv.Download().data(), count) == 0, "sim ring %s",
+          Info(dt).name);
     const unsigned long long staged = direct ? 0 : 2, copied = direct ? 0 : 1;
     CHECK(after.staged_calls - before.staged_calls == staged &&
               after.pipelined_calls == before.pipelined_calls &&
@@ -260,8 +240,6 @@ void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
           after.d2h_copies - before.d2h_copies, after.d2h_bytes - before.d2h_bytes,
           after.h2d_copies - before.h2d_copies, after.h2d_bytes - before.h2d_bytes);
     g_sim->StreamDestroy(stream);
-    g_sim->Free(dsend);
-    g_sim->Free(drecv);
   }
 }
 
@@ -276,7 +254,7 @@ int main(int argc, char **argv) {
   }
   if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
   if (mode == "sim" || mode == "sim-direct") {
-    g_sim = static_cast<infiniccl::SimRuntime *>(&infiniccl::DeviceRegistry::EnableSim());
+    EnableSim();
   }
   infinicclComm_t comm = nullptr;
   if (infinicclCommInitAll(&comm, 0, nullptr) != infinicclSuccess) return 2;

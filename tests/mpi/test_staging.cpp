@@ -20,43 +20,13 @@
 #include <utility>
 #include <vector>
 
-#include "device/registry.h"
-#include "device/sim/sim_runtime.h"
-#include "test_util.h"
+#include "device_mirror.h"
 
 using namespace itest;
-using infiniccl::CopyKind;
-using infiniccl::DeviceRegistry;
-using infiniccl::SimRuntime;
 
 namespace {
 
-SimRuntime *g_sim = nullptr;
 int g_n = 0;
-
-// A device buffer of the emulated device, freed on scope exit.
-struct DeviceBuffer {
-  void *ptr = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t b) : bytes(b) { CHECK(g_sim->Malloc(&ptr, b).ok()); }
-  ~DeviceBuffer() { g_sim->Free(ptr); }
-  void Upload(const std::vector<unsigned char> &h, void *stream = nullptr) {
-    CHECK(g_sim->MemcpyAsync(ptr, h.data(), h.size(), CopyKind::kHostToDevice, stream).ok());
-    CHECK(g_sim->StreamSynchronize(stream).ok());
-  }
-  std::vector<unsigned char> Download() {
-    std::vector<unsigned char> h(bytes);
-    CHECK(g_sim->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, nullptr).ok());
-    CHECK(g_sim->StreamSynchronize(nullptr).ok());
-    return h;
-  }
-};
-
-infinicclStagingStats Stats() {
-  infinicclStagingStats s{};
-  CHECK(infinicclGetStagingStats(&s) == infinicclSuccess);
-  return s;
-}
 
 // Host input for an AllReduce of `count` elements of `dt` with `seed`.
 std::vector<unsigned char> Input(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
@@ -99,7 +69,7 @@ void TestReuse(infinicclComm_t comm, int rank) {
   for (const auto &[count, calls] : {std::pair<size_t, int>{4096, 1000}, {300000, 20}}) {
     CHECK(DeviceAllReduce(comm, rank, count, infinicclFloat32, infinicclSum, 1) ==
           infinicclSuccess);
-    const infinicclStagingStats first = Stats();
+    const infinicclStagingStats first = StagingStats();
     const size_t bytes = count * 4;
     DeviceBuffer send(bytes), recv(bytes);
     send.Upload(Input(infinicclFloat32, infinicclSum, 2, rank, count));
@@ -107,7 +77,7 @@ void TestReuse(infinicclComm_t comm, int rank) {
       CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat32, infinicclSum,
                                comm, nullptr) == infinicclSuccess);
     }
-    const infinicclStagingStats after = Stats();
+    const infinicclStagingStats after = StagingStats();
     CHECK(after.allocations == first.allocations,
           "%d AllReduces of %zu elements allocated %llu staging buffers after the first call",
           calls, count, after.allocations - first.allocations);
@@ -122,12 +92,12 @@ void TestCapAndTrim(infinicclComm_t comm, int rank, size_t cap) {
   // 4x the cap in one operation: must run in pieces and stay under the cap.
   const size_t count = cap;  // float32: 4 * cap bytes per buffer
   CHECK(DeviceAllReduce(comm, rank, count, infinicclFloat32, infinicclSum, 3) == infinicclSuccess);
-  const infinicclStagingStats s = Stats();
+  const infinicclStagingStats s = StagingStats();
   CHECK(s.peak_bytes_held <= cap, "peak %llu > cap %zu", s.peak_bytes_held, cap);
   CHECK(s.bytes_held <= cap, "held %llu > cap %zu after the call", s.bytes_held, cap);
   CHECK(s.pipelined_calls > 0);
   CHECK(infinicclMemTrim() == infinicclSuccess);
-  CHECK(Stats().bytes_held == 0, "MemTrim left %llu bytes", Stats().bytes_held);
+  CHECK(StagingStats().bytes_held == 0, "MemTrim left %llu bytes", StagingStats().bytes_held);
 }
 
 void TestCommDestroyReleases(int rank) {
@@ -136,13 +106,13 @@ void TestCommDestroyReleases(int rank) {
   CHECK(infinicclCommInitAll(&a, 0, nullptr) == infinicclSuccess);
   CHECK(infinicclCommInitAll(&b, 0, nullptr) == infinicclSuccess);
   CHECK(DeviceAllReduce(a, rank, 5000, infinicclInt32, infinicclMax, 4) == infinicclSuccess);
-  CHECK(Stats().bytes_held > 0);
+  CHECK(StagingStats().bytes_held > 0);
   CHECK(infinicclCommDestroy(a) == infinicclSuccess);
-  CHECK(Stats().bytes_held == 0, "CommDestroy left %llu bytes only it used",
-        Stats().bytes_held);
+  CHECK(StagingStats().bytes_held == 0, "CommDestroy left %llu bytes only it used",
+        StagingStats().bytes_held);
   // A buffer used by b stays cached after a is gone.
   CHECK(DeviceAllReduce(b, rank, 5000, infinicclInt32, infinicclMax, 5) == infinicclSuccess);
-  CHECK(Stats().bytes_held > 0);
+  CHECK(StagingStats().bytes_held > 0);
   CHECK(infinicclCommDestroy(b) == infinicclSuccess);
 }
 
@@ -150,11 +120,11 @@ void TestPageableFallback(infinicclComm_t comm, int rank) {
   CHECK(infinicclMemTrim() == infinicclSuccess);
   g_sim->SetPinnedAvailable(false);
   CHECK(DeviceAllReduce(comm, rank, 70001, infinicclFloat16, infinicclSum, 6) == infinicclSuccess);
-  CHECK(Stats().pinned == 0, "staging says pinned with pinned memory unavailable");
+  CHECK(StagingStats().pinned == 0, "staging says pinned with pinned memory unavailable");
   g_sim->SetPinnedAvailable(true);
   CHECK(infinicclMemTrim() == infinicclSuccess);
   CHECK(DeviceAllReduce(comm, rank, 70001, infinicclFloat16, infinicclSum, 7) == infinicclSuccess);
-  CHECK(Stats().pinned == 1);
+  CHECK(StagingStats().pinned == 1);
 }
 
 void TestCopyFailure(infinicclComm_t comm, int rank) {
@@ -170,7 +140,8 @@ void TestCopyFailure(infinicclComm_t comm, int rank) {
         infinicclGetLastError(comm));
   // Every lease went back: trimming frees everything.
   CHECK(infinicclMemTrim() == infinicclSuccess);
-  CHECK(Stats().bytes_held == 0, "a failed call kept %llu bytes leased", Stats().bytes_held);
+  CHECK(StagingStats().bytes_held == 0, "a failed call kept %llu bytes leased",
+        StagingStats().bytes_held);
   CHECK(DeviceAllReduce(comm, rank, 100000, infinicclFloat64, infinicclSum, 9) == infinicclSuccess);
 }
 
@@ -184,8 +155,7 @@ void TestStreamOrdering(infinicclComm_t comm, int rank) {
   send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale data: zeros
   const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 10, rank, count);
   g_sim->SetCopyGbps(0.5);  // 4 MiB at 0.5 GB/s: about 8 ms
-  CHECK(g_sim->MemcpyAsync(send.ptr, fresh.data(), fresh.size(), CopyKind::kHostToDevice, stream)
-            .ok());
+  send.UploadAsync(fresh, stream);
   CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclSum, comm,
                            stream) == infinicclSuccess);
   g_sim->SetCopyGbps(0);
@@ -246,11 +216,11 @@ void TestThreads(int rank) {
 }
 
 void TestDirect(infinicclComm_t comm, int rank) {
-  const infinicclStagingStats before = Stats();
+  const infinicclStagingStats before = StagingStats();
   for (infinicclDataType_t dt : {infinicclFloat32, infinicclBFloat16, infinicclUInt8}) {
     CHECK(DeviceAllReduce(comm, rank, 65537, dt, infinicclSum, 20 + dt) == infinicclSuccess);
   }
-  const infinicclStagingStats after = Stats();
+  const infinicclStagingStats after = StagingStats();
   CHECK(after.d2h_copies == before.d2h_copies && after.h2d_copies == before.h2d_copies,
         "direct path made %llu staging copies", after.d2h_copies - before.d2h_copies);
   CHECK(after.direct_calls == before.direct_calls + 3);
@@ -266,7 +236,7 @@ int main(int argc, char **argv) {
   if (mode == "pool") setenv("INFINICCL_STAGING_CACHE_BYTES", "1M", 1);
   setenv("INFINICCL_PIPELINE_CHUNK_BYTES", "65539", 0);
   if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
-  g_sim = static_cast<SimRuntime *>(&DeviceRegistry::EnableSim());
+  EnableSim();
   infinicclComm_t comm = nullptr;
   if (infinicclCommInitAll(&comm, 0, nullptr) != infinicclSuccess) return 2;
   int rank = 0;

@@ -82,6 +82,13 @@ inline const char *SafeLastError() {
   return m != nullptr ? m : "(null)";
 }
 
+// The library's staging counters now (infinicclGetStagingStats).
+inline infinicclStagingStats StagingStats() {
+  infinicclStagingStats s{};
+  CHECK(infinicclGetStagingStats(&s) == infinicclSuccess);
+  return s;
+}
+
 // True when msg names `call` as a whole word, optionally prefixed by
 // "infiniccl": looking for "Reduce" must not match "AllReduce" or
 // "ReduceScatter", or a stale message would pass for the wrong call.

@@ -4,8 +4,10 @@
 // the communicator has, INFINICCL_BACKEND). Runs on every build.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "backend/ccl/ccl_mapping.h"
 #include "backend/ccl/ccl_provider.h"
@@ -113,26 +115,45 @@ TEST(CclMapping, ResultCodesShareNcclsNumbering) {
   EXPECT_EQ(CclResultCode(-1), infinicclInternalError);
 }
 
-TEST(BackendChoice, Parse) {
-  EXPECT_EQ(ParseBackendChoice("auto"), BackendChoice::kAuto);
-  EXPECT_EQ(ParseBackendChoice("mpi"), BackendChoice::kMpi);
-  EXPECT_EQ(ParseBackendChoice("ccl"), BackendChoice::kCcl);
-  EXPECT_EQ(ParseBackendChoice(nullptr), BackendChoice::kAuto);
+Config ParseBackend(const char *value) {
+  return Config::Parse([value](const char *name) -> const char * {
+    return std::string(name) == "INFINICCL_BACKEND" ? value : nullptr;
+  });
 }
 
+TEST(BackendChoice, Names) {
+  EXPECT_STREQ(BackendChoiceName(BackendChoice::kAuto), "auto");
+  EXPECT_STREQ(BackendChoiceName(BackendChoice::kMpi), "mpi");
+  EXPECT_STREQ(BackendChoiceName(BackendChoice::kCcl), "ccl");
+}
+
+// Config resolves the variable to the enum once, in any case.
 TEST(BackendChoice, ConfigAcceptsAutoMpiCclAnyCase) {
-  auto parse = [](const char *value) {
-    return Config::Parse([value](const char *name) -> const char * {
-      return std::string(name) == "INFINICCL_BACKEND" ? value : nullptr;
-    });
-  };
-  EXPECT_EQ(parse(nullptr).backend, "auto");
-  EXPECT_EQ(parse("CCL").backend, "ccl");
-  EXPECT_EQ(parse("mpi").backend, "mpi");
-  const Config bad = parse("nccl");
-  EXPECT_EQ(bad.backend, "auto");
-  ASSERT_EQ(bad.warnings.size(), 1u);
-  EXPECT_NE(bad.warnings[0].find("INFINICCL_BACKEND"), std::string::npos);
+  EXPECT_EQ(ParseBackend(nullptr).backend, BackendChoice::kAuto);
+  EXPECT_EQ(ParseBackend("auto").backend, BackendChoice::kAuto);
+  EXPECT_EQ(ParseBackend("AUTO").backend, BackendChoice::kAuto);
+  EXPECT_EQ(ParseBackend("mpi").backend, BackendChoice::kMpi);
+  EXPECT_EQ(ParseBackend("Mpi").backend, BackendChoice::kMpi);
+  EXPECT_EQ(ParseBackend("ccl").backend, BackendChoice::kCcl);
+  EXPECT_EQ(ParseBackend("CCL").backend, BackendChoice::kCcl);
+  for (const char *ok : {"auto", "mpi", "ccl", "CCL"}) {
+    EXPECT_TRUE(ParseBackend(ok).warnings.empty()) << ok;
+  }
+  const std::vector<std::string> lines = ParseBackend("CCL").Describe();
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "INFINICCL_BACKEND=ccl"), lines.end());
+}
+
+// An invalid value is not an error: one warning naming the variable, the
+// value and the accepted ones (logged at WARN by infinicclInit and shown by
+// infiniccl-info), and auto is used.
+TEST(BackendChoice, InvalidValueWarnsAndUsesAuto) {
+  for (const char *bad : {"nccl", "", "mpi ", "cc", "auto,mpi"}) {
+    const Config c = ParseBackend(bad);
+    EXPECT_EQ(c.backend, BackendChoice::kAuto) << bad;
+    ASSERT_EQ(c.warnings.size(), 1u) << bad;
+    EXPECT_EQ(c.warnings[0], std::string("INFINICCL_BACKEND='") + bad +
+                                 "' is not auto, mpi or ccl; using auto");
+  }
 }
 
 TEST(RouteDecision, HostBuffersGoToMpiUnlessForcedToTheCcl) {

@@ -35,7 +35,7 @@ Status NoCcl(BackendChoice choice, const char *why) {
 }  // namespace
 
 Status AttachCclUnderMpi(Communicator &c) {
-  const BackendChoice choice = ParseBackendChoice(GlobalConfig().backend.c_str());
+  const BackendChoice choice = GlobalConfig().backend;
   if (choice == BackendChoice::kMpi) {
     INFINICCL_INFO("INFINICCL_BACKEND=mpi: no CCL communicator");
     return Status::Ok();

@@ -8,83 +8,68 @@
 
 namespace infiniccl::mpi {
 
+namespace {
+
+// One MPI call: `blocking(args...)`, or, when the library serialises its MPI
+// calls (mpi_thread.h), its nonblocking form `nonblocking(args..., &request)`
+// posted under the lock and polled to completion.
+template <typename Blocking, typename Nonblocking, typename... Args>
+int Call(Blocking blocking, Nonblocking nonblocking, Args... args) {
+  if (Serialized())
+    return PostAndWait([&](MPI_Request *q) { return nonblocking(args..., q); });
+  return blocking(args...);
+}
+
+}  // namespace
+
 #if MPI_VERSION >= 4
 
 // MPI-4: every call takes MPI_Count directly.
 int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op,
               MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Iallreduce_c(s, r, k, t, op, c, q); });
-  return MPI_Allreduce_c(s, r, k, t, op, c);
+  return Call(MPI_Allreduce_c, MPI_Iallreduce_c, s, r, k, t, op, c);
 }
 int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op, int root,
            MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Ireduce_c(s, r, k, t, op, root, c, q); });
-  return MPI_Reduce_c(s, r, k, t, op, root, c);
+  return Call(MPI_Reduce_c, MPI_Ireduce_c, s, r, k, t, op, root, c);
 }
 int Bcast(void *b, size_t n, MPI_Datatype t, size_t, int root, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast_c(b, k, t, root, c, q); });
-  return MPI_Bcast_c(b, k, t, root, c);
+  return Call(MPI_Bcast_c, MPI_Ibcast_c, b, k, t, root, c);
 }
 int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Iallgather_c(s, k, t, r, k, t, c, q); });
-  return MPI_Allgather_c(s, k, t, r, k, t, c);
+  return Call(MPI_Allgather_c, MPI_Iallgather_c, s, k, t, r, k, t, c);
 }
 int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
            MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Igather_c(s, k, t, r, k, t, root, c, q); });
-  return MPI_Gather_c(s, k, t, r, k, t, root, c);
+  return Call(MPI_Gather_c, MPI_Igather_c, s, k, t, r, k, t, root, c);
 }
 int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t, int root,
             MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Iscatter_c(s, k, t, r, k, t, root, c, q); });
-  return MPI_Scatter_c(s, k, t, r, k, t, root, c);
+  return Call(MPI_Scatter_c, MPI_Iscatter_c, s, k, t, r, k, t, root, c);
 }
 int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Ialltoall_c(s, k, t, r, k, t, c, q); });
-  return MPI_Alltoall_c(s, k, t, r, k, t, c);
+  return Call(MPI_Alltoall_c, MPI_Ialltoall_c, s, k, t, r, k, t, c);
 }
 int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t,
                        MPI_Op op, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait([&](MPI_Request *q) {
-      return MPI_Ireduce_scatter_block_c(s, r, k, t, op, c, q);
-    });
-  return MPI_Reduce_scatter_block_c(s, r, k, t, op, c);
+  return Call(MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, s, r, k, t, op, c);
 }
 int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Isend_c(b, k, t, peer, tag, c, q); });
-  return MPI_Send_c(b, k, t, peer, tag, c);
+  return Call(MPI_Send_c, MPI_Isend_c, b, k, t, peer, tag, c);
 }
 int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); });
-  return MPI_Recv_c(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
+  return Call([](auto... a) { return MPI_Recv_c(a..., MPI_STATUS_IGNORE); }, MPI_Irecv_c,
+              b, k, t, peer, tag, c);
 }
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
@@ -114,69 +99,41 @@ constexpr size_t kChunk = size_t{1} << 30;
 // (mpi_thread.h).
 namespace i32 {
 int Allreduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Iallreduce(s, r, k, t, op, c, q); });
-  return MPI_Allreduce(s, r, k, t, op, c);
+  return Call(MPI_Allreduce, MPI_Iallreduce, s, r, k, t, op, c);
 }
 int Reduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, int root,
            MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Ireduce(s, r, k, t, op, root, c, q); });
-  return MPI_Reduce(s, r, k, t, op, root, c);
+  return Call(MPI_Reduce, MPI_Ireduce, s, r, k, t, op, root, c);
 }
 int Bcast(void *b, int k, MPI_Datatype t, int root, MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait([&](MPI_Request *q) { return MPI_Ibcast(b, k, t, root, c, q); });
-  return MPI_Bcast(b, k, t, root, c);
+  return Call(MPI_Bcast, MPI_Ibcast, b, k, t, root, c);
 }
 int Allgather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
               MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Iallgather(s, sk, st, r, rk, rt, c, q); });
-  return MPI_Allgather(s, sk, st, r, rk, rt, c);
+  return Call(MPI_Allgather, MPI_Iallgather, s, sk, st, r, rk, rt, c);
 }
 int Gather(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
            int root, MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Igather(s, sk, st, r, rk, rt, root, c, q); });
-  return MPI_Gather(s, sk, st, r, rk, rt, root, c);
+  return Call(MPI_Gather, MPI_Igather, s, sk, st, r, rk, rt, root, c);
 }
 int Scatter(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
             int root, MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Iscatter(s, sk, st, r, rk, rt, root, c, q); });
-  return MPI_Scatter(s, sk, st, r, rk, rt, root, c);
+  return Call(MPI_Scatter, MPI_Iscatter, s, sk, st, r, rk, rt, root, c);
 }
 int Alltoall(const void *s, int sk, MPI_Datatype st, void *r, int rk, MPI_Datatype rt,
              MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Ialltoall(s, sk, st, r, rk, rt, c, q); });
-  return MPI_Alltoall(s, sk, st, r, rk, rt, c);
+  return Call(MPI_Alltoall, MPI_Ialltoall, s, sk, st, r, rk, rt, c);
 }
 int ReduceScatterBlock(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op,
                        MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Ireduce_scatter_block(s, r, k, t, op, c, q); });
-  return MPI_Reduce_scatter_block(s, r, k, t, op, c);
+  return Call(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, s, r, k, t, op, c);
 }
 int Send(const void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Isend(b, k, t, peer, tag, c, q); });
-  return MPI_Send(b, k, t, peer, tag, c);
+  return Call(MPI_Send, MPI_Isend, b, k, t, peer, tag, c);
 }
 int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *) {
-  if (Serialized())
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); });
-  return MPI_Recv(b, k, t, peer, tag, c, MPI_STATUS_IGNORE);
+  return Call([](auto... a) { return MPI_Recv(a..., MPI_STATUS_IGNORE); }, MPI_Irecv, b,
+              k, t, peer, tag, c);
 }
 }  // namespace i32
 
