@@ -9,7 +9,8 @@
 //             error, nothing held, next call fine; stream ordering; mixed
 //             host/device buffers; threads on two communicators.
 //   direct  - run with INFINICCL_MPI_DEVICE_DIRECT=1: device buffers go to MPI
-//             as they are, zero staging copies.
+//             as they are, zero staging copies; the backend's own copies
+//             (Broadcast's root copy, Avg's division) go through the runtime.
 // Expected values come from test_util.h (independent of the library).
 #include <mpi.h>
 
@@ -227,6 +228,48 @@ void TestDirect(infinicclComm_t comm, int rank) {
   CHECK(after.staged_calls == before.staged_calls);
 }
 
+// On the direct path the backend's own copies must go through the device
+// runtime, never touch device memory on the CPU: counted by the emulated
+// device, around the library call only.
+void TestDirectLocalCopies(infinicclComm_t comm, int rank) {
+  const int root = g_n - 1;
+  // Below and above the size where Broadcast overlaps the root's copy.
+  for (size_t count : {size_t{1000}, size_t{100000}}) {
+    const size_t bytes = count * sizeof(float);
+    std::vector<unsigned char> in(bytes), zero(bytes, 0);
+    for (size_t i = 0; i < count; ++i) {
+      const float v = static_cast<float>(root * 1000 + i % 977);
+      std::memcpy(in.data() + i * sizeof v, &v, sizeof v);
+    }
+    DeviceBuffer send(bytes), recv(bytes);
+    send.Upload(rank == root ? in : zero);
+    recv.Upload(zero);
+    const infiniccl::SimStats s0 = g_sim->stats();
+    CHECK(infinicclBroadcast(send.ptr, recv.ptr, count, infinicclFloat32, root, comm,
+                             nullptr) == infinicclSuccess);
+    const infiniccl::SimStats s1 = g_sim->stats();
+    CHECK(s1.d2d_copies - s0.d2d_copies == (rank == root ? 1u : 0u),
+          "Broadcast of %zu: %llu device-to-device copies", count,
+          static_cast<unsigned long long>(s1.d2d_copies - s0.d2d_copies));
+    CHECK(s1.d2h_copies == s0.d2h_copies && s1.h2d_copies == s0.h2d_copies);
+    CHECK(recv.Download() == in, "Broadcast of %zu: wrong result", count);
+  }
+  // Avg: the division runs on the host, through one copy each way.
+  const size_t count = 5000;
+  DeviceBuffer send(count * 4), recv(count * 4);
+  send.Upload(Input(infinicclInt32, infinicclAvg, 31, rank, count));
+  const infiniccl::SimStats s0 = g_sim->stats();
+  CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclAvg, comm,
+                           nullptr) == infinicclSuccess);
+  const infiniccl::SimStats s1 = g_sim->stats();
+  CHECK(s1.d2h_copies - s0.d2h_copies == 1 && s1.h2d_copies - s0.h2d_copies == 1,
+        "Avg on the direct path: %llu/%llu copies",
+        static_cast<unsigned long long>(s1.d2h_copies - s0.d2h_copies),
+        static_cast<unsigned long long>(s1.h2d_copies - s0.h2d_copies));
+  CHECK(CountWrong(infinicclInt32, infinicclAvg, 31, recv.Download(), count) == 0,
+        "Avg on the direct path: wrong result");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -246,6 +289,7 @@ int main(int argc, char **argv) {
 
   if (mode == "direct") {
     TestDirect(comm, rank);
+    TestDirectLocalCopies(comm, rank);
   } else {
     TestReuse(comm, rank);
     TestCapAndTrim(comm, rank, cap);
