@@ -130,46 +130,16 @@ Shape ShapeOf(CollKind kind, size_t n) {
 
 }  // namespace
 
-size_t ChunkSchedule::max_cols() const {
-  const size_t head = levels == 0 ? 0 : first * ((size_t{1} << levels) - 1);
-  const size_t widest_middle = (count - 2 * head + middle - 1) / middle;
-  return levels == 0 ? widest_middle : std::max(first << (levels - 1), widest_middle);
-}
-
-ChunkSchedule::Piece ChunkSchedule::at(size_t k) const {
-  const size_t head = levels == 0 ? 0 : first * ((size_t{1} << levels) - 1);
-  if (k < levels) return {first * ((size_t{1} << k) - 1), first << k};
-  const size_t back = chunks() - 1 - k;  // position counted from the end
-  if (back < levels) {
-    return {count - first * ((size_t{1} << (back + 1)) - 1), first << back};
-  }
-  // Middle chunk j of `middle` over the columns between the ramps, balanced.
-  const size_t j = k - levels, rest = count - 2 * head;
-  const size_t base = rest / middle, extra = rest % middle;
-  return {head + j * base + std::min(j, extra), base + (j < extra ? 1 : 0)};
-}
-
 ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem,
                          size_t chunk_bytes, size_t cap_bytes) {
   ChunkSchedule s;
   s.count = count;
-  size_t steady = std::max<size_t>(1, chunk_bytes / (widest * elem));
+  // Small enough for one host buffer of one chunk: no pipelining.
+  if (count <= chunk_bytes / (widest * elem) && blocks * count * elem <= cap_bytes) return s;
+  size_t cols = std::max<size_t>(1, chunk_bytes / (widest * elem));
   // Both slots together stay within the pool's cap.
-  steady = std::min(steady, std::max<size_t>(1, cap_bytes / (kSlots * blocks * elem)));
-  s.steady = steady;
-  // Ramp levels while the columns left between the ramps are at least the
-  // next ramp chunk, so chunks never shrink towards the middle.
-  size_t rest = count;
-  for (size_t r = std::max<size_t>(1, steady / 8); r < steady && rest >= 3 * r; r *= 2) {
-    if (s.levels == 0) s.first = r;
-    ++s.levels;
-    rest -= 2 * r;
-  }
-  if (s.levels == 0) {
-    // Too small to ramp: one chunk if one slot may hold it, else steady chunks.
-    if (blocks * count * elem <= cap_bytes) return s;
-  }
-  s.middle = std::max<size_t>(1, (rest + steady - 1) / steady);
+  cols = std::min(cols, std::max<size_t>(1, cap_bytes / (kSlots * blocks * elem)));
+  s.chunks = (count + cols - 1) / cols;
   return s;
 }
 
@@ -186,7 +156,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   const ChunkSchedule plan = PlanChunks(p.count, shape.widest, shape.blocks, p.elem,
                                         config.pipeline_chunk_bytes, pool.cap_bytes());
   p.cols = plan.max_cols();
-  const size_t chunks = plan.chunks();
+  const size_t chunks = plan.chunks;
   const int slots = chunks > 1 ? kSlots : 1;
   pool.CountCall(chunks > 1);
 
@@ -229,8 +199,8 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     host.count = n;
     host.in_place = false;  // staging buffers are always separate
     host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
-    // The output half starts after the widest chunk's input half, so a
-    // wider chunk's input copy never reaches an output still being copied out.
+    // The output half starts after the widest chunk's input half, so no
+    // chunk's input copy reaches an output still being copied out.
     host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.cols * p.elem : nullptr;
     host.send_bytes = p.send_blocks * n * p.elem;
     host.recv_bytes = p.recv_blocks * n * p.elem;

@@ -11,9 +11,7 @@
 // result slices are copied back. Two buffers alternate, so the device-to-host
 // copy of chunk k+1 (on the user's stream) and the host-to-device copy of
 // chunk k-1 (on a second stream) run on the copy engines while MPI works on
-// chunk k. The chunks ramp up at the start and down at the end (see
-// ChunkSchedule), so only a small copy is exposed at either end. A small
-// operation is one chunk, all on the user's stream.
+// chunk k. A small operation is one chunk, all on the user's stream.
 // The call returns when the results are in the device buffers.
 #pragma once
 
@@ -38,26 +36,22 @@ struct BufferPlacement {
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &args,
                  BufferPlacement placement, int nranks, const void *owner);
 
-// How an operation of `count` columns is cut into chunks. Steady chunks are
-// at most `steady` columns (about INFINICCL_PIPELINE_CHUNK_BYTES of the widest
-// buffer, both slots within the pool's cap). When there is more than one
-// chunk, the pipeline fills and drains through ramps: the first chunks are
-// steady/8, steady/4, steady/2 columns and the last ones mirror them, because
-// the first device-to-host copy and the last host-to-device copy are the only
-// copies not hidden behind MPI work. Every rank computes the same schedule.
+// How an operation of `count` columns is cut into chunks: `chunks` balanced
+// pieces (widths differ by at most one column), each at most about
+// INFINICCL_PIPELINE_CHUNK_BYTES of the widest buffer, with both slots
+// within the pool's cap. Every rank computes the same schedule.
 struct ChunkSchedule {
   struct Piece {
     size_t offset, cols;
   };
   size_t count = 0;   // columns in all
-  size_t first = 0;   // columns of the first ramp chunk
-  size_t levels = 0;  // ramp chunks at each end: first << i, i < levels
-  size_t middle = 1;  // balanced chunks between the ramps
-  size_t steady = 0;  // most columns of a middle chunk
+  size_t chunks = 1;
 
-  size_t chunks() const { return 2 * levels + middle; }
-  size_t max_cols() const;  // the widest chunk: what one slot must hold
-  Piece at(size_t k) const;
+  size_t max_cols() const { return (count + chunks - 1) / chunks; }  // what a slot holds
+  Piece at(size_t k) const {
+    const size_t base = count / chunks, extra = count % chunks;
+    return {k * base + (k < extra ? k : extra), base + (k < extra ? 1 : 0)};
+  }
 };
 
 // `count` columns whose widest buffer has `widest` blocks per column and
