@@ -42,7 +42,7 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
     // it can. Every rank of the parent takes part (the CCL's split is
     // collective over it), those without a color included; the parent's
     // ranks agreed at creation on having a CCL, so all take this together.
-    if (ctx.comm->ccl_backend() != nullptr) {
+    if (ctx.comm->has_mpi() && ctx.comm->ccl_backend() != nullptr) {
       INFINICCL_RETURN_IF_ERROR(SplitCclUnderMpi(*ctx.comm, newcomm == nullptr ? -1 : color,
                                                  key, child.get()));
     }

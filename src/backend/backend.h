@@ -21,12 +21,13 @@ class Backend {
   virtual const char *Unsupported(const CollArgs &) const { return nullptr; }
   // A native CCL's own split of its communicator (ncclCommSplit), collective
   // over every rank of this backend's communicator. A negative color takes
-  // part and gets no backend. `rank`/`size`: this rank's place in the new
-  // communicator (the MPI split's, which orders ranks the same way).
+  // part and gets no backend. `*rank`/`*size`: this rank's place in the new
+  // communicator when known (the MPI split's, which orders ranks the same
+  // way); -1 to have the CCL fill them in (a communicator without MPI).
   // Gives the backend up without waiting for its queued work or talking to
   // other ranks (ncclCommAbort); nothing for backends without such work.
   virtual void Abort() {}
-  virtual Status SplitNative(int /*color*/, int /*key*/, int /*rank*/, int /*size*/,
+  virtual Status SplitNative(int /*color*/, int /*key*/, int * /*rank*/, int * /*size*/,
                              std::unique_ptr<Backend> * /*out*/) {
     return Status(infinicclNotSupported, "this backend has no native split");
   }

@@ -54,12 +54,25 @@ Status Communicator::CreateWithoutMpi(int rank, int size,
 Status Communicator::Split(const Communicator &parent, int color, int key,
                            std::unique_ptr<Communicator> *out) {
   if (!parent.has_mpi()) {
-    // Native CCL hook (see below): a CCL-only communicator
-    // (infinicclCommInitRank without MPI) can only be split by its CCL.
-    return Status(
-        infinicclNotSupported,
-        "splitting a communicator made without MPI (infinicclCommInitRank) needs "
-        "the native CCL's split, which is not wired yet");
+    // Made by infinicclCommInitRank: only its CCL can split it, and the
+    // child's place comes from the CCL (ncclCommUserRank / ncclCommCount).
+    if (parent.ccl_backend_ == nullptr) {
+      return Status(infinicclInternalError, "communicator with neither MPI nor a CCL");
+    }
+    int rank = -1, size = 0;
+    std::unique_ptr<Backend> backend;
+    Status st = parent.ccl_backend_->SplitNative(color, key, &rank, &size, &backend);
+    if (!st.ok()) {
+      return Status(st.code(),
+                    "splitting a communicator made without MPI (infinicclCommInitRank) "
+                    "takes the CCL's own split: " +
+                        st.message());
+    }
+    if (backend == nullptr) return Status::Ok();  // no color: no communicator
+    INFINICCL_RETURN_IF_ERROR(CreateWithoutMpi(rank, size, out));
+    (*out)->binding_ = parent.binding_;
+    (*out)->set_ccl_backend(std::move(backend));
+    return Status::Ok();
   }
   std::unique_ptr<Communicator> c(new Communicator());
   mpi::SerialLock lock;
@@ -72,10 +85,9 @@ Status Communicator::Split(const Communicator &parent, int color, int key,
   // already ran for the parent). The staging pool is process-wide, so the
   // child shares it as it is.
   c->binding_ = parent.binding_;
-  // The parent's CCL communicator is not split here: infinicclCommSplit gives
-  // the child a CCL communicator of its own over its ranks (ccl_attach), the
-  // way CommInitAll does. (ncclCommSplit would share the parent's resources;
-  // a later improvement.)
+  // The parent's CCL communicator is split by infinicclCommSplit afterwards
+  // (ccl_attach: ncclCommSplit where the CCL has it, else a CCL communicator
+  // of the child's own, made the way CommInitAll makes one).
   *out = std::move(c);
   return Status::Ok();
 }

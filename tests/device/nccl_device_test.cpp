@@ -1,6 +1,7 @@
 // Device collectives through NCCL at 1 rank (one GPU cannot hold two NCCL
 // ranks), built with WITH_NCCL:
-//   nccl_device_test bootstrap  GetUniqueId + CommInitRank, no MPI
+//   nccl_device_test bootstrap  GetUniqueId + CommInitRank, no MPI (and a
+//                               split of that communicator by NCCL alone)
 //   nccl_device_test mpi        Init + CommInitAll (rank 0 makes the id),
 //                               under mpirun -np 1
 // Every collective and data type on cudaMalloc'ed buffers, each input
@@ -211,6 +212,18 @@ int Bootstrap() {
   CHECK(std::string(infinicclGetLastError(comm)).find("infinicclCommInitRank") !=
             std::string::npos,
         "message: %s", infinicclGetLastError(comm));
+  // Split without MPI: ncclCommSplit alone, the child's place from NCCL.
+  infinicclComm_t child = nullptr, none = nullptr;
+  CHECK_RC(infinicclCommSplit(comm, 5, 0, &child), infinicclSuccess);
+  if (child != nullptr) {
+    CHECK_RC(infinicclCommCount(child, &count), infinicclSuccess);
+    CHECK_RC(infinicclCommUserRank(child, &rank), infinicclSuccess);
+    CHECK(count == 1 && rank == 0, "split: count %d rank %d", count, rank);
+    RunAll(child, false);
+    CHECK_RC(infinicclCommDestroy(child), infinicclSuccess);
+  }
+  CHECK_RC(infinicclCommSplit(comm, INFINICCL_SPLIT_NOCOLOR, 0, &none), infinicclSuccess);
+  CHECK(none == nullptr, "NOCOLOR gave a communicator");
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
   std::printf("nccl_device_test bootstrap: %ld failures\n", g_failures);
   return g_failures == 0 ? 0 : 1;

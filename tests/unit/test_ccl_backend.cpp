@@ -31,6 +31,8 @@ struct FakeComm {
   int split_color = -2, split_key = -2;  // the last CommSplit's arguments
   FakeComm *split_child = nullptr;       // what CommSplit returns
   int split_result = 0;
+  int user_rank = 0, count = 1;  // what CommUserRank / CommCount report
+  int rank_result = 0;
 };
 
 int g_group_depth = 0;
@@ -71,6 +73,14 @@ struct FakeApi {
     c->split_key = key;
     *out = color < 0 ? nullptr : c->split_child;
     return c->split_result;
+  }
+  static Result CommUserRank(Comm c, int *rank) {
+    *rank = c->user_rank;
+    return c->rank_result;
+  }
+  static Result CommCount(Comm c, int *count) {
+    *count = c->count;
+    return kSuccess;
   }
   static Result GroupStart() {
     ++g_group_depth;
@@ -238,7 +248,10 @@ TEST(CclBackend, SplitNativeMakesABackendOverTheChildCommunicator) {
   parent.split_child = &child;
   ccl::CclBackend<FakeApi> b(&parent, 2, 4);
   std::unique_ptr<Backend> out;
-  ASSERT_TRUE(b.SplitNative(1, 7, 0, 2, &out).ok());
+  int rank = 0, size = 2;
+  ASSERT_TRUE(b.SplitNative(1, 7, &rank, &size, &out).ok());
+  EXPECT_EQ(rank, 0);  // known places are kept, the CCL is not asked
+  EXPECT_EQ(size, 2);
   EXPECT_EQ(parent.split_color, 1);
   EXPECT_EQ(parent.split_key, 7);
   ASSERT_NE(out, nullptr);
@@ -257,7 +270,8 @@ TEST(CclBackend, SplitNativeWithoutColorTakesPartAndGetsNothing) {
   parent.split_child = &child;
   ccl::CclBackend<FakeApi> b(&parent, 0, 2);
   std::unique_ptr<Backend> out;
-  ASSERT_TRUE(b.SplitNative(-1, 0, -1, 0, &out).ok());
+  int rank = 0, size = 0;
+  ASSERT_TRUE(b.SplitNative(-1, 0, &rank, &size, &out).ok());
   EXPECT_EQ(parent.split_color, -1);
   EXPECT_EQ(out, nullptr);
 }
@@ -267,10 +281,46 @@ TEST(CclBackend, SplitNativeFailureIsAStatus) {
   parent.split_result = 5;  // invalid usage
   ccl::CclBackend<FakeApi> b(&parent, 0, 2);
   std::unique_ptr<Backend> out;
-  const Status st = b.SplitNative(0, 0, 0, 1, &out);
+  int rank = 0, size = 1;
+  const Status st = b.SplitNative(0, 0, &rank, &size, &out);
   EXPECT_EQ(st.code(), infinicclInvalidUsage);
   EXPECT_NE(st.message().find("fakeCommSplit failed"), std::string::npos) << st.message();
   EXPECT_EQ(out, nullptr);
+}
+
+// A communicator made without MPI learns the child's place from the CCL.
+TEST(CclBackend, SplitNativeAsksTheCclForAnUnknownPlace) {
+  FakeComm parent, child;
+  parent.split_child = &child;
+  child.user_rank = 1;
+  child.count = 3;
+  ccl::CclBackend<FakeApi> b(&parent, 4, 6);
+  std::unique_ptr<Backend> out;
+  int rank = -1, size = 0;
+  ASSERT_TRUE(b.SplitNative(2, 0, &rank, &size, &out).ok());
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(size, 3);
+  ASSERT_NE(out, nullptr);
+  // The backend uses that place: a grouped Gather at root 1 (this rank)
+  // posts one Recv per rank of the 3, its own included (out of place).
+  ASSERT_TRUE(out->Run(Args(CollKind::kGather, infinicclFloat32, 2, 1)).ok());
+  int recvs = 0;
+  for (const Issued &i : child.log) recvs += i.call == "Recv";
+  EXPECT_EQ(recvs, 3);
+}
+
+TEST(CclBackend, SplitNativeFailingToAskIsAStatusAndLeaksNothing) {
+  FakeComm parent, child;
+  parent.split_child = &child;
+  child.rank_result = 5;
+  ccl::CclBackend<FakeApi> b(&parent, 0, 2);
+  std::unique_ptr<Backend> out;
+  int rank = -1, size = 0;
+  const Status st = b.SplitNative(0, 0, &rank, &size, &out);
+  EXPECT_EQ(st.code(), infinicclInvalidUsage);
+  EXPECT_NE(st.message().find("CommUserRank"), std::string::npos) << st.message();
+  EXPECT_EQ(out, nullptr);
+  EXPECT_TRUE(child.destroyed);
 }
 
 TEST(CclBackend, AbortAbortsInsteadOfDestroying) {

@@ -97,8 +97,8 @@ Status SplitCclUnderMpi(Communicator &parent, int color, int key, Communicator *
   Backend *ccl = parent.ccl_backend();
   if (ccl == nullptr) return Status::Ok();
   std::unique_ptr<Backend> backend;
-  const Status st = ccl->SplitNative(child ? color : -1, key, child ? child->rank() : -1,
-                                     child ? child->size() : 0, &backend);
+  int rank = child ? child->rank() : 0, size = child ? child->size() : 0;
+  const Status st = ccl->SplitNative(child ? color : -1, key, &rank, &size, &backend);
   int ok = st.ok() ? 1 : 0, all_ok = 0;
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
       MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, parent.mpi_comm()), "MPI_Allreduce"));

@@ -58,18 +58,25 @@ class CclBackend final : public Backend {
     comm_ = nullptr;
   }
 
-  Status SplitNative(int color, int key, int rank, int size,
+  Status SplitNative(int color, int key, int *rank, int *size,
                      std::unique_ptr<Backend> *out) override {
     if constexpr (Api::kHasSplit) {
       Comm child = nullptr;
       const Result r = Api::CommSplit(comm_, color, key, &child);
       if (r != Api::kSuccess) return CclStatus<Api>("CommSplit", r, comm_);
-      if (color >= 0 && child != nullptr) {
-        *out = std::make_unique<CclBackend<Api>>(child, rank, size);
+      if (color < 0 || child == nullptr) return Status::Ok();
+      auto backend = std::make_unique<CclBackend<Api>>(child, *rank, *size);
+      if (*rank < 0) {
+        Result q = Api::CommUserRank(child, rank);
+        if (q == Api::kSuccess) q = Api::CommCount(child, size);
+        if (q != Api::kSuccess) return CclStatus<Api>("CommUserRank/CommCount", q, child);
+        backend->rank_ = *rank;
+        backend->size_ = *size;
       }
+      *out = std::move(backend);
       return Status::Ok();
     } else {
-      return Backend::SplitNative(color, key, rank, size, out);
+      return Backend::SplitNative(color, key, rank, size, out);  // not supported
     }
   }
 

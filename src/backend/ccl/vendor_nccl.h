@@ -80,6 +80,9 @@ struct NcclApi {
   static Result CommSplit(Comm c, int color, int key, Comm *out) {
     return ncclCommSplit(c, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, out, nullptr);
   }
+  // The child's place, for a split without MPI to say it.
+  static Result CommUserRank(Comm c, int *rank) { return ncclCommUserRank(c, rank); }
+  static Result CommCount(Comm c, int *count) { return ncclCommCount(c, count); }
 #else
   static constexpr bool kHasSplit = false;
   static Result CommSplit(Comm, int, int, Comm *) { return ncclInvalidUsage; }
