@@ -270,6 +270,17 @@ INFINICCL_API infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int col
  * would make the blocked call return an error). */
 INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
 
+/* Whether work already handed to the device for `comm` has failed since
+ * (NCCL's ncclCommGetAsyncError; an extension): sets *asyncError to
+ * infinicclSuccess, or to the error, whose message infinicclGetLastError(comm)
+ * then gives. Never blocks and talks to no other rank, so a monitoring
+ * thread may poll it while `comm` is in use and call infinicclCommAbort on an
+ * error. Only the native CCL path queues device work that can fail later:
+ * on MPI every call has finished (or failed) when it returns, so the answer
+ * there is always infinicclSuccess. */
+INFINICCL_API infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
+                                                           infinicclResult_t *asyncError);
+
 /* Number of ranks in, and the caller's rank within, a communicator. */
 INFINICCL_API infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
 INFINICCL_API infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);

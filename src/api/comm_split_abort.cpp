@@ -1,5 +1,6 @@
-// infinicclCommSplit and infinicclCommAbort: making a communicator from
-// another, and giving one up without the other ranks.
+// infinicclCommSplit, infinicclCommAbort and infinicclCommGetAsyncError:
+// making a communicator from another, asking whether its queued device work
+// failed, and giving it up without the other ranks.
 #include <infiniccl/infiniccl.h>
 #include <mpi.h>
 
@@ -59,6 +60,25 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
         "CommSplit: color %d key %d: rank %d of %d (rank %d of %d in the parent)", color,
         key, child->rank(), child->size(), ctx.comm->rank(), ctx.comm->size());
     *newcomm = Runtime::Register(std::move(child));
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
+                                             infinicclResult_t *asyncError) {
+  return ApiCall("infinicclCommGetAsyncError", [&](CallContext &ctx) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
+    if (asyncError == nullptr) {
+      return Status(infinicclInvalidArgument, "asyncError is NULL");
+    }
+    *asyncError = infinicclSuccess;
+    // No Enter(): meant to be called while another thread uses the comm.
+    const Backend *ccl = ctx.comm->ccl_backend();
+    const Status async = ccl != nullptr ? ccl->AsyncError() : Status::Ok();
+    if (!async.ok()) {
+      *asyncError = async.code();
+      ctx.comm->SetLastError(async.message());
+    }
     return Status::Ok();
   });
 }

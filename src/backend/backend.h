@@ -27,6 +27,10 @@ class Backend {
   // Gives the backend up without waiting for its queued work or talking to
   // other ranks (ncclCommAbort); nothing for backends without such work.
   virtual void Abort() {}
+  // An error of work queued earlier and failed since (ncclCommGetAsyncError),
+  // or Ok; must not block. Backends whose calls finish before they return
+  // have none.
+  virtual Status AsyncError() const { return Status::Ok(); }
   virtual Status SplitNative(int /*color*/, int /*key*/, int * /*rank*/, int * /*size*/,
                              std::unique_ptr<Backend> * /*out*/) {
     return Status(infinicclNotSupported, "this backend has no native split");

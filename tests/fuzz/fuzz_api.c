@@ -142,7 +142,7 @@ static void Other(Input *in) {
   infinicclUniqueId id;
   infinicclStagingStats stats;
   const int use_out = Take(in, 1) % 4 != 0;
-  switch (Take(in, 1) % 13) {
+  switch (Take(in, 1) % 14) {
     case 0: Check("GetRank", infinicclGetRank(use_out ? &out : NULL), NULL); break;
     case 1: Check("GetSize", infinicclGetSize(use_out ? &out : NULL), NULL); break;
     case 2: Check("GetUniqueId", infinicclGetUniqueId(use_out ? &id : NULL), NULL); break;
@@ -187,6 +187,12 @@ static void Other(Input *in) {
     case 10: Check("GetVersion", infinicclGetVersion(use_out ? &out : NULL), NULL); break;
     case 11: Check("GetStagingStats", infinicclGetStagingStats(use_out ? &stats : NULL), NULL); break;
     case 12: Check("MemTrim", infinicclMemTrim(), NULL); break;
+    case 13: {
+      infinicclComm_t h = PickComm(in);
+      infinicclResult_t async = infinicclSuccess;
+      Check("CommGetAsyncError", infinicclCommGetAsyncError(h, use_out ? &async : NULL), h);
+      break;
+    }
   }
 }
 

@@ -145,6 +145,9 @@ void CheckBeforeInit() {
   ExpectFailure("before Init", "CommInitRank", infinicclCommInitRank(&out, 1, id, 0), usage_or_ns);
   ExpectFailure("before Init", "CommCount", infinicclCommCount(fake, &v), usage);
   ExpectFailure("before Init", "CommUserRank", infinicclCommUserRank(fake, &v), usage);
+  infinicclResult_t async = infinicclSuccess;
+  ExpectFailure("before Init", "CommGetAsyncError", infinicclCommGetAsyncError(fake, &async),
+                usage);
   ExpectFailure("before Init", "CommDestroy", infinicclCommDestroy(fake), usage);
   ExpectFailure("before Init", "Finalize", infinicclFinalize(), usage);
   for (const Coll &c : kColls)
@@ -174,6 +177,15 @@ void CheckCommAndQueryArgs(infinicclComm_t comm) {
   int v = -1;
   ExpectInvalid("NULL comm", "CommCount", infinicclCommCount(nullptr, &v), nullptr);
   ExpectInvalid("NULL comm", "CommUserRank", infinicclCommUserRank(nullptr, &v), nullptr);
+  // Async errors: none on the MPI path (every call has finished when it
+  // returns); the argument checks as for the other queries.
+  infinicclResult_t async = infinicclInternalError;
+  CHECK_RC(infinicclCommGetAsyncError(comm, &async), infinicclSuccess);
+  CHECK(async == infinicclSuccess, "async error %d on an MPI communicator", async);
+  ExpectInvalid("NULL out", "CommGetAsyncError", infinicclCommGetAsyncError(comm, nullptr),
+                comm);
+  ExpectInvalid("NULL comm", "CommGetAsyncError", infinicclCommGetAsyncError(nullptr, &async),
+                nullptr);
 
   infinicclUniqueId id{};
   ExpectFailure("without a native backend", "GetUniqueId", infinicclGetUniqueId(&id),
@@ -291,6 +303,9 @@ void CheckAfterFinalize(infinicclComm_t old_comm) {
   ExpectFailure("after Finalize", "GetSize", infinicclGetSize(&v), usage);
   ExpectFailure("after Finalize", "CommInitAll", infinicclCommInitAll(&out, 0, nullptr), usage);
   ExpectFailure("after Finalize", "CommCount", infinicclCommCount(old_comm, &v), usage);
+  infinicclResult_t async = infinicclSuccess;
+  ExpectFailure("after Finalize", "CommGetAsyncError",
+                infinicclCommGetAsyncError(old_comm, &async), usage);
   ExpectFailure("after Finalize", "CommDestroy", infinicclCommDestroy(old_comm), usage);
   ExpectFailure("after Finalize", "AllReduce",
                 infinicclAllReduce(&x, &x, 1, infinicclInt64, infinicclSum, old_comm, nullptr), usage);

@@ -40,6 +40,8 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclGetLastError, (AnyFunction)infinicclGetVersion,
     (AnyFunction)infinicclCommCount,    (AnyFunction)infinicclCommUserRank,
     (AnyFunction)infinicclCommSplit,    (AnyFunction)infinicclCommAbort,
+    (AnyFunction)infinicclCommGetAsyncError, (AnyFunction)infinicclGetStagingStats,
+    (AnyFunction)infinicclMemTrim,
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
 };
 
@@ -74,7 +76,7 @@ int main(void) {
   for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == NULL) return 10;
   }
-  if (sizeof kFunctions / sizeof kFunctions[0] != 28) return 11;
+  if (sizeof kFunctions / sizeof kFunctions[0] != 31) return 11;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL) return 13;
   if (comm != NULL) return 14;

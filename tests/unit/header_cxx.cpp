@@ -61,6 +61,9 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclCommUserRank),
     reinterpret_cast<AnyFunction>(&infinicclCommSplit),
     reinterpret_cast<AnyFunction>(&infinicclCommAbort),
+    reinterpret_cast<AnyFunction>(&infinicclCommGetAsyncError),
+    reinterpret_cast<AnyFunction>(&infinicclGetStagingStats),
+    reinterpret_cast<AnyFunction>(&infinicclMemTrim),
     reinterpret_cast<AnyFunction>(&infinicclGroupStart),
     reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
 };

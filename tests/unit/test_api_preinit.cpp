@@ -73,6 +73,7 @@ TEST(LastError, EmptyOnAThreadWithoutFailures) {
 TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
   alignas(8) char buf[64] = {};
   infinicclComm_t fake_comm = reinterpret_cast<infinicclComm_t>(0x1234);
+  infinicclResult_t async = infinicclSuccess;
   struct Call {
     const char *name;
     std::function<infinicclResult_t()> fn;
@@ -132,6 +133,8 @@ TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
       {"infinicclCommDestroy", [&] { return infinicclCommDestroy(fake_comm); }},
       {"infinicclCommCount", [&] { return infinicclCommCount(fake_comm, &out); }},
       {"infinicclCommUserRank", [&] { return infinicclCommUserRank(fake_comm, &out); }},
+      {"infinicclCommGetAsyncError",
+       [&] { return infinicclCommGetAsyncError(fake_comm, &async); }},
       {"infinicclGetRank", [&] { return infinicclGetRank(&out); }},
       {"infinicclGetSize", [&] { return infinicclGetSize(&out); }},
       {"infinicclFinalize", [&] { return infinicclFinalize(); }},

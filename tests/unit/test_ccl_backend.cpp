@@ -243,6 +243,19 @@ TEST(CclBackend, AsynchronousErrorIsReportedBeforeTheNextCall) {
   EXPECT_TRUE(comm.log.empty());
 }
 
+// What infinicclCommGetAsyncError reports: nothing, then the CCL's error,
+// without issuing any call.
+TEST(CclBackend, AsyncErrorIsTheCclsAndIssuesNothing) {
+  FakeComm comm;
+  ccl::CclBackend<FakeApi> b(&comm, 0, 2);
+  EXPECT_TRUE(b.AsyncError().ok());
+  comm.async_error = 6;  // remote error
+  const Status st = b.AsyncError();
+  EXPECT_EQ(st.code(), infinicclRemoteError);
+  EXPECT_NE(st.message().find("fake detail"), std::string::npos) << st.message();
+  EXPECT_TRUE(comm.log.empty());
+}
+
 TEST(CclBackend, SplitNativeMakesABackendOverTheChildCommunicator) {
   FakeComm parent, child;
   parent.split_child = &child;

@@ -51,6 +51,8 @@ class CclBackend final : public Backend {
     return CclUnsupportedReason(a);
   }
 
+  Status AsyncError() const override { return CheckAsync(); }
+
   void Abort() override {
     // ncclCommAbort: frees the communicator without waiting for queued or
     // hung work (which CommDestroy would wait for).
