@@ -20,6 +20,9 @@ namespace {
 // kBcastCopyPiece between MPI_Test calls. Measured in docs/PERFORMANCE.md.
 constexpr size_t kBcastOverlapBytes = size_t{256} << 10;
 constexpr size_t kBcastCopyPiece = size_t{256} << 10;
+// Avg on device buffers (direct path) is divided on the host through this
+// much scratch at a time.
+constexpr size_t kAveragePieceBytes = size_t{1} << 20;
 
 const void *SendOrInPlace(const CollArgs &a) {
   return a.in_place ? MPI_IN_PLACE : a.sendbuff;
@@ -122,11 +125,19 @@ Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
     DivideInPlace(buf, count, a.dtype, size_);
     return Status::Ok();
   }
-  const size_t bytes = count * DataTypeSize(a.dtype);
-  void *host = Scratch(bytes);
-  INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, buf, bytes, CopyKind::kDeviceToHost));
-  DivideInPlace(host, count, a.dtype, size_);
-  return LocalCopy(a, buf, host, bytes, CopyKind::kHostToDevice);
+  // Device memory: divided on the host in pieces, so the scratch the
+  // communicator keeps stays small whatever the count.
+  const size_t elem = DataTypeSize(a.dtype);
+  const size_t piece = std::max<size_t>(1, kAveragePieceBytes / elem);
+  void *host = Scratch(std::min(count, piece) * elem);
+  for (size_t off = 0; off < count; off += piece) {
+    const size_t n = std::min(piece, count - off);
+    char *at = static_cast<char *>(buf) + off * elem;
+    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, at, n * elem, CopyKind::kDeviceToHost));
+    DivideInPlace(host, n, a.dtype, size_);
+    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, at, host, n * elem, CopyKind::kHostToDevice));
+  }
+  return Status::Ok();
 }
 
 Status MpiBackend::Reduce(const CollArgs &a) {
