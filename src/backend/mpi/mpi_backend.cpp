@@ -23,6 +23,8 @@ constexpr size_t kBcastCopyPiece = size_t{256} << 10;
 // Avg on device buffers (direct path) is divided on the host through this
 // much scratch at a time.
 constexpr size_t kAveragePieceBytes = size_t{1} << 20;
+// What the scratch may keep between calls: what the ring and Avg use.
+constexpr size_t kKeptScratchBytes = 2 * kRingChunkBytes;
 
 const void *SendOrInPlace(const CollArgs &a) {
   return a.in_place ? MPI_IN_PLACE : a.sendbuff;
@@ -153,11 +155,17 @@ Status MpiBackend::Reduce(const CollArgs &a) {
     send = copy;
   }
 #endif
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+  const Status reduced = MpiCheck(
       mpi::Reduce(send,
                   root ? a.recvbuff : nullptr, a.count, MpiTypeTable::Type(a.dtype),
                   DataTypeSize(a.dtype), MpiTypeTable::Op(a.dtype, a.op), a.root, comm_),
-      "MPI_Reduce"));
+      "MPI_Reduce");
+#ifdef MPICH_VERSION
+  // The workaround's copy is as large as the message: not kept beyond the
+  // little the other users of the scratch need.
+  if (scratch_.size() > kKeptScratchBytes) std::vector<char>().swap(scratch_);
+#endif
+  INFINICCL_RETURN_IF_ERROR(reduced);
   if (root && a.op == infinicclAvg) return Average(a, a.recvbuff, a.count);
   return Status::Ok();
 }

@@ -40,8 +40,10 @@ class MpiBackend final : public Backend {
   Status Send(const CollArgs &a);
   Status Recv(const CollArgs &a);
 
-  // Grows on demand and is kept, so steady state allocates nothing; used by
-  // the MPICH in-place Reduce workaround and the ReduceScatter ring (Open MPI).
+  // Grows on demand and is kept (up to 2 MiB), so steady state allocates
+  // nothing; used by the ReduceScatter ring (Open MPI), Avg on device
+  // buffers, and the MPICH in-place Reduce workaround, which gives back
+  // what it grew beyond that after the call.
   void *Scratch(size_t bytes);
   // memcpy, or the device runtime's copy (finished on return) for device buffers.
   Status LocalCopy(const CollArgs &a, void *dst, const void *src, size_t bytes,
