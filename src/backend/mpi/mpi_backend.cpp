@@ -23,8 +23,10 @@ constexpr size_t kBcastCopyPiece = size_t{256} << 10;
 // Avg on device buffers (direct path) is divided on the host through this
 // much scratch at a time.
 constexpr size_t kAveragePieceBytes = size_t{1} << 20;
+#ifdef MPICH_VERSION
 // What the scratch may keep between calls: what the ring and Avg use.
 constexpr size_t kKeptScratchBytes = 2 * kRingChunkBytes;
+#endif
 
 const void *SendOrInPlace(const CollArgs &a) {
   return a.in_place ? MPI_IN_PLACE : a.sendbuff;
