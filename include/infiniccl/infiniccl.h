@@ -125,9 +125,12 @@ INFINICCL_API infinicclResult_t infinicclFinalize(void);
 INFINICCL_API infinicclResult_t infinicclGetRank(int *rank);
 INFINICCL_API infinicclResult_t infinicclGetSize(int *size);
 
-/* Communicators. CommInitAll duplicates MPI_COMM_WORLD; ndev/devlist name the
- * devices this process may use (ndev == 0 and devlist == NULL: the default
- * device binding). When every rank is bound to its own device of a kind with
+/* Communicators. CommInitAll duplicates MPI_COMM_WORLD and binds each rank to
+ * a device, with upstream's meaning of ndev/devlist: devlist == NULL (any
+ * ndev, e.g. upstream's CommInitAll(&comm, size, NULL)) binds the local
+ * rank's own device (modulo the count, with a WARN, when there are fewer);
+ * with a devlist, devlist[local_rank] when local_rank < ndev, else the local
+ * rank's own. A negative ndev or devlist entry is InvalidArgument. When every rank is bound to its own device of a kind with
  * a native CCL, CommInitAll also makes the CCL communicator (rank 0 makes
  * the id, MPI broadcasts it); otherwise device buffers go to MPI.
  * GetUniqueId/CommInitRank are NCCL's bootstrap, without MPI and without

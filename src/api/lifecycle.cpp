@@ -30,11 +30,19 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
   Communicator::Binding b;
   INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank));
   const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
+  const bool has_list = devlist != nullptr && ndev > 0;
   if (active.empty()) {
-    INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host memory "
-                   "only%s",
-                   b.local_rank.rank, b.local_rank.source.c_str(),
-                   ndev > 0 ? " (devlist ignored)" : "");
+    // A list names devices the caller expects to exist: say loudly that
+    // none does (the job still runs, on host memory).
+    if (has_list) {
+      INFINICCL_WARN("local rank %d: devlist names device(s) but this node has no device "
+                     "(no driver, no GPU, or a CPU-only build): host memory only",
+                     b.local_rank.rank);
+    } else {
+      INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host "
+                     "memory only",
+                     b.local_rank.rank, b.local_rank.source.c_str());
+    }
     c.set_binding(b);
     return Status::Ok();
   }
@@ -54,7 +62,7 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
   b.shared = choice.wrapped;
   INFINICCL_INFO("bound to %s device %d of %d (local rank %d from %s%s)",
                  rt.description(), b.device, rt.DeviceCount(), b.local_rank.rank,
-                 b.local_rank.source.c_str(), ndev > 0 ? ", via devlist" : "");
+                 b.local_rank.source.c_str(), choice.from_devlist ? ", via devlist" : "");
   c.set_binding(b);
   return Status::Ok();
 }
@@ -140,11 +148,10 @@ infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
   return ApiCall("infinicclCommInitAll", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
     *comm = nullptr;
+    // Upstream's convention: ndev is the world size and devlist NULL (each
+    // rank takes its local rank's device); with a list, devlist[local rank].
     if (ndev < 0) return MakeStatus(infinicclInvalidArgument, "ndev %d is negative", ndev);
-    if (ndev > 0 && devlist == nullptr) {
-      return MakeStatus(infinicclInvalidArgument, "devlist is NULL but ndev is %d", ndev);
-    }
-    for (int i = 0; i < ndev; ++i) {
+    for (int i = 0; devlist != nullptr && i < ndev; ++i) {
       if (devlist[i] < 0) {
         return MakeStatus(infinicclInvalidArgument, "devlist[%d] = %d is negative", i,
                           devlist[i]);

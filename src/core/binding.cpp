@@ -80,20 +80,19 @@ Status ChooseDevice(int local_rank, int device_count, int ndev, const int *devli
   if (device_count <= 0) {
     return Status(infinicclInvalidUsage, "no devices to bind to");
   }
-  if (ndev > 0) {
-    for (int i = 0; i < ndev; ++i) {
-      if (devlist[i] < 0 || devlist[i] >= device_count) {
-        return MakeStatus(infinicclInvalidArgument,
-                          "devlist[%d] = %d is out of range (%d devices)", i, devlist[i],
-                          device_count);
-      }
-    }
-    if (local_rank >= ndev) {
+  // Upstream's meaning: devlist[local_rank] when the list reaches this rank;
+  // otherwise (no list, as upstream's examples call it with ndev = the world
+  // size, or a shorter list) the local rank's own device. Only the entry this
+  // rank uses must exist here: the others may name devices of other nodes.
+  if (devlist != nullptr && local_rank < ndev) {
+    const int d = devlist[local_rank];
+    if (d < 0 || d >= device_count) {
       return MakeStatus(infinicclInvalidArgument,
-                        "devlist has %d entries but this rank's local rank is %d", ndev,
-                        local_rank);
+                        "devlist[%d] = %d is out of range (%d devices on this node)",
+                        local_rank, d, device_count);
     }
-    out->device = devlist[local_rank];
+    out->device = d;
+    out->from_devlist = true;
     return Status::Ok();
   }
   if (local_rank >= device_count) {

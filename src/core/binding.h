@@ -5,9 +5,10 @@
 // present (Open MPI, MPICH/Intel MPI, MVAPICH, Cray PMI, HPE PALS, Flux, IBM
 // jsrun, HPE MPT, torchrun, then SLURM_LOCALID last because an mpirun inside
 // sbatch inherits it), else the rank within MPI_COMM_TYPE_SHARED.
-// Device: devlist[local_rank] when a devlist is given, else local_rank;
-// more local ranks than devices wraps modulo the count with a WARN, or is an
-// error with INFINICCL_STRICT_BINDING=1.
+// Device: devlist[local_rank] when a devlist is given and has an entry for
+// the local rank (upstream InfiniCCL's meaning of infinicclCommInitAll's
+// ndev/devlist), else local_rank; more local ranks than devices wraps modulo
+// the count with a WARN, or is an error with INFINICCL_STRICT_BINDING=1.
 #pragma once
 
 #include <mpi.h>
@@ -36,12 +37,14 @@ Status DetectLocalRank(MPI_Comm comm, LocalRank *out);
 
 struct DeviceChoice {
   int device = -1;
-  bool wrapped = false;  // more local ranks than devices
+  bool wrapped = false;       // more local ranks than devices
+  bool from_devlist = false;  // devlist[local_rank] was used
 };
 
-// Pure choice of a device ordinal; InvalidArgument for a devlist entry out of
-// range or a devlist shorter than the local rank, InvalidUsage when wrapping
-// is needed under strict binding.
+// Pure choice of a device ordinal; InvalidArgument when the devlist entry
+// this rank uses is out of range, InvalidUsage when wrapping is needed under
+// strict binding. A NULL devlist, or one shorter than the local rank, means
+// the local rank's own device.
 Status ChooseDevice(int local_rank, int device_count, int ndev, const int *devlist,
                     bool strict, DeviceChoice *out);
 
