@@ -29,8 +29,9 @@ extern "C" {
 infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
                                      infinicclComm_t *newcomm) {
   return ApiCall("infinicclCommSplit", [&](CallContext &ctx) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
-    INFINICCL_RETURN_IF_ERROR(Runtime::Lookup(comm, &ctx.comm));
+    // A communicator of the CCL alone (CommInitRank) splits without Init,
+    // as ncclCommSplit does: LookupUsable lets exactly those through.
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
     if (newcomm != nullptr) *newcomm = nullptr;
     Communicator::CallGuard guard;
     INFINICCL_RETURN_IF_ERROR(ctx.comm->Enter("infinicclCommSplit", &guard));
@@ -85,8 +86,10 @@ infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
 
 infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
   return ApiCall("infinicclCommAbort", [&](CallContext &) -> Status {
-    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     std::shared_ptr<Communicator> c;
+    // Without Init only a communicator of the CCL alone exists (as in Split).
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &c));
+    c.reset();
     INFINICCL_RETURN_IF_ERROR(Runtime::Abort(comm, &c));
     // Send/Recv posted in a group that has not ended are calls in flight as
     // well: their MPI requests cannot be withdrawn either.

@@ -9,6 +9,7 @@ const char *CallPathName(CallPath p) {
     case CallPath::kDirect: return "direct";
     case CallPath::kStaged: return "staged";
     case CallPath::kCcl: return "CCL";
+    case CallPath::kCopy: return "local copy";
   }
   return "?";
 }

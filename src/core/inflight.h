@@ -18,8 +18,8 @@
 namespace infiniccl {
 
 // The path route.cpp chose; kNone until it has decided.
-enum class CallPath : int { kNone = 0, kHost, kDirect, kStaged, kCcl };
-const char *CallPathName(CallPath p);  // "host", "direct", "staged", "CCL"
+enum class CallPath : int { kNone = 0, kHost, kDirect, kStaged, kCcl, kCopy };
+const char *CallPathName(CallPath p);  // "host", "direct", "staged", "CCL", "local copy"
 
 struct InFlight {
   std::atomic<uint64_t> token{0};  // 0: idle; otherwise unique per call

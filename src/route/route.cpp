@@ -38,6 +38,22 @@ bool DirectAllowed(DeviceKind kind) {
   return answer.load() == 2;
 }
 
+// Path::kLocalCopy: recvbuff = sendbuff, on the caller's stream. Waited for
+// unless the communicator has the device's CCL, whose calls return once
+// queued (the MPI paths return with the result in place).
+Status RunLocalCopy(Communicator &comm, DeviceRuntime &device, const CollArgs &a,
+                    bool send_dev, bool recv_dev) {
+  if (a.sendbuff == a.recvbuff) return Status::Ok();
+  const CopyKind kind = send_dev && recv_dev ? CopyKind::kDeviceToDevice
+                        : send_dev           ? CopyKind::kDeviceToHost
+                                             : CopyKind::kHostToDevice;
+  INFINICCL_RETURN_IF_ERROR(
+      device.MemcpyAsync(a.recvbuff, a.sendbuff, a.recv_bytes, kind, a.stream));
+  const bool stream_ordered = comm.ccl_backend() != nullptr &&
+                              comm.binding().kind == device.kind() && send_dev && recv_dev;
+  return stream_ordered ? Status::Ok() : device.StreamSynchronize(a.stream);
+}
+
 void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
   const int bit = static_cast<int>(a.kind) * kNumPaths + static_cast<int>(path);
   if (LogEnabled(LogLevel::kInfo) && comm.FirstUse(bit)) {
@@ -90,6 +106,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     }
     // The CCL communicator serves its own device kind only.
     if (comm.binding().kind != kind) facts.has_ccl = false;
+    facts.one_rank_reduction = comm.size() == 1 && IsReduction(a.kind);
   }
 
   Path path = Path::kHostMpi;
@@ -109,6 +126,10 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
       comm.inflight().SetPath(CallPath::kCcl);
       Announce(comm, a, path, kind == DeviceKind::kMaca ? "maca via MCCL" : "cuda via NCCL");
       return ccl->Run(a);
+    case Path::kLocalCopy:
+      comm.inflight().SetPath(CallPath::kCopy);
+      Announce(comm, a, path, DeviceKindName(kind));
+      return RunLocalCopy(comm, *device, a, send_dev, recv_dev);
     case Path::kDirectMpi:
     case Path::kStagedMpi: break;
   }

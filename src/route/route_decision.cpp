@@ -8,6 +8,9 @@ const char *PathName(Path p) {
     case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
     case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
     case Path::kCcl: return "device buffers -> native CCL on the caller's stream";
+    case Path::kLocalCopy:
+      return "one-rank reduction of device buffers -> one device copy on the caller's "
+             "stream (no CCL, no MPI)";
   }
   return "?";
 }
@@ -33,6 +36,12 @@ Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
           kNoMpi);
     }
     *out = Path::kHostMpi;
+    return Status::Ok();
+  }
+  // Before the CCL: NCCL's one-rank reduce kernel has lost elements
+  // (ccl_known_bugs.cpp), and a copy is the least work on any path.
+  if (f.one_rank_reduction) {
+    *out = Path::kLocalCopy;
     return Status::Ok();
   }
   if (choice != BackendChoice::kMpi && f.has_ccl && f.ccl_unsupported == nullptr) {

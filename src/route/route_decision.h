@@ -7,8 +7,8 @@
 
 namespace infiniccl {
 
-enum class Path { kHostMpi = 0, kDirectMpi = 1, kStagedMpi = 2, kCcl = 3 };
-inline constexpr int kNumPaths = 4;
+enum class Path { kHostMpi = 0, kDirectMpi = 1, kStagedMpi = 2, kCcl = 3, kLocalCopy = 4 };
+inline constexpr int kNumPaths = 5;
 const char *PathName(Path path);
 
 struct RouteFacts {
@@ -18,10 +18,13 @@ struct RouteFacts {
   const char *ccl_name = "CCL";
   // Why the CCL cannot run this call (CclUnsupportedReason); nullptr if it can.
   const char *ccl_unsupported = nullptr;
+  bool one_rank_reduction = false;  // AllReduce/Reduce/ReduceScatter on 1 rank
 };
 
 // Picks the path, or says why there is none. kDirectMpi is never returned:
 // the caller turns kStagedMpi into it when the MPI reads device memory.
+// kLocalCopy: a reduction on one rank with device buffers is a copy (x op
+// nothing is x; Avg divides by 1): no CCL kernel, no staging, no MPI.
 Status DecidePath(BackendChoice choice, const RouteFacts &facts, Path *out);
 
 }  // namespace infiniccl

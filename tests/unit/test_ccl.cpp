@@ -216,6 +216,22 @@ TEST(RouteDecision, DeviceBuffers) {
   EXPECT_NE(st.message().find("NCCL cannot: 16-bit"), std::string::npos) << st.message();
 }
 
+// A one-rank reduction of device buffers is a copy whatever the backend
+// choice and whether or not a CCL (or MPI) is there.
+TEST(RouteDecision, OneRankReductionOfDeviceBuffersIsALocalCopy) {
+  Path p;
+  for (BackendChoice c : {BackendChoice::kAuto, BackendChoice::kMpi, BackendChoice::kCcl}) {
+    for (bool mpi : {false, true}) {
+      for (bool ccl : {false, true}) {
+        RouteFacts f{true, mpi, ccl};
+        f.one_rank_reduction = true;
+        ASSERT_TRUE(DecidePath(c, f, &p).ok());
+        EXPECT_EQ(p, Path::kLocalCopy);
+      }
+    }
+  }
+}
+
 TEST(CclProvider, NoneWithoutADeviceOfItsKind) {
   // No GPU here (or no CCL in this build): nothing to bootstrap with, and the
   // reason says which. Only meaningful where no device is present.

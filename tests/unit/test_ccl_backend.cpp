@@ -9,134 +9,10 @@
 #include <vector>
 
 #include "backend/ccl/ccl_backend.h"
+#include "fake_ccl.h"
 
 namespace infiniccl {
 namespace {
-
-struct Issued {
-  std::string call;
-  const void *buf;
-  size_t count;
-  CclType type;
-  int peer;  // root or peer; -1 where none
-};
-
-struct FakeComm {
-  std::vector<Issued> log;
-  int fail_call = -1;   // index in log of the call that fails, -1 none
-  int fail_result = 5;  // what it returns (5: invalid usage)
-  int async_error = 0;
-  bool destroyed = false;
-  bool aborted = false;
-  int split_color = -2, split_key = -2;  // the last CommSplit's arguments
-  FakeComm *split_child = nullptr;       // what CommSplit returns
-  int split_result = 0;
-  int user_rank = 0, count = 1;  // what CommUserRank / CommCount report
-  int rank_result = 0;
-};
-
-int g_group_depth = 0;
-
-struct FakeApi {
-  static constexpr const char *kName = "FAKE";
-  static constexpr const char *kPrefix = "fake";
-  static constexpr DeviceKind kDeviceKind = DeviceKind::kSim;
-  static constexpr bool kNativeAllToAllGatherScatter = false;
-  using Result = int;
-  using Comm = FakeComm *;
-  using UniqueId = struct { char bytes[64]; };
-  using DataType = CclType;
-  using RedOp = CclOp;
-  using Stream = void *;
-  static constexpr Result kSuccess = 0;
-  static constexpr Result kInProgress = 7;
-
-  static DataType Type(CclType t) { return t; }
-  static RedOp Op(CclOp op) { return op; }
-  static const char *GetErrorString(Result) { return "fake error"; }
-  static const char *GetLastError(Comm c) { return c ? "fake detail" : ""; }
-  static Result CommGetAsyncError(Comm c, Result *r) {
-    *r = c->async_error;
-    return kSuccess;
-  }
-  static Result CommDestroy(Comm c) {
-    c->destroyed = true;
-    return kSuccess;
-  }
-  static Result CommAbort(Comm c) {
-    c->aborted = true;
-    return kSuccess;
-  }
-  static constexpr bool kHasSplit = true;
-  static Result CommSplit(Comm c, int color, int key, Comm *out) {
-    c->split_color = color;
-    c->split_key = key;
-    *out = color < 0 ? nullptr : c->split_child;
-    return c->split_result;
-  }
-  static Result CommUserRank(Comm c, int *rank) {
-    *rank = c->user_rank;
-    return c->rank_result;
-  }
-  static Result CommCount(Comm c, int *count) {
-    *count = c->count;
-    return kSuccess;
-  }
-  static Result GroupStart() {
-    ++g_group_depth;
-    return kSuccess;
-  }
-  static Result GroupEnd() {
-    --g_group_depth;
-    return kSuccess;
-  }
-  static Result Log(Comm c, const char *call, const void *buf, size_t n, DataType t,
-                    int peer) {
-    c->log.push_back({call, buf, n, t, peer});
-    return static_cast<int>(c->log.size()) - 1 == c->fail_call ? c->fail_result
-                                                               : kSuccess;
-  }
-  static Result AllReduce(const void *s, void *, size_t n, DataType t, RedOp, Comm c,
-                          Stream) {
-    return Log(c, "AllReduce", s, n, t, -1);
-  }
-  static Result Broadcast(const void *s, void *, size_t n, DataType t, int root, Comm c,
-                          Stream) {
-    return Log(c, "Broadcast", s, n, t, root);
-  }
-  static Result Reduce(const void *s, void *, size_t n, DataType t, RedOp, int root,
-                       Comm c, Stream) {
-    return Log(c, "Reduce", s, n, t, root);
-  }
-  static Result AllGather(const void *s, void *, size_t n, DataType t, Comm c, Stream) {
-    return Log(c, "AllGather", s, n, t, -1);
-  }
-  static Result ReduceScatter(const void *s, void *, size_t n, DataType t, RedOp, Comm c,
-                              Stream) {
-    return Log(c, "ReduceScatter", s, n, t, -1);
-  }
-  static Result Send(const void *s, size_t n, DataType t, int peer, Comm c, Stream) {
-    return Log(c, "Send", s, n, t, peer);
-  }
-  static Result Recv(void *r, size_t n, DataType t, int peer, Comm c, Stream) {
-    return Log(c, "Recv", r, n, t, peer);
-  }
-};
-
-struct FakeNativeApi : FakeApi {
-  static constexpr bool kNativeAllToAllGatherScatter = true;
-  static Result AlltoAll(const void *s, void *, size_t n, DataType t, Comm c, Stream) {
-    return Log(c, "AlltoAll", s, n, t, -1);
-  }
-  static Result Gather(const void *s, void *, size_t n, DataType t, int root, Comm c,
-                       Stream) {
-    return Log(c, "Gather", s, n, t, root);
-  }
-  static Result Scatter(const void *s, void *, size_t n, DataType t, int root, Comm c,
-                        Stream) {
-    return Log(c, "Scatter", s, n, t, root);
-  }
-};
 
 char g_send[1024];
 char g_recv[1024];
@@ -351,6 +227,53 @@ TEST(CclBackend, UnsupportedIsTheMappingsAnswer) {
   ccl::CclBackend<FakeApi> b(&comm, 0, 2);
   EXPECT_NE(b.Unsupported(Args(CollKind::kAllReduce, infinicclInt16, 3)), nullptr);
   EXPECT_EQ(b.Unsupported(Args(CollKind::kAllGather, infinicclInt16, 3)), nullptr);
+}
+
+// The known-bug table: NCCL's one-rank Avg (NVIDIA/nccl issue 1950) from
+// 2.10 up to, not including, 2.29.7; nothing else.
+TEST(CclKnownBugs, NcclOneRankAvgBetween210And2297) {
+  CollArgs avg = Args(CollKind::kAllReduce, infinicclFloat64, 65537);
+  avg.op = infinicclAvg;
+  const char *why = CclKnownBugReason("NCCL", 22803, 1, avg);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("1950"), std::string::npos) << why;
+  EXPECT_NE(CclKnownBugReason("NCCL", 21000, 1, avg), nullptr);
+  EXPECT_NE(CclKnownBugReason("NCCL", 22906, 1, avg), nullptr);
+  for (CollKind k : {CollKind::kReduce, CollKind::kReduceScatter}) {
+    CollArgs other = avg;
+    other.kind = k;
+    EXPECT_NE(CclKnownBugReason("NCCL", 22803, 1, other), nullptr);
+  }
+  EXPECT_EQ(CclKnownBugReason("NCCL", 22907, 1, avg), nullptr);  // fixed
+  EXPECT_EQ(CclKnownBugReason("NCCL", 20903, 1, avg), nullptr);  // before ncclAvg
+  EXPECT_EQ(CclKnownBugReason("NCCL", -1, 1, avg), nullptr);     // version unknown
+  EXPECT_EQ(CclKnownBugReason("NCCL", 22803, 2, avg), nullptr);  // two ranks
+  EXPECT_EQ(CclKnownBugReason("MCCL", 22803, 1, avg), nullptr);
+  CollArgs sum = avg;
+  sum.op = infinicclSum;
+  EXPECT_EQ(CclKnownBugReason("NCCL", 22803, 1, sum), nullptr);
+  CollArgs bcast = Args(CollKind::kBroadcast, infinicclFloat64, 65537);
+  bcast.op = infinicclAvg;  // ignored: not a reduction
+  EXPECT_EQ(CclKnownBugReason("NCCL", 22803, 1, bcast), nullptr);
+}
+
+// The backend consults the table with its own version and size, so the
+// route passes such a call over (and says why at INFO).
+struct FakeNamedNcclApi : FakeApi {
+  static constexpr const char *kName = "NCCL";
+};
+
+TEST(CclKnownBugs, BackendReportsTheBugAsUnsupported) {
+  FakeComm comm;
+  CollArgs avg = Args(CollKind::kAllReduce, infinicclFloat64, 65537);
+  avg.op = infinicclAvg;
+  ccl::CclBackend<FakeNamedNcclApi> buggy(&comm, 0, 1, 22803);
+  ASSERT_NE(buggy.Unsupported(avg), nullptr);
+  EXPECT_NE(std::string(buggy.Unsupported(avg)).find("1950"), std::string::npos);
+  ccl::CclBackend<FakeNamedNcclApi> fixed(&comm, 0, 1, 22907);
+  EXPECT_EQ(fixed.Unsupported(avg), nullptr);
+  ccl::CclBackend<FakeNamedNcclApi> two(&comm, 0, 2, 22803);
+  EXPECT_EQ(two.Unsupported(avg), nullptr);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/ccl/ccl_known_bugs.h"
 #include "backend/ccl/ccl_mapping.h"
 #include "backend/ccl/ccl_provider.h"
 #include "core/dtype.h"
@@ -38,7 +39,10 @@ class CclBackend final : public Backend {
   using Comm = typename Api::Comm;
   using Result = typename Api::Result;
 
-  CclBackend(Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  // `version`: the CCL's version code (its GetVersion), -1 when unknown; the
+  // known-bug table is keyed on it.
+  CclBackend(Comm comm, int rank, int size, int version = -1)
+      : comm_(comm), rank_(rank), size_(size), version_(version) {}
   ~CclBackend() override {
     // Waits for the communicator's outstanding work, as ncclCommDestroy does.
     if (comm_ != nullptr) Api::CommDestroy(comm_);
@@ -48,7 +52,8 @@ class CclBackend final : public Backend {
 
   const char *Name() const override { return Api::kName; }
   const char *Unsupported(const CollArgs &a) const override {
-    return CclUnsupportedReason(a);
+    if (const char *why = CclUnsupportedReason(a)) return why;
+    return CclKnownBugReason(Api::kName, version_, size_, a);
   }
 
   Status AsyncError() const override { return CheckAsync(); }
@@ -67,7 +72,7 @@ class CclBackend final : public Backend {
       const Result r = Api::CommSplit(comm_, color, key, &child);
       if (r != Api::kSuccess) return CclStatus<Api>("CommSplit", r, comm_);
       if (color < 0 || child == nullptr) return Status::Ok();
-      auto backend = std::make_unique<CclBackend<Api>>(child, *rank, *size);
+      auto backend = std::make_unique<CclBackend<Api>>(child, *rank, *size, version_);
       if (*rank < 0) {
         Result q = Api::CommUserRank(child, rank);
         if (q == Api::kSuccess) q = Api::CommCount(child, size);
@@ -208,6 +213,7 @@ class CclBackend final : public Backend {
   Comm comm_;
   int rank_;
   int size_;
+  int version_;
 };
 
 template <typename Api>
@@ -218,11 +224,17 @@ class CclProviderImpl final : public CclProvider {
   bool used() const override { return used_.load(); }
 
   std::string Version() const override {
-    int v = 0;
-    if (Api::GetVersion(&v) != Api::kSuccess) return "unknown";
+    const int v = VersionCode();
+    if (v < 0) return "unknown";
     char buf[32];
     Api::FormatVersion(v, buf, sizeof buf);
     return buf;
+  }
+  // The library's own version code, as it reports it at run time (the
+  // loaded library, not the header built against); -1 when it cannot say.
+  static int VersionCode() {
+    int v = 0;
+    return Api::GetVersion(&v) == Api::kSuccess ? v : -1;
   }
 
   Status GetUniqueId(infinicclUniqueId *id) override {
@@ -244,7 +256,7 @@ class CclProviderImpl final : public CclProvider {
     used_.store(true);
     const typename Api::Result r = Api::CommInitRank(&comm, nranks, uid, rank);
     if (r != Api::kSuccess) return CclStatus<Api>("CommInitRank", r, nullptr);
-    *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks);
+    *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks, VersionCode());
     INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(),
                    rank, nranks);
     return Status::Ok();

@@ -40,6 +40,10 @@ CclProvider *McclProvider();  // INFINICCL_WITH_MCCL
 
 // The CCL built for device `kind`, or nullptr.
 CclProvider *CclForKind(DeviceKind kind);
+// Test hook: `p` serves its kind() from now on (nullptr: back to the built
+// ones), so the API's CCL paths run against a stand-in CCL on the emulated
+// device without a GPU.
+void SetCclProviderForTesting(CclProvider *p);
 // The CCL of the first active device runtime (one with a device) that has
 // one; nullptr with `why` set otherwise.
 CclProvider *FirstUsableCcl(std::string *why);

@@ -4,7 +4,14 @@
 
 namespace infiniccl {
 
+namespace {
+CclProvider *g_test_provider = nullptr;
+}  // namespace
+
+void SetCclProviderForTesting(CclProvider *p) { g_test_provider = p; }
+
 CclProvider *CclForKind(DeviceKind kind) {
+  if (g_test_provider != nullptr && g_test_provider->kind() == kind) return g_test_provider;
 #ifdef INFINICCL_WITH_NCCL
   if (kind == DeviceKind::kCuda) return NcclProvider();
 #endif
@@ -16,7 +23,7 @@ CclProvider *CclForKind(DeviceKind kind) {
 }
 
 CclProvider *FirstUsableCcl(std::string *why) {
-  bool built = false;
+  bool built = g_test_provider != nullptr;
 #if defined(INFINICCL_WITH_NCCL) || defined(INFINICCL_WITH_MCCL)
   built = true;
 #endif

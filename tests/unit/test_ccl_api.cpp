@@ -1,0 +1,138 @@
+// The public API's CCL-only paths (GetUniqueId / CommInitRank, no MPI, no
+// infinicclInit) against the recording stand-in CCL on the EMULATED device:
+// what a GPU run of nccl_device_test's bootstrap does, on a machine without
+// one. Before this test existed, CommSplit and CommAbort of such a
+// communicator returned "not initialised" on the GPU and nothing here
+// noticed.
+#include <gtest/gtest.h>
+#include <infiniccl/infiniccl.h>
+
+#include <cstring>
+#include <vector>
+
+#include "backend/ccl/ccl_provider.h"
+#include "device/registry.h"
+#include "fake_ccl.h"
+
+namespace infiniccl {
+namespace {
+
+using FakeProvider = ccl::CclProviderImpl<FakeApi>;
+
+class CclApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sim_ = &DeviceRegistry::EnableSim();
+    SetCclProviderForTesting(&provider_);
+    infinicclUniqueId id;
+    ASSERT_EQ(infinicclGetUniqueId(&id), infinicclSuccess) << infinicclGetLastError(nullptr);
+    ASSERT_EQ(infinicclCommInitRank(&comm_, 1, id, 0), infinicclSuccess)
+        << infinicclGetLastError(nullptr);
+    // The communicator the route sees; its CCL's log shows what reached it.
+    fake_ = FakeApi::last_made;
+  }
+  void TearDown() override {
+    if (comm_ != nullptr) {
+      EXPECT_EQ(infinicclCommDestroy(comm_), infinicclSuccess);
+    }
+    SetCclProviderForTesting(nullptr);
+  }
+
+  void *DeviceAlloc(size_t bytes) {
+    void *p = nullptr;
+    EXPECT_TRUE(sim_->Malloc(&p, bytes).ok());
+    allocations_.push_back(p);
+    return p;
+  }
+  void Upload(void *d, const std::vector<double> &h) {
+    ASSERT_TRUE(sim_->MemcpyAsync(d, h.data(), h.size() * sizeof(double),
+                                  CopyKind::kHostToDevice, nullptr)
+                    .ok());
+    ASSERT_TRUE(sim_->StreamSynchronize(nullptr).ok());
+  }
+  std::vector<double> Download(const void *d, size_t n) {
+    std::vector<double> h(n);
+    EXPECT_TRUE(
+        sim_->MemcpyAsync(h.data(), d, n * sizeof(double), CopyKind::kDeviceToHost, nullptr)
+            .ok());
+    EXPECT_TRUE(sim_->StreamSynchronize(nullptr).ok());
+    return h;
+  }
+  ~CclApi() override {
+    for (void *p : allocations_) (void)sim_->Free(p);
+  }
+
+  FakeProvider provider_;
+  DeviceRuntime *sim_ = nullptr;
+  infinicclComm_t comm_ = nullptr;
+  FakeComm *fake_ = nullptr;
+  std::vector<void *> allocations_;
+};
+
+TEST_F(CclApi, SplitWithoutInitIsTheCclsSplit) {
+  infinicclComm_t child = nullptr;
+  ASSERT_EQ(infinicclCommSplit(comm_, 5, 0, &child), infinicclSuccess)
+      << infinicclGetLastError(comm_);
+  ASSERT_NE(child, nullptr);
+  int n = 0, r = -1;
+  ASSERT_EQ(infinicclCommCount(child, &n), infinicclSuccess);
+  ASSERT_EQ(infinicclCommUserRank(child, &r), infinicclSuccess);
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(r, 0);
+  EXPECT_EQ(infinicclCommDestroy(child), infinicclSuccess);
+
+  infinicclComm_t none = reinterpret_cast<infinicclComm_t>(0x1);
+  ASSERT_EQ(infinicclCommSplit(comm_, INFINICCL_SPLIT_NOCOLOR, 0, &none), infinicclSuccess)
+      << infinicclGetLastError(comm_);
+  EXPECT_EQ(none, nullptr);
+}
+
+TEST_F(CclApi, AbortWithoutInit) {
+  ASSERT_EQ(infinicclCommAbort(comm_), infinicclSuccess) << infinicclGetLastError(comm_);
+  EXPECT_EQ(infinicclCommDestroy(comm_), infinicclInvalidUsage);  // gone
+  comm_ = nullptr;
+}
+
+// A one-rank reduction never reaches the CCL (NCCL's one-rank Avg kernel has
+// dropped tail elements) and is exact at a count that is a multiple of
+// nothing in particular, for every op, in and out of place.
+TEST_F(CclApi, OneRankReductionsAreACopyAndNeverReachTheCcl) {
+  const size_t n = 65537;
+  std::vector<double> h(n);
+  for (size_t i = 0; i < n; ++i) h[i] = static_cast<double>(i % 1000) * 0.5 - 17.0;
+  void *send = DeviceAlloc(n * sizeof(double));
+  void *recv = DeviceAlloc(n * sizeof(double));
+  const infinicclRedOp_t ops[] = {infinicclSum, infinicclProd, infinicclMax, infinicclMin,
+                                  infinicclAvg};
+  for (infinicclRedOp_t op : ops) {
+    for (int kind = 0; kind < 3; ++kind) {
+      for (bool in_place : {false, true}) {
+        Upload(send, h);
+        Upload(recv, std::vector<double>(n, -1.0));
+        void *out = in_place ? send : recv;
+        infinicclResult_t rc;
+        if (kind == 0) {
+          rc = infinicclAllReduce(send, out, n, infinicclFloat64, op, comm_, nullptr);
+        } else if (kind == 1) {
+          rc = infinicclReduce(send, out, n, infinicclFloat64, op, 0, comm_, nullptr);
+        } else {
+          rc = infinicclReduceScatter(send, out, n, infinicclFloat64, op, comm_, nullptr);
+        }
+        ASSERT_EQ(rc, infinicclSuccess) << infinicclGetLastError(comm_);
+        ASSERT_TRUE(sim_->StreamSynchronize(nullptr).ok());
+        EXPECT_EQ(Download(out, n), h) << "kind " << kind << " op " << op << " in place "
+                                       << in_place;
+      }
+    }
+  }
+  EXPECT_TRUE(fake_->log.empty()) << fake_->log.size() << " call(s) reached the CCL, first "
+                                  << fake_->log.front().call;
+  // Not a reduction: the CCL's (the stand-in proves the route reaches it).
+  ASSERT_EQ(infinicclBroadcast(send, recv, n, infinicclFloat64, 0, comm_, nullptr),
+            infinicclSuccess);
+  ASSERT_EQ(fake_->log.size(), 1u);
+  EXPECT_EQ(fake_->log[0].call, "Broadcast");
+}
+
+}  // namespace
+}  // namespace infiniccl
