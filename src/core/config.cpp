@@ -18,6 +18,7 @@ const char *kDevice = "INFINICCL_DEVICE";
 const char *kLocalRank = "INFINICCL_LOCAL_RANK";
 const char *kStrict = "INFINICCL_STRICT_BINDING";
 const char *kSimGbps = "INFINICCL_SIM_COPY_GBPS";
+const char *kSimLatency = "INFINICCL_SIM_COPY_LATENCY_US";
 const char *kSimCount = "INFINICCL_SIM_DEVICE_COUNT";
 const char *kSimPinned = "INFINICCL_SIM_PINNED";
 const char *kStagingPinned = "INFINICCL_STAGING_PINNED";
@@ -164,6 +165,10 @@ const std::vector<Config::Entry> &Config::Table() {
        "Emulated device only: copy-engine bandwidth in GB/s (emulates a PCIe "
        "link: copies take bytes/bandwidth, sleeping, not spinning); 0 = "
        "memcpy speed."},
+      {kSimLatency, "0",
+       "Emulated device only: fixed cost of each host<->device copy in microseconds, "
+       "on top of bytes / INFINICCL_SIM_COPY_GBPS (an H200 measured about 8 us per "
+       "device-to-host and 3 us per host-to-device copy; docs/PERFORMANCE.md §4)."},
       {kSimCount, "8", "Emulated device only: number of devices it reports (1..1024)."},
       {kSimPinned, "1",
        "Emulated device only: 0 makes pinned host allocation unavailable, to "
@@ -175,9 +180,11 @@ const std::vector<Config::Entry> &Config::Table() {
       {kCacheBytes, "256M",
        "Bound on host staging memory, both kept between calls and held during "
        "one: larger operations run in pieces. Suffixes K, M, G (powers of 1024)."},
-      {kChunkBytes, "4M",
+      {kChunkBytes, "auto",
        "Pipeline chunk: staged operations larger than this are split into chunks "
-       "so device copies overlap MPI. Suffixes K, M, G."},
+       "so device copies overlap MPI. auto = the device runtime's own: 1M on "
+       "CUDA-like devices (measured on an H200), 4M on the emulated device (its "
+       "own sweep). Suffixes K, M, G."},
       {kDirect, "auto",
        "Device buffers straight to MPI (no staging): auto = when the MPI reports "
        "itself GPU-aware for the device kind, 1 = always (for an MPI the query gets "
@@ -242,6 +249,13 @@ Config Config::Parse(const Lookup &lookup) {
                            "' is not a non-negative number; using 0 (unthrottled)");
     }
   }
+  if (const char *v = lookup(kSimLatency)) {
+    if (!ParseDouble(v, &c.sim_copy_latency_us) || c.sim_copy_latency_us > 1e6) {
+      c.sim_copy_latency_us = 0;
+      c.warnings.push_back(std::string(kSimLatency) + "='" + v +
+                           "' is not a number of microseconds in 0..1000000; using 0");
+    }
+  }
   if (const char *v = lookup(kSimCount)) {
     if (!ParseInt(v, 1, 1024, &c.sim_device_count)) {
       c.warnings.push_back(std::string(kSimCount) + "='" + v +
@@ -270,11 +284,13 @@ Config Config::Parse(const Lookup &lookup) {
   }
   if (const char *v = lookup(kChunkBytes)) {
     size_t b = 0;
-    if (ParseBytes(v, &b) && b >= 1) {
+    if (strcasecmp(v, "auto") == 0) {
+      c.pipeline_chunk_bytes = 0;
+    } else if (ParseBytes(v, &b) && b >= 1) {
       c.pipeline_chunk_bytes = b;
     } else {
       c.warnings.push_back(std::string(kChunkBytes) + "='" + v +
-                           "' is not a positive size; using 4M");
+                           "' is not auto or a positive size; using auto");
     }
   }
   if (const char *v = lookup(kDirect)) {
@@ -312,11 +328,13 @@ std::vector<std::string> Config::Describe() const {
       std::string(kLocalRank) + "=" + local_rank,
       std::string(kStrict) + "=" + (strict_binding ? "1" : "0"),
       std::string(kSimGbps) + "=" + FormatNumber(sim_copy_gbps),
+      std::string(kSimLatency) + "=" + FormatNumber(sim_copy_latency_us),
       std::string(kSimCount) + "=" + std::to_string(sim_device_count),
       std::string(kSimPinned) + "=" + (sim_pinned ? "1" : "0"),
       std::string(kStagingPinned) + "=" + staging_pinned,
       std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
-      std::string(kChunkBytes) + "=" + std::to_string(pipeline_chunk_bytes),
+      std::string(kChunkBytes) + "=" +
+          (pipeline_chunk_bytes == 0 ? std::string("auto") : std::to_string(pipeline_chunk_bytes)),
       std::string(kDirect) + "=" + mpi_device_direct,
       std::string(kBackend) + "=" + BackendChoiceName(backend),
       std::string(kTimeout) + "=" + std::to_string(timeout_sec),

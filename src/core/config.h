@@ -25,11 +25,13 @@ struct Config {
   std::string local_rank;                // INFINICCL_LOCAL_RANK ("" = launcher)
   bool strict_binding = false;           // INFINICCL_STRICT_BINDING
   double sim_copy_gbps = 0;              // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
+  double sim_copy_latency_us = 0;        // INFINICCL_SIM_COPY_LATENCY_US
   int sim_device_count = 8;              // INFINICCL_SIM_DEVICE_COUNT
   bool sim_pinned = true;                // INFINICCL_SIM_PINNED
   std::string staging_pinned = "auto";   // INFINICCL_STAGING_PINNED: auto|1|0
   size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
-  size_t pipeline_chunk_bytes = size_t{4} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
+  // INFINICCL_PIPELINE_CHUNK_BYTES; 0 (auto) = the device runtime's default.
+  size_t pipeline_chunk_bytes = 0;
   std::string mpi_device_direct = "auto";        // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
   BackendChoice backend = BackendChoice::kAuto;  // INFINICCL_BACKEND: auto|mpi|ccl
   int timeout_sec = 1800;  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)

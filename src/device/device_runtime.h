@@ -46,6 +46,10 @@ class DeviceRuntime {
   virtual const char *description() const = 0;
   // True for the emulated device: output must say so wherever it appears.
   virtual bool emulated() const { return false; }
+  // Staging pipeline chunk when INFINICCL_PIPELINE_CHUNK_BYTES is auto. 1 MiB
+  // for a real GPU: on an H200 it beat 512K, 2M and 4M by 10-22% from 4 MiB
+  // messages up at 2 and 4 ranks (docs/PERFORMANCE.md §5).
+  virtual size_t DefaultChunkBytes() const { return size_t{1} << 20; }
 
   // Number of usable devices; 0 when the driver or device is missing (the
   // reason is logged once at INFO by the implementation).

@@ -28,7 +28,7 @@ Registry &R() {
     auto *reg = new Registry();
     const Config &c = GlobalConfig();
     reg->sim = std::make_unique<SimRuntime>(c.sim_device_count, c.sim_copy_gbps,
-                                            c.sim_pinned);
+                                            c.sim_pinned, c.sim_copy_latency_us);
     if (c.device != "cpu") {
 #ifdef INFINICCL_WITH_NVIDIA
       reg->vendors.push_back(MakeCudaRuntime());

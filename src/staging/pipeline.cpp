@@ -1,6 +1,7 @@
 #include "staging/pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -8,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/dtype.h"
+#include "core/log.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
@@ -128,6 +130,68 @@ Shape ShapeOf(CollKind kind, size_t n) {
   }
 }
 
+// Where a staged call's time goes, for INFINICCL_DEBUG=TRACE (one line per
+// call): copy in (issue and wait for the first chunk's device-to-host copy),
+// MPI (all chunks), waits (for later chunks' copies, MPI idle), copy out
+// (the last host-to-device copies after the last MPI call).
+class Breakdown {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Breakdown() : on_(LogEnabled(LogLevel::kTrace)) { Mark(); }
+  // Adds the time since the last mark to `bucket`.
+  void Add(double *bucket) {
+    if (!on_) return;
+    const Clock::time_point now = Clock::now();
+    *bucket += std::chrono::duration<double, std::micro>(now - last_).count();
+    last_ = now;
+  }
+  void Mark() {
+    if (on_) last_ = Clock::now();
+  }
+  void Log(const CollArgs &a, size_t chunks) const {
+    if (!on_) return;
+    INFINICCL_TRACE("staged %s %zu x %s in %zu chunk(s): copy in %.1f us, MPI %.1f us, "
+                    "waits %.1f us, copy out %.1f us",
+                    CollKindName(a.kind), a.count, DataTypeName(a.dtype), chunks, copy_in,
+                    mpi, waits, copy_out);
+  }
+  double copy_in = 0, mpi = 0, waits = 0, copy_out = 0;
+
+ private:
+  bool on_;
+  Clock::time_point last_;
+};
+
+// One chunk, all on the caller's stream: copy in, wait, MPI, copy out,
+// wait. No events and no second stream: at 256 KiB on an H200 with four
+// ranks every fixed cost shows (docs/PERFORMANCE.md §5).
+Status RunOneChunk(Backend &host_backend, DeviceRuntime &device, StagingPool &pool,
+                   const CollArgs &a, const Plan &p, BufferPlacement placement,
+                   const void *owner) {
+  StagingLease lease;
+  INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease));
+  SyncOnExit sync(device, a.stream, a.stream);  // destroyed before the lease
+  Breakdown t;
+  char *slot = lease.data();
+  INFINICCL_RETURN_IF_ERROR(
+      StageIn(device, pool, a, p, placement.send_on_device, slot, 0, p.count));
+  INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(a.stream));
+  t.Add(&t.copy_in);
+  CollArgs host = a;
+  host.in_place = false;  // the staging buffer is always separate
+  host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
+  host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.count * p.elem : nullptr;
+  INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
+  t.Add(&t.mpi);
+  INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, a, p, placement.recv_on_device,
+                                     static_cast<char *>(host.recvbuff), 0, p.count));
+  sync.Disarm();
+  INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(a.stream));
+  t.Add(&t.copy_out);
+  t.Log(a, 1);
+  return Status::Ok();
+}
+
 }  // namespace
 
 ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem,
@@ -153,17 +217,20 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   p.send_blocks = a.send_bytes / (a.count * p.elem);
   p.recv_blocks = a.recv_bytes / (a.count * p.elem);
   const Shape shape = ShapeOf(a.kind, static_cast<size_t>(nranks));
+  const size_t chunk_bytes = config.pipeline_chunk_bytes != 0 ? config.pipeline_chunk_bytes
+                                                               : device.DefaultChunkBytes();
   const ChunkSchedule plan = PlanChunks(p.count, shape.widest, shape.blocks, p.elem,
-                                        config.pipeline_chunk_bytes, pool.cap_bytes());
+                                        chunk_bytes, pool.cap_bytes());
   p.cols = plan.max_cols();
   const size_t chunks = plan.chunks;
-  const int slots = chunks > 1 ? kSlots : 1;
   pool.CountCall(chunks > 1);
+  if (chunks == 1) return RunOneChunk(host_backend, device, pool, a, p, placement, owner);
+  const int slots = kSlots;
 
   // Device-to-host copies on the user's stream (after the work that made
   // the input); host-to-device copies of a pipelined call on a second stream.
   void *in = a.stream, *out = a.stream;
-  if (slots > 1) INFINICCL_RETURN_IF_ERROR(OutStream(device, &out));
+  INFINICCL_RETURN_IF_ERROR(OutStream(device, &out));
 
   StagingLease lease[kSlots];
   Event ready[kSlots] = {Event(device), Event(device)};  // slot's input on host
@@ -184,6 +251,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   CollArgs out_args = a;
   out_args.stream = out;
 
+  Breakdown t;
   INFINICCL_RETURN_IF_ERROR(stage_in(0));
   for (size_t k = 0; k < chunks; ++k) {
     if (k + 1 < chunks) INFINICCL_RETURN_IF_ERROR(stage_in(k + 1));
@@ -192,6 +260,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     if (k >= static_cast<size_t>(slots)) {
       INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(done[k % slots].get()));
     }
+    t.Add(k == 0 ? &t.copy_in : &t.waits);
     const ChunkSchedule::Piece piece = plan.at(k);
     const size_t n = piece.cols;
     char *slot = lease[k % slots].data();
@@ -205,9 +274,11 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     host.send_bytes = p.send_blocks * n * p.elem;
     host.recv_bytes = p.recv_blocks * n * p.elem;
     INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
+    t.Add(&t.mpi);
     INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, out_args, p, placement.recv_on_device,
                                        static_cast<char *>(host.recvbuff), piece.offset, n));
     INFINICCL_RETURN_IF_ERROR(device.EventRecord(done[k % slots].get(), out));
+    t.Add(&t.waits);
   }
   // The leases are returned on exit, so the last copies must be done; the
   // input stream's work (D2H copies) is complete already.
@@ -215,7 +286,10 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   for (int s = 0; s < slots; ++s) {
     INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(done[s].get()));
   }
-  return device.StreamSynchronize(in);
+  INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(in));
+  t.Add(&t.copy_out);
+  t.Log(a, chunks);
+  return Status::Ok();
 }
 
 }  // namespace infiniccl

@@ -88,8 +88,14 @@ int main(int argc, char **argv) {
   // communicator are not supported; both say why.
   CHECK_RC(AllReduce(comm, rank, false, false), infinicclInvalidUsage);
   ExpectMessage(comm, "INFINICCL_BACKEND=ccl");
-  CHECK_RC(AllReduce(comm, rank, true, false), infinicclNotSupported);
-  ExpectMessage(comm, "no CCL communicator");
+  // (On one rank a reduction of device buffers is a copy on any backend
+  // choice: there is nothing for a CCL to do.)
+  if (g_n == 1) {
+    CHECK_RC(AllReduce(comm, rank, true, false), infinicclSuccess);
+  } else {
+    CHECK_RC(AllReduce(comm, rank, true, false), infinicclNotSupported);
+    ExpectMessage(comm, "no CCL communicator");
+  }
 
   // mpi and auto: the same calls succeed over MPI, with exact results. An
   // invalid value warns (the config's warning, logged at WARN by Init) and

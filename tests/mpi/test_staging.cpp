@@ -274,6 +274,46 @@ void TestDirectLocalCopies(infinicclComm_t comm, int rank) {
   }
 }
 
+// On one rank a reduction of device buffers is one copy on the stream: no
+// staging, no MPI; every op, in and out of place, and device to host.
+void TestOneRank(infinicclComm_t comm, int rank) {
+  const size_t count = 65537;
+  const infinicclRedOp_t ops[] = {infinicclSum, infinicclProd, infinicclMax, infinicclMin,
+                                  infinicclAvg};
+  for (infinicclRedOp_t op : ops) {
+    DeviceBuffer send(count * 8), recv(count * 8);
+    const std::vector<unsigned char> in = Input(infinicclFloat64, op, 40 + op, rank, count);
+    send.Upload(in);
+    const infinicclStagingStats before = StagingStats();
+    const infiniccl::SimStats s0 = g_sim->stats();
+    CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat64, op, comm,
+                             nullptr) == infinicclSuccess);
+    CHECK(infinicclReduce(send.ptr, send.ptr, count, infinicclFloat64, op, 0, comm,
+                          nullptr) == infinicclSuccess);  // in place: nothing to do
+    CHECK(infinicclReduceScatter(send.ptr, recv.ptr, count, infinicclFloat64, op, comm,
+                                 nullptr) == infinicclSuccess);
+    const infiniccl::SimStats s1 = g_sim->stats();
+    const infinicclStagingStats after = StagingStats();
+    CHECK(s1.d2d_copies - s0.d2d_copies == 2 && s1.d2h_copies == s0.d2h_copies &&
+              s1.h2d_copies == s0.h2d_copies,
+          "op %s: %llu d2d, %llu d2h, %llu h2d copies (expected 2 d2d)", OpName(op),
+          static_cast<unsigned long long>(s1.d2d_copies - s0.d2d_copies),
+          static_cast<unsigned long long>(s1.d2h_copies - s0.d2h_copies),
+          static_cast<unsigned long long>(s1.h2d_copies - s0.h2d_copies));
+    CHECK(after.staged_calls == before.staged_calls, "a one-rank reduction was staged");
+    CHECK(recv.Download() == in, "op %s: result differs from the input", OpName(op));
+    CHECK(send.Download() == in, "op %s: in-place Reduce changed the buffer", OpName(op));
+  }
+  // Device to host memory: one device-to-host copy.
+  DeviceBuffer send(count * 4);
+  const std::vector<unsigned char> in = Input(infinicclInt32, infinicclMax, 50, rank, count);
+  send.Upload(in);
+  std::vector<unsigned char> out(count * 4, 0);
+  CHECK(infinicclAllReduce(send.ptr, out.data(), count, infinicclInt32, infinicclMax, comm,
+                           nullptr) == infinicclSuccess);
+  CHECK(out == in, "one-rank AllReduce into host memory: wrong result");
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -294,6 +334,8 @@ int main(int argc, char **argv) {
   if (mode == "direct") {
     TestDirect(comm, rank);
     TestDirectLocalCopies(comm, rank);
+  } else if (mode == "onerank") {
+    TestOneRank(comm, rank);
   } else {
     TestReuse(comm, rank);
     TestCapAndTrim(comm, rank, cap);

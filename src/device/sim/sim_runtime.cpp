@@ -20,9 +20,11 @@ size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-SimRuntime::SimRuntime(int device_count, double copy_gbps, bool pinned_available)
+SimRuntime::SimRuntime(int device_count, double copy_gbps, bool pinned_available,
+                       double copy_latency_us)
     : device_count_(device_count),
       copy_gbps_(copy_gbps),
+      copy_latency_us_(copy_latency_us),
       pinned_available_(pinned_available),
       default_stream_(std::make_unique<SimStream>()) {}
 
@@ -192,15 +194,19 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   }
   // The throttle emulates the host link; a copy within the device is not
   // throttled (device memory is an order of magnitude faster).
-  const double gbps = kind == CopyKind::kDeviceToDevice ? 0 : copy_gbps_.load();
-  s->Enqueue([dst, src, bytes, gbps] {
+  const bool link = kind != CopyKind::kDeviceToDevice;
+  const double gbps = link ? copy_gbps_.load() : 0;
+  const double latency_s = link ? copy_latency_us_.load() * 1e-6 : 0;
+  s->Enqueue([dst, src, bytes, gbps, latency_s] {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(dst, src, bytes);
-    if (gbps > 0) {
+    double want = latency_s;
+    if (gbps > 0) want += static_cast<double>(bytes) / (gbps * 1e9);
+    if (want > 0) {
       // A copy engine's time, spent sleeping: it costs the host no CPU.
-      const auto want = std::chrono::duration<double>(static_cast<double>(bytes) / (gbps * 1e9));
       std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(want));
+          start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(want)));
     }
   });
   return Status::Ok();

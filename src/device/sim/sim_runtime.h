@@ -33,12 +33,17 @@ struct SimStats {
 
 class SimRuntime final : public DeviceRuntime {
  public:
-  SimRuntime(int device_count, double copy_gbps, bool pinned_available);
+  // `copy_latency_us`: the fixed cost of each host<->device copy (a real
+  // copy engine's launch and completion), on top of bytes / bandwidth.
+  SimRuntime(int device_count, double copy_gbps, bool pinned_available,
+             double copy_latency_us = 0);
   ~SimRuntime() override;
 
   DeviceKind kind() const override { return DeviceKind::kSim; }
   const char *description() const override { return "sim (emulated device)"; }
   bool emulated() const override { return true; }
+  // Its own chunk sweep (docs/PERFORMANCE.md §4) chose 4 MiB.
+  size_t DefaultChunkBytes() const override { return size_t{4} << 20; }
 
   int DeviceCount() override { return device_count_; }
   Status GetDevice(int *device) override;
@@ -71,6 +76,7 @@ class SimRuntime final : public DeviceRuntime {
   SimStats stats() const;
   void ResetStats();
   void SetCopyGbps(double gbps) { copy_gbps_.store(gbps); }
+  void SetCopyLatencyUs(double us) { copy_latency_us_.store(us); }
   void SetPinnedAvailable(bool available) { pinned_available_.store(available); }
   // The next `n` MemcpyAsync calls fail with SystemError (nothing copied).
   void FailNextCopies(int n) { fail_copies_.store(n); }
@@ -86,6 +92,7 @@ class SimRuntime final : public DeviceRuntime {
 
   const int device_count_;
   std::atomic<double> copy_gbps_;
+  std::atomic<double> copy_latency_us_;
   std::atomic<bool> pinned_available_;
   std::atomic<int> fail_copies_{0};
   std::atomic<int64_t> live_allocs_{0};
