@@ -1,4 +1,6 @@
-"""Runs the Python tests under MPI: `run.py <np> <mpiexec> [flags...] -- [pytest args]`.
+"""Runs the Python tests under MPI:
+    run.py <np> <mpiexec> [flags...] -- [pytest args]
+    run.py --script FILE --needs MODULE <np> <mpiexec> [flags...]   (an example)
 
 ctest calls this with the interpreter Debian's packages were installed for
 (python3-numpy, -pytest, -torch, -mpi4py: /usr/bin/python3 on Debian, which
@@ -16,15 +18,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main():
     argv = sys.argv[1:]
+    script, needs = None, []
+    while argv and argv[0] in ("--script", "--needs"):
+        if argv[0] == "--script":
+            script = argv[1]
+        else:
+            needs.append(argv[1])
+        argv = argv[2:]
     sep = argv.index("--") if "--" in argv else len(argv)
     launcher, pytest_args = argv[:sep], argv[sep + 1:]
     np_ = launcher[0]
     mpiexec = launcher[1:]
-    print("python tests: %s (Python %s), %s ranks, MPI %s" %
-          (sys.executable, sys.version.split()[0], np_,
+    print("python %s: %s (Python %s), %s ranks, MPI %s" %
+          (os.path.basename(script) if script else "tests", sys.executable,
+           sys.version.split()[0], np_,
            os.environ.get("INFINICCL_TEST_MPI", "?")), flush=True)
     missing = []
-    for mod, pkg in (("numpy", "python3-numpy"), ("pytest", "python3-pytest")):
+    wanted = [("numpy", "python3-numpy")]
+    wanted += [("pytest", "python3-pytest")] if script is None else []
+    wanted += [(m, "python3-" + m) for m in needs]
+    for mod, pkg in wanted:
         try:
             __import__(mod)
         except ImportError:
@@ -32,10 +45,9 @@ def main():
     if missing:
         print("SKIPPED: %s cannot import %s" % (sys.executable, ", ".join(missing)))
         return 77
-    cmd = mpiexec[:1] + ["-n", np_] + mpiexec[1:] + [
-        sys.executable, "-m", "pytest", "-q", "-rs", "--tb=short", "--color=no",
-        "-p", "no:cacheprovider",
-        HERE] + pytest_args
+    run = [script] if script else ["-m", "pytest", "-q", "-rs", "--tb=short", "--color=no",
+                                   "-p", "no:cacheprovider", HERE] + pytest_args
+    cmd = mpiexec[:1] + ["-n", np_] + mpiexec[1:] + [sys.executable] + run
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the source tree
     env["PYTHONPATH"] = os.pathsep.join(
