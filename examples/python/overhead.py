@@ -1,9 +1,9 @@
 """Per-call overhead of the Python package over the C call, for a 4-byte
 AllReduce (docs/PERFORMANCE.md, section "Python"):
 
-    mpirun -np 2 /usr/bin/python3 examples/python/overhead.py [iterations]
+    mpirun -np 2 /usr/bin/python3 examples/python/overhead.py [calls per round, default 5000]
 
-Times, per call, the best of 5 rounds of each:
+Times, per call, the best of 7 interleaved rounds of each:
   C        infinicclAllReduce through a ctypes function pointer with every
            argument prepared (what any Python caller pays at least);
   package  comm.all_reduce(x) on a NumPy float32 array of one element (in place);
@@ -23,41 +23,44 @@ import infiniccl
 from infiniccl import _buffers, _lib
 
 
-def best(fn, iters, comm, rounds=5):
-    out = float("inf")
+def measure(modes, iters, comm, rounds=7):
+    """Per-call time of each mode in us: the best of `rounds` rounds, the
+    modes interleaved round by round so that load changes on a shared
+    machine hit them alike."""
+    best = [float("inf")] * len(modes)
     for _ in range(rounds):
-        comm.all_reduce(np.zeros(1, np.float32))  # start each round together
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        out = min(out, (time.perf_counter() - t0) / iters)
-    return out * 1e6
+        for k, (_, fn) in enumerate(modes):
+            comm.all_reduce(np.zeros(1, np.float32))  # start each round together
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) / iters)
+    return [(name, t * 1e6) for (name, _), t in zip(modes, best)]
 
 
 def main():
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     comm = infiniccl.Comm.world()
     x = np.zeros(1, np.float32)
     y = np.zeros(1, np.float32)
     p = x.ctypes.data
     h = ctypes.c_void_p(comm.handle)
     f = _lib.infinicclAllReduce
-    rows = [("C (ctypes, arguments prepared)", best(lambda: f(p, p, 1, 10, 0, h, None),
-                                                     iters, comm)),
-            ("comm.all_reduce(x)", best(lambda: comm.all_reduce(x), iters, comm)),
-            ("comm.all_reduce(x, out)", best(lambda: comm.all_reduce(x, y), iters, comm))]
+    modes = [("C (ctypes, arguments prepared)", lambda: f(p, p, 1, 10, 0, h, None)),
+             ("comm.all_reduce(x)", lambda: comm.all_reduce(x)),
+             ("comm.all_reduce(x, out)", lambda: comm.all_reduce(x, y))]
     try:
         import torch
 
         t = torch.zeros(1)
-        rows.append(("comm.all_reduce(torch CPU tensor)",
-                     best(lambda: comm.all_reduce(t), iters, comm)))
+        modes.append(("comm.all_reduce(torch CPU tensor)", lambda: comm.all_reduce(t)))
     except ImportError:
         pass
-    local = best(lambda: (_buffers.resolve(x, None, "x"), infiniccl._op("sum")), iters, comm)
-    rows.append(("local work only (resolve x, op)", local))
+    modes.append(("local work only (resolve x, op)",
+                  lambda: (_buffers.resolve(x, None, "x"), infiniccl._op("sum"))))
+    rows = measure(modes, iters, comm)
     if comm.rank == 0:
-        print("4-byte AllReduce, %d ranks, %d calls per round, best of 5 rounds:" %
+        print("4-byte AllReduce, %d ranks, %d calls per round, best of 7 rounds:" %
               (comm.size, iters))
         for name, us in rows:
             print("  %-36s %7.2f us" % (name, us))

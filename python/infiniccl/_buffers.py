@@ -110,8 +110,21 @@ def _from_numpy(a, dtype, what):
     elif code is None:
         raise ArgumentError("%s has dtype %s, which has no InfiniCCL data type (supported: "
                             "%s, native byte order)" % (what, a.dtype, ", ".join(DTYPE_NAMES)))
-    ptr, ro = ai["data"]
+    ptr = numpy_address(a)
+    ro = False
+    if ptr is None:
+        ptr, ro = ai["data"]
     return Buf(ptr, a.size, code, a.itemsize, False, ro, None, a, what)
+
+
+def numpy_address(a):
+    """The address of a writable, non-empty, C-contiguous ndarray, or None.
+    ctypes' from_buffer gets it in about a third of the time
+    __array_interface__ takes (the per-call overhead of small messages)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):
+        return None
 
 
 def _from_cai(obj, cai, dtype, what):
