@@ -13,6 +13,7 @@ DLPack (PyTorch, JAX). Every argument error is raised before any MPI call.
 import atexit as _atexit
 import contextlib as _contextlib
 import ctypes as _ctypes
+import operator as _operator
 import threading as _threading
 
 from . import _buffers
@@ -325,7 +326,7 @@ class Comm:
     def broadcast(self, x, out=None, root=0, stream=None, dtype=None):
         """Root's x to every rank's out (x when out is None)."""
         h = self._live()
-        self._root(root)
+        root = self._rank_arg("root", root)
         b = _resolve(x, dtype, "x", out is None)
         o = b if out is None else _resolve(out, dtype, "out", True)
         if o is not b:
@@ -340,7 +341,7 @@ class Comm:
         """Reduces x over all ranks into the root's out (its x when out is
         None); out is not used on other ranks."""
         h = self._live()
-        self._root(root)
+        root = self._rank_arg("root", root)
         at_root = self.rank == root
         b = _resolve(x, dtype, "x", out is None and at_root)
         o = b
@@ -419,7 +420,7 @@ class Comm:
         root without out, x holds size blocks and the root's own is block
         `root` (in place)."""
         h = self._live()
-        self._root(root)
+        root = self._rank_arg("root", root)
         at_root = self.rank == root
         if at_root and out is None:
             b = _resolve(x, dtype, "x", True)
@@ -445,7 +446,7 @@ class Comm:
         """Block r of the root's x (size blocks) to rank r's out. Without out,
         the root keeps its block in place and other ranks receive into x."""
         h = self._live()
-        self._root(root)
+        root = self._rank_arg("root", root)
         at_root = self.rank == root
         if out is None:
             b = _resolve(x, dtype, "x", True)
@@ -474,7 +475,7 @@ class Comm:
     def send(self, x, peer, stream=None, dtype=None):
         """Sends x to `peer` (completes at the end of a group block)."""
         h = self._live()
-        self._peer(peer)
+        peer = self._rank_arg("peer", peer)
         b = _resolve(x, dtype, "x", False)
         self._call(_lib.infinicclSend(b.ptr, b.count, b.code, peer, h,
                                       _pick_stream(stream, b)), (b,))
@@ -482,22 +483,23 @@ class Comm:
     def recv(self, x, peer, stream=None, dtype=None):
         """Receives len(x) elements from `peer` into x."""
         h = self._live()
-        self._peer(peer)
+        peer = self._rank_arg("peer", peer)
         b = _resolve(x, dtype, "x", True)
         self._call(_lib.infinicclRecv(b.ptr, b.count, b.code, peer, h,
                                       _pick_stream(stream, b)), (b,))
         return x
 
     # ---- argument checks ----------------------------------------------------
-    def _root(self, root):
-        if not isinstance(root, int) or not 0 <= root < self.size:
-            raise _arg_error("root=%r is not a rank of this communicator (size %d)" %
-                             (root, self.size))
-
-    def _peer(self, peer):
-        if not isinstance(peer, int) or not 0 <= peer < self.size:
-            raise _arg_error("peer=%r is not a rank of this communicator (size %d)" %
-                             (peer, self.size))
+    def _rank_arg(self, name, r):
+        """r as an int (NumPy integers too), checked to be a rank here."""
+        try:
+            i = _operator.index(r)
+        except TypeError:
+            i = -1
+        if not 0 <= i < self.size:
+            raise _arg_error("%s=%r is not a rank of this communicator (size %d)" %
+                             (name, r, self.size))
+        return i
 
     def _blocks(self, b, what):
         if b.count % self.size != 0:
