@@ -3,8 +3,8 @@
 // passed as its Fortran handle. Checks size, rank and member order against
 // what MPI itself says, exact AllReduce/Broadcast results on it, that it is a
 // duplicate (the caller may free its communicator first), and the error
-// paths (NULL out-pointer, MPI_COMM_NULL, an out-of-range handle, before
-// Init).
+// paths (NULL out-pointer, MPI_COMM_NULL, an inter-communicator, an
+// out-of-range handle, before Init).
 #include <mpi.h>
 
 #include <cstdint>
@@ -89,6 +89,18 @@ int main(int argc, char **argv) {
   CHECK(c == nullptr, "the out-pointer is cleared on failure");
   CHECK(NamesCall(infinicclGetLastError(nullptr), "infinicclCommInitMpi"),
         "message: %s", SafeLastError());
+  // An inter-communicator between the even and the odd ranks: refused
+  // before anything collective happens on it.
+  if (world >= 2) {
+    MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, g_rank % 2 == 0 ? 1 : 0, 7, &inter);
+    CHECK_RC(infinicclCommInitMpi(&c, static_cast<long>(MPI_Comm_c2f(inter))),
+             infinicclInvalidArgument);
+    CHECK(c == nullptr, "the out-pointer is cleared on failure");
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
   // Not representable as MPI_Fint (int on both MPIs).
   CHECK_RC(infinicclCommInitMpi(&c, 1L << 40), infinicclInvalidArgument);
 
