@@ -66,7 +66,8 @@ def main():
             shutil.copytree(os.path.join(HERE, "..", "..", "python"), src)
             target = os.path.join(tmp, "pip")
             run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-                 "--no-index", "--disable-pip-version-check", "--target", target, src], base)
+                 "--no-index", "--no-cache-dir", "--disable-pip-version-check", "--target", target,
+                 src], base)
             env = dict(base, PYTHONPATH=target, INFINICCL_LIBRARY=library)
             run(launch, env)
 
