@@ -41,3 +41,6 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/infiniccl.pc.in
                ${PROJECT_BINARY_DIR}/infiniccl.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/infiniccl.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The Python package (python/).
+include(${PROJECT_SOURCE_DIR}/cmake/InstallPython.cmake)

@@ -2,8 +2,12 @@
 # machine lacks (apt-get update first, only when something is missing), and
 # defines the mpirun wrapper flags root and a small machine need.
 # clang: the libFuzzer stage; valgrind: memcheck of every collective.
+# python3-*: the Python package's tests (tests/python), run by Debian's own
+# /usr/bin/python3; pip and setuptools install it offline.
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
-                    libgtest-dev python3-matplotlib clang valgrind)
+                    libgtest-dev python3-matplotlib clang valgrind
+                    python3-numpy python3-pytest python3-mpi4py python3-torch
+                    python3-setuptools python3-pip)
 
 infiniccl_install_deps() {
   local missing=()

@@ -145,6 +145,13 @@ INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int 
                                        const int *devlist);
 INFINICCL_API infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank);
+/* Extension: a communicator over the caller's own MPI communicator, given as
+ * its Fortran handle (MPI_Comm_c2f(c) in C, comm.py2f() in mpi4py) so this
+ * header needs no mpi.h. Collective over that communicator. It is duplicated
+ * (the caller may free its own afterwards) and gets the device binding and
+ * native CCL of CommInitAll. A handle that is not a valid intra-communicator
+ * (MPI_COMM_NULL, an inter-communicator) returns infinicclInvalidArgument. */
+INFINICCL_API infinicclResult_t infinicclCommInitMpi(infinicclComm_t *comm, long mpi_comm_fint);
 INFINICCL_API infinicclResult_t infinicclCommDestroy(infinicclComm_t comm);
 
 /* Collectives. */

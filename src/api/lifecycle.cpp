@@ -8,6 +8,8 @@
 #include "api/api_call.h"
 #include "backend/ccl/ccl_attach.h"
 #include "backend/ccl/ccl_provider.h"
+#include "backend/mpi/mpi_error.h"
+#include "backend/mpi/mpi_thread.h"
 #include "core/binding.h"
 #include "core/group.h"
 #include "core/log.h"
@@ -161,6 +163,45 @@ infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
     std::unique_ptr<Communicator> c;
     INFINICCL_RETURN_IF_ERROR(Communicator::Create(MPI_COMM_WORLD, &c));
     INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
+    INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*c));
+    *comm = Runtime::Register(std::move(c));
+    return Status::Ok();
+  });
+}
+
+// CommInitAll over the caller's communicator instead of MPI_COMM_WORLD; the
+// handle travels as MPI_Fint so the public header needs no mpi.h.
+infinicclResult_t infinicclCommInitMpi(infinicclComm_t *comm, long mpi_comm_fint) {
+  return ApiCall("infinicclCommInitMpi", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
+    *comm = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+    const auto fint = static_cast<MPI_Fint>(mpi_comm_fint);
+    if (static_cast<long>(fint) != mpi_comm_fint) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "mpi_comm_fint %ld is not a Fortran handle (MPI_Comm_c2f)",
+                        mpi_comm_fint);
+    }
+    const MPI_Comm parent = MPI_Comm_f2c(fint);
+    if (parent == MPI_COMM_NULL) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "mpi_comm_fint %ld is MPI_COMM_NULL or not a communicator",
+                        mpi_comm_fint);
+    }
+    int inter = 0;
+    {
+      mpi::SerialLock lock;
+      INFINICCL_RETURN_IF_ERROR(
+          MpiCheck(MPI_Comm_test_inter(parent, &inter), "MPI_Comm_test_inter"));
+    }
+    if (inter) {
+      return Status(infinicclInvalidArgument,
+                    "mpi_comm_fint is an inter-communicator; collectives need an "
+                    "intra-communicator");
+    }
+    std::unique_ptr<Communicator> c;
+    INFINICCL_RETURN_IF_ERROR(Communicator::Create(parent, &c));
+    INFINICCL_RETURN_IF_ERROR(BindDevice(*c, 0, nullptr));
     INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*c));
     *comm = Runtime::Register(std::move(c));
     return Status::Ok();

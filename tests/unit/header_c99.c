@@ -41,7 +41,7 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclCommCount,    (AnyFunction)infinicclCommUserRank,
     (AnyFunction)infinicclCommSplit,    (AnyFunction)infinicclCommAbort,
     (AnyFunction)infinicclCommGetAsyncError, (AnyFunction)infinicclGetStagingStats,
-    (AnyFunction)infinicclMemTrim,
+    (AnyFunction)infinicclMemTrim,     (AnyFunction)infinicclCommInitMpi,
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
 };
 
@@ -76,7 +76,7 @@ int main(void) {
   for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == NULL) return 10;
   }
-  if (sizeof kFunctions / sizeof kFunctions[0] != 31) return 11;
+  if (sizeof kFunctions / sizeof kFunctions[0] != 32) return 11;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL) return 13;
   if (comm != NULL) return 14;

@@ -64,6 +64,7 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclCommGetAsyncError),
     reinterpret_cast<AnyFunction>(&infinicclGetStagingStats),
     reinterpret_cast<AnyFunction>(&infinicclMemTrim),
+    reinterpret_cast<AnyFunction>(&infinicclCommInitMpi),
     reinterpret_cast<AnyFunction>(&infinicclGroupStart),
     reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
 };

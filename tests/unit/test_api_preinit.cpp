@@ -130,6 +130,7 @@ TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
        }},
       {"infinicclCommInitAll",
        [&] { return infinicclCommInitAll(&comm_out, 0, nullptr); }},
+      {"infinicclCommInitMpi", [&] { return infinicclCommInitMpi(&comm_out, 0); }},
       {"infinicclCommDestroy", [&] { return infinicclCommDestroy(fake_comm); }},
       {"infinicclCommCount", [&] { return infinicclCommCount(fake_comm, &out); }},
       {"infinicclCommUserRank", [&] { return infinicclCommUserRank(fake_comm, &out); }},

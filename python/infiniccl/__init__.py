@@ -1,0 +1,511 @@
+"""InfiniCCL from Python: collectives on NumPy, PyTorch and CuPy arrays.
+
+    import numpy as np, infiniccl
+    comm = infiniccl.Comm.world()          # starts MPI unless already started
+    x = np.full(4, comm.rank, np.float32)
+    comm.all_reduce(x, op="sum")           # in place: no output given
+
+A thin layer over libinfiniccl (ctypes): it maps arrays, data types and
+errors and adds no logic of its own. Arrays come through the buffer protocol
+(NumPy, bytearray), __cuda_array_interface__ (CuPy, Numba, PyTorch CUDA) or
+DLPack (PyTorch, JAX). Every argument error is raised before any MPI call.
+"""
+import atexit as _atexit
+import contextlib as _contextlib
+import ctypes as _ctypes
+import operator as _operator
+import threading as _threading
+
+from . import _buffers
+from ._buffers import ArgumentError as _ArgumentError
+from ._loader import StagingStats as _StagingStats
+from ._loader import load as _load
+
+__all__ = ["Comm", "Error", "init", "finalize", "group", "staging_stats", "version",
+           "library_path", "mem_trim"]
+
+_lib, _lib_path = _load()
+_AllReduce = _lib.infinicclAllReduce
+_addressof = _ctypes.addressof
+_c_char = _ctypes.c_char
+_NP_DTYPES = _buffers._NP_DTYPES
+try:
+    from numpy import ndarray as _ndarray
+except ImportError:
+    class _ndarray:  # never matches: no fast path without NumPy
+        pass
+
+# infinicclResult_t
+SUCCESS, UNHANDLED_ERROR, SYSTEM_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
+INVALID_ARGUMENT, INVALID_USAGE, REMOTE_ERROR, IN_PROGRESS, NOT_SUPPORTED = 4, 5, 6, 7, 8
+_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+
+
+def library_path():
+    """The path of the libinfiniccl that was loaded."""
+    return _lib_path
+
+
+class Error(RuntimeError):
+    """A failed call: `code` is the C result code (infiniccl.INVALID_ARGUMENT,
+    ...), `message` the library's message (infinicclGetLastError)."""
+
+    def __init__(self, code, message):
+        self.code = code
+        self.message = message
+        name = _lib.infinicclGetErrorString(code).decode()
+        super().__init__("%s (%s, code %d)" % (message, name, code))
+
+
+def _check(rc, comm_handle=None):
+    if rc != 0:
+        msg = _lib.infinicclGetLastError(comm_handle) or b""
+        raise Error(rc, msg.decode(errors="replace"))
+
+
+def _arg_error(message):
+    return Error(INVALID_ARGUMENT, message)
+
+
+_state = {"initialized": False}
+
+
+def init():
+    """Starts MPI (MPI_Init_thread, MULTIPLE requested) unless it already runs
+    (mpi4py, say). Idempotent; infiniccl.finalize() runs at exit."""
+    if not _state["initialized"]:
+        _check(_lib.infinicclInit(None, None))
+        _state["initialized"] = True
+        _atexit.register(finalize)
+
+
+def finalize():
+    """Finalises the library, and MPI if init() started it."""
+    if _state["initialized"]:
+        _state["initialized"] = False
+        _check(_lib.infinicclFinalize())
+
+
+def version():
+    """(major, minor, patch) of the loaded library."""
+    v = _ctypes.c_int()
+    _check(_lib.infinicclGetVersion(_ctypes.byref(v)))
+    return (v.value // 10000, v.value // 100 % 100, v.value % 100)
+
+
+def staging_stats():
+    """The host staging counters (infinicclGetStagingStats) as a dict."""
+    s = _StagingStats()
+    _check(_lib.infinicclGetStagingStats(_ctypes.byref(s)))
+    return {name: getattr(s, name) for name, _ in _StagingStats._fields_}
+
+
+def mem_trim():
+    """Frees idle host staging memory now (infinicclMemTrim)."""
+    _check(_lib.infinicclMemTrim())
+
+
+# Buffers of Send/Recv posted inside a group are used until the outermost
+# GroupEnd: their owners (and DLPack capsules) are held until then.
+_tls = _threading.local()
+
+
+def _group_keep():
+    keep = getattr(_tls, "keep", None)
+    return keep if getattr(_tls, "depth", 0) > 0 else None
+
+
+@_contextlib.contextmanager
+def group():
+    """`with infiniccl.group():` around send/recv (and collectives): NCCL's
+    group semantics; the sends and receives complete when the block ends."""
+    _check(_lib.infinicclGroupStart())
+    depth = getattr(_tls, "depth", 0)
+    if depth == 0:
+        _tls.keep = []
+    _tls.depth = depth + 1
+    try:
+        yield
+    finally:
+        # GroupEnd even when the block raised: posted operations must
+        # complete, or peers waiting on them would hang.
+        _tls.depth = depth
+        rc = _lib.infinicclGroupEnd()
+        if depth == 0:
+            _tls.keep = None
+        if rc != 0:
+            exc = Error(rc, (_lib.infinicclGetLastError(None) or b"").decode())
+            import sys
+
+            if sys.exc_info()[0] is None:
+                raise exc
+
+
+def _stream_handle(stream):
+    if stream is None:
+        return None
+    for attr in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, others
+        h = getattr(stream, attr, None)
+        if isinstance(h, int):
+            return h or None
+    return int(stream) or None
+
+
+def _torch_stream(obj):
+    """The current PyTorch stream of a CUDA tensor's device (torch's own
+    convention when no stream is named)."""
+    if type(obj).__module__.startswith("torch") and getattr(obj, "is_cuda", False):
+        import torch
+
+        return torch.cuda.current_stream(obj.device).cuda_stream or None
+    return None
+
+
+def _resolve(obj, dtype, what, writable):
+    try:
+        b = _buffers.resolve(obj, dtype, what)
+    except _ArgumentError as e:
+        raise _arg_error(str(e)) from None
+    if writable and b.readonly:
+        raise _arg_error("%s is read-only; the result is written into it" % what)
+    return b
+
+
+def _pick_stream(stream, *bufs):
+    if stream is not None:
+        return _stream_handle(stream)
+    for b in bufs:
+        if b is not None and b.device:
+            s = _torch_stream(b.keep if not isinstance(b.keep, tuple) else b.keep[0])
+            if s is None:
+                s = b.stream
+            return s
+    return None
+
+
+def _same_type(a, b):
+    if a.code != b.code:
+        raise _arg_error("%s is %s but %s is %s: both must have the same data type" %
+                         (a.what, _buffers.CODE_NAMES[a.code], b.what,
+                          _buffers.CODE_NAMES[b.code]))
+
+
+def _op(op):
+    code = _OPS.get(op)
+    if code is None:
+        raise _arg_error("op=%r is not one of %s" % (op, ", ".join(repr(o) for o in _OPS)))
+    return code
+
+
+class Comm:
+    """A communicator. Comm.world() duplicates MPI_COMM_WORLD;
+    Comm.from_mpi4py(c) duplicates an mpi4py communicator."""
+
+    __slots__ = ("_h", "rank", "size", "__weakref__")
+
+    def __init__(self, handle):
+        self._h = handle
+        r = _ctypes.c_int()
+        n = _ctypes.c_int()
+        _check(_lib.infinicclCommUserRank(handle, _ctypes.byref(r)), handle)
+        _check(_lib.infinicclCommCount(handle, _ctypes.byref(n)), handle)
+        self.rank = r.value
+        self.size = n.value
+
+    @classmethod
+    def world(cls):
+        init()
+        h = _ctypes.c_void_p()
+        _check(_lib.infinicclCommInitAll(_ctypes.byref(h), 0, None))
+        return cls(h.value)
+
+    @classmethod
+    def from_mpi4py(cls, comm):
+        """A communicator over the ranks of an mpi4py communicator (it is
+        duplicated: `comm` may be freed afterwards). mpi4py must use the same
+        MPI library as libinfiniccl."""
+        init()
+        h = _ctypes.c_void_p()
+        _check(_lib.infinicclCommInitMpi(_ctypes.byref(h), comm.py2f()))
+        return cls(h.value)
+
+    @property
+    def handle(self):
+        """The C infinicclComm_t, as an int."""
+        return self._h
+
+    def _live(self):
+        if self._h is None:
+            raise Error(INVALID_USAGE, "the communicator was destroyed or aborted")
+        return self._h
+
+    def destroy(self):
+        """Frees the communicator (infinicclCommDestroy)."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            _check(_lib.infinicclCommDestroy(h), h)
+
+    def abort(self):
+        """Gives the communicator up without the other ranks
+        (infinicclCommAbort)."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            _check(_lib.infinicclCommAbort(h), h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def split(self, color, key=0):
+        """NCCL's ncclCommSplit: a Comm of the ranks with the same color,
+        ordered by key; None for a negative color."""
+        h = _ctypes.c_void_p()
+        _check(_lib.infinicclCommSplit(self._live(), int(color), int(key),
+                                       _ctypes.byref(h)), self._h)
+        return Comm(h.value) if h.value else None
+
+    # ---- collectives: every check before the C call -------------------------
+    def _call(self, rc, keep):
+        if rc != 0:
+            _check(rc, self._h)
+        g = _group_keep()
+        if g is not None:
+            g.append(keep)
+
+    def all_reduce(self, x, out=None, op="sum", stream=None, dtype=None):
+        """Reduces x over all ranks into out (into x when out is None)."""
+        # Fast path, the common small-message case: NumPy arrays, nothing
+        # to convert. Same checks as the general path below, fewer calls
+        # (docs/PERFORMANCE.md, "Python": per-call overhead).
+        h = self._h
+        if type(x) is _ndarray and stream is None and dtype is None and h is not None and \
+                (out is None or type(out) is _ndarray):
+            code = _NP_DTYPES.get(x.dtype)
+            opc = _OPS.get(op)
+            if code is not None and opc is not None and x.flags.c_contiguous:
+                # ctypes' from_buffer is the cheapest way to a writable
+                # array's address (about a third of __array_interface__);
+                # it refuses read-only and empty arrays, which take the
+                # slower way (or the general path's error).
+                try:
+                    sp = _addressof(_c_char.from_buffer(x))
+                    ro = False
+                except (TypeError, ValueError):
+                    sp, ro = x.__array_interface__["data"]
+                if out is None:
+                    rp = sp if not ro else None
+                elif out.flags.c_contiguous and _NP_DTYPES.get(out.dtype) == code and \
+                        out.size == x.size:
+                    try:
+                        rp = _addressof(_c_char.from_buffer(out))
+                    except (TypeError, ValueError):
+                        rp = None
+                else:
+                    rp = None
+                if rp is not None:
+                    rc = _AllReduce(sp, rp, x.size, code, opc, h, None)
+                    if rc != 0:
+                        _check(rc, h)
+                    if getattr(_tls, "depth", 0) > 0:
+                        _tls.keep.append((x, out))
+                    return x if out is None else out
+        h = self._live()
+        b = _resolve(x, dtype, "x", out is None)
+        o = b if out is None else _resolve(out, dtype, "out", True)
+        if o is not b:
+            _same_type(b, o)
+            if o.count != b.count:
+                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+        opc = _op(op)
+        self._call(_lib.infinicclAllReduce(b.ptr, o.ptr, b.count, b.code, opc, h,
+                                           _pick_stream(stream, b, o)), (b, o))
+        return x if out is None else out
+
+    def broadcast(self, x, out=None, root=0, stream=None, dtype=None):
+        """Root's x to every rank's out (x when out is None)."""
+        h = self._live()
+        root = self._rank_arg("root", root)
+        b = _resolve(x, dtype, "x", out is None)
+        o = b if out is None else _resolve(out, dtype, "out", True)
+        if o is not b:
+            _same_type(b, o)
+            if o.count != b.count:
+                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+        self._call(_lib.infinicclBroadcast(b.ptr, o.ptr, b.count, b.code, root, h,
+                                           _pick_stream(stream, b, o)), (b, o))
+        return x if out is None else out
+
+    def reduce(self, x, out=None, op="sum", root=0, stream=None, dtype=None):
+        """Reduces x over all ranks into the root's out (its x when out is
+        None); out is not used on other ranks."""
+        h = self._live()
+        root = self._rank_arg("root", root)
+        at_root = self.rank == root
+        b = _resolve(x, dtype, "x", out is None and at_root)
+        o = b
+        if out is not None and at_root:
+            o = _resolve(out, dtype, "out", True)
+            _same_type(b, o)
+            if o.count != b.count:
+                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+        opc = _op(op)
+        self._call(_lib.infinicclReduce(b.ptr, o.ptr, b.count, b.code, opc, root, h,
+                                        _pick_stream(stream, b, o)), (b, o))
+        return x if out is None or not at_root else out
+
+    def all_gather(self, x, out=None, stream=None, dtype=None):
+        """Every rank's x, in rank order, into out (size * len(x) elements).
+        In place when out is None: x holds size blocks and this rank's is
+        block `rank`."""
+        h = self._live()
+        if out is None:
+            b = _resolve(x, dtype, "x", True)
+            n = self._blocks(b, "x")
+            send = b.ptr + self.rank * n * b.itemsize
+            rc = _lib.infinicclAllGather(send, b.ptr, n, b.code, h, _pick_stream(stream, b))
+            self._call(rc, (b,))
+            return x
+        b = _resolve(x, dtype, "x", False)
+        o = _resolve(out, dtype, "out", True)
+        _same_type(b, o)
+        if o.count != b.count * self.size:
+            raise _arg_error("out has %d elements; all_gather needs size (%d) x %d" %
+                             (o.count, self.size, b.count))
+        self._call(_lib.infinicclAllGather(b.ptr, o.ptr, b.count, b.code, h,
+                                           _pick_stream(stream, b, o)), (b, o))
+        return out
+
+    def reduce_scatter(self, x, out=None, op="sum", stream=None, dtype=None):
+        """Reduces x (size blocks) over all ranks; rank r gets block r in out.
+        In place when out is None: the result is block `rank` of x."""
+        h = self._live()
+        opc = _op(op)
+        if out is None:
+            b = _resolve(x, dtype, "x", True)
+            n = self._blocks(b, "x")
+            recv = b.ptr + self.rank * n * b.itemsize
+            rc = _lib.infinicclReduceScatter(b.ptr, recv, n, b.code, opc, h,
+                                             _pick_stream(stream, b))
+            self._call(rc, (b,))
+            return x
+        b = _resolve(x, dtype, "x", False)
+        o = _resolve(out, dtype, "out", True)
+        _same_type(b, o)
+        if b.count != o.count * self.size:
+            raise _arg_error("x has %d elements; reduce_scatter needs size (%d) x len(out) "
+                             "(%d)" % (b.count, self.size, o.count))
+        self._call(_lib.infinicclReduceScatter(b.ptr, o.ptr, o.count, b.code, opc, h,
+                                               _pick_stream(stream, b, o)), (b, o))
+        return out
+
+    def all_to_all(self, x, out=None, stream=None, dtype=None):
+        """Block j of x goes to rank j, landing in block `rank` of its out (of
+        its x when out is None)."""
+        h = self._live()
+        b = _resolve(x, dtype, "x", out is None)
+        n = self._blocks(b, "x")
+        o = b if out is None else _resolve(out, dtype, "out", True)
+        if o is not b:
+            _same_type(b, o)
+            if o.count != b.count:
+                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+        self._call(_lib.infinicclAllToAll(b.ptr, o.ptr, n, b.code, h,
+                                          _pick_stream(stream, b, o)), (b, o))
+        return x if out is None else out
+
+    def gather(self, x, out=None, root=0, stream=None, dtype=None):
+        """Every rank's x into the root's out (size * len(x) elements). At the
+        root without out, x holds size blocks and the root's own is block
+        `root` (in place)."""
+        h = self._live()
+        root = self._rank_arg("root", root)
+        at_root = self.rank == root
+        if at_root and out is None:
+            b = _resolve(x, dtype, "x", True)
+            n = self._blocks(b, "x")
+            send = b.ptr + root * n * b.itemsize
+            rc = _lib.infinicclGather(send, b.ptr, n, b.code, root, h,
+                                      _pick_stream(stream, b))
+            self._call(rc, (b,))
+            return x
+        b = _resolve(x, dtype, "x", False)
+        o = None
+        if at_root:
+            o = _resolve(out, dtype, "out", True)
+            _same_type(b, o)
+            if o.count != b.count * self.size:
+                raise _arg_error("out has %d elements; gather needs size (%d) x %d" %
+                                 (o.count, self.size, b.count))
+        self._call(_lib.infinicclGather(b.ptr, o.ptr if o else None, b.count, b.code, root,
+                                        h, _pick_stream(stream, b, o)), (b, o))
+        return out if at_root else None
+
+    def scatter(self, x, out=None, root=0, stream=None, dtype=None):
+        """Block r of the root's x (size blocks) to rank r's out. Without out,
+        the root keeps its block in place and other ranks receive into x."""
+        h = self._live()
+        root = self._rank_arg("root", root)
+        at_root = self.rank == root
+        if out is None:
+            b = _resolve(x, dtype, "x", True)
+            if at_root:
+                n = self._blocks(b, "x")
+                recv = b.ptr + root * n * b.itemsize
+                rc = _lib.infinicclScatter(b.ptr, recv, n, b.code, root, h,
+                                           _pick_stream(stream, b))
+            else:
+                rc = _lib.infinicclScatter(None, b.ptr, b.count, b.code, root, h,
+                                           _pick_stream(stream, b))
+            self._call(rc, (b,))
+            return x
+        o = _resolve(out, dtype, "out", True)
+        b = None
+        if at_root:
+            b = _resolve(x, dtype, "x", False)
+            _same_type(b, o)
+            if b.count != o.count * self.size:
+                raise _arg_error("x has %d elements; scatter needs size (%d) x len(out) "
+                                 "(%d)" % (b.count, self.size, o.count))
+        self._call(_lib.infinicclScatter(b.ptr if b else None, o.ptr, o.count, o.code, root,
+                                         h, _pick_stream(stream, b, o)), (b, o))
+        return out
+
+    def send(self, x, peer, stream=None, dtype=None):
+        """Sends x to `peer` (completes at the end of a group block)."""
+        h = self._live()
+        peer = self._rank_arg("peer", peer)
+        b = _resolve(x, dtype, "x", False)
+        self._call(_lib.infinicclSend(b.ptr, b.count, b.code, peer, h,
+                                      _pick_stream(stream, b)), (b,))
+
+    def recv(self, x, peer, stream=None, dtype=None):
+        """Receives len(x) elements from `peer` into x."""
+        h = self._live()
+        peer = self._rank_arg("peer", peer)
+        b = _resolve(x, dtype, "x", True)
+        self._call(_lib.infinicclRecv(b.ptr, b.count, b.code, peer, h,
+                                      _pick_stream(stream, b)), (b,))
+        return x
+
+    # ---- argument checks ----------------------------------------------------
+    def _rank_arg(self, name, r):
+        """r as an int (NumPy integers too), checked to be a rank here."""
+        try:
+            i = _operator.index(r)
+        except TypeError:
+            i = -1
+        if not 0 <= i < self.size:
+            raise _arg_error("%s=%r is not a rank of this communicator (size %d)" %
+                             (name, r, self.size))
+        return i
+
+    def _blocks(self, b, what):
+        if b.count % self.size != 0:
+            raise _arg_error("%s has %d elements, not a multiple of the communicator size "
+                             "(%d)" % (what, b.count, self.size))
+        return b.count // self.size
+
+    def __repr__(self):
+        return "<infiniccl.Comm rank %d of %d>" % (self.rank, self.size)

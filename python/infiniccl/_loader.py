@@ -1,0 +1,115 @@
+"""Finding and loading libinfiniccl, and the ctypes signatures of its C API.
+
+Only ctypes from the standard library: nothing is compiled at install time.
+"""
+import ctypes
+import ctypes.util
+import os
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates():
+    """(description, path) pairs in the order they are tried."""
+    env = os.environ.get("INFINICCL_LIBRARY")
+    if env:
+        # An explicit choice is the only one tried: silently loading another
+        # library than the one asked for would hide the mistake.
+        if os.path.isdir(env):
+            env = os.path.join(env, "libinfiniccl.so")
+        return [("INFINICCL_LIBRARY", env)]
+    out = []
+    for name in ("libinfiniccl.so", "libinfiniccl.so.0"):
+        out.append(("next to the package", os.path.join(_HERE, name)))
+    try:  # written by `cmake --install`: where the library went, from here
+        from . import _install  # noqa: PLC0415
+
+        out.append(("cmake --install location",
+                    os.path.normpath(os.path.join(_HERE, _install.LIBRARY))))
+    except ImportError:
+        pass
+    found = ctypes.util.find_library("infiniccl")
+    for name in ([found] if found else []) + ["libinfiniccl.so.0", "libinfiniccl.so"]:
+        out.append(("loader path", name))
+    return out
+
+
+def load():
+    tried = []
+    for where, path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append("%s (%s): no such file" % (path, where))
+            continue
+        try:
+            # RTLD_GLOBAL: Open MPI's plugins, loaded later with dlopen, must
+            # see libmpi's symbols (the same reason mpi4py loads it so).
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            tried.append("%s (%s): %s" % (path, where, e))
+            continue
+        _declare(lib)
+        return lib, path
+    raise OSError("infiniccl: libinfiniccl could not be loaded. Tried:\n  " +
+                  "\n  ".join(tried) +
+                  "\nSet INFINICCL_LIBRARY to the library's path (or its folder), or "
+                  "add its folder to LD_LIBRARY_PATH.")
+
+
+class StagingStats(ctypes.Structure):
+    _fields_ = [
+        ("allocations", ctypes.c_ulonglong),
+        ("frees", ctypes.c_ulonglong),
+        ("bytes_held", ctypes.c_ulonglong),
+        ("peak_bytes_held", ctypes.c_ulonglong),
+        ("pinned", ctypes.c_int),
+        ("d2h_copies", ctypes.c_ulonglong),
+        ("d2h_bytes", ctypes.c_ulonglong),
+        ("h2d_copies", ctypes.c_ulonglong),
+        ("h2d_bytes", ctypes.c_ulonglong),
+        ("staged_calls", ctypes.c_ulonglong),
+        ("pipelined_calls", ctypes.c_ulonglong),
+        ("direct_calls", ctypes.c_ulonglong),
+    ]
+
+
+def _declare(lib):
+    R = ctypes.c_int
+    P = ctypes.c_void_p
+    S = ctypes.c_size_t
+    I = ctypes.c_int
+    PP = ctypes.POINTER(ctypes.c_void_p)
+    sig = {
+        "infinicclInit": (R, [P, P]),
+        "infinicclFinalize": (R, []),
+        "infinicclCommInitAll": (R, [PP, I, P]),
+        "infinicclCommInitMpi": (R, [PP, ctypes.c_long]),
+        "infinicclCommDestroy": (R, [P]),
+        "infinicclCommSplit": (R, [P, I, I, PP]),
+        "infinicclCommAbort": (R, [P]),
+        "infinicclCommCount": (R, [P, ctypes.POINTER(I)]),
+        "infinicclCommUserRank": (R, [P, ctypes.POINTER(I)]),
+        "infinicclAllReduce": (R, [P, P, S, I, I, P, P]),
+        "infinicclBroadcast": (R, [P, P, S, I, I, P, P]),
+        "infinicclReduce": (R, [P, P, S, I, I, I, P, P]),
+        "infinicclAllGather": (R, [P, P, S, I, P, P]),
+        "infinicclGather": (R, [P, P, S, I, I, P, P]),
+        "infinicclScatter": (R, [P, P, S, I, I, P, P]),
+        "infinicclReduceScatter": (R, [P, P, S, I, I, P, P]),
+        "infinicclAllToAll": (R, [P, P, S, I, P, P]),
+        "infinicclSend": (R, [P, S, I, I, P, P]),
+        "infinicclRecv": (R, [P, S, I, I, P, P]),
+        "infinicclGroupStart": (R, []),
+        "infinicclGroupEnd": (R, []),
+        "infinicclGetErrorString": (ctypes.c_char_p, [I]),
+        "infinicclGetLastError": (ctypes.c_char_p, [P]),
+        "infinicclGetVersion": (R, [ctypes.POINTER(I)]),
+        "infinicclGetStagingStats": (R, [ctypes.POINTER(StagingStats)]),
+        "infinicclMemTrim": (R, []),
+    }
+    for name, (res, args) in sig.items():
+        try:
+            f = getattr(lib, name)
+        except AttributeError:
+            continue  # an older library: the call raises when used
+        f.restype = res
+        f.argtypes = args
