@@ -150,8 +150,8 @@ class Breakdown {
   }
   void Log(const CollArgs &a, size_t chunks) const {
     if (!on_) return;
-    INFINICCL_TRACE("staged %s %zu x %s in %zu chunk(s): copy in %.1f us, MPI %.1f us, "
-                    "waits %.1f us, copy out %.1f us",
+    INFINICCL_TRACE("staged %s %zu x %s: chunks=%zu copy_in_us=%.1f mpi_us=%.1f "
+                    "waits_us=%.1f copy_out_us=%.1f",
                     CollKindName(a.kind), a.count, DataTypeName(a.dtype), chunks, copy_in,
                     mpi, waits, copy_out);
   }

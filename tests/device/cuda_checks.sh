@@ -1,34 +1,32 @@
 #!/usr/bin/env bash
-# The device checks for a machine with an NVIDIA GPU (the lent H200, see
-# ../shared/device/README.md): build with the CUDA runtime, run the unit and
-# device tests, the MPI device tests at 1 and 2 ranks, NCCL on device buffers
-# at 1 rank (every collective, GetUniqueId/CommInitRank, CommInitAll, the
-# stream-ordered case; one GPU cannot hold two NCCL ranks), and the benchmark
-# on device buffers: the infiniccl_ modes through NCCL at 1 rank next to the
-# same modes staged through MPI (INFINICCL_BACKEND=mpi), and at 2 ranks
-# sharing the GPU (staged). Every step runs even when an earlier one failed;
-# each step's output goes to <out>/<step>.log and its exit code to
-# <out>/summary.txt. The whole run stays under about 7 minutes.
+# The GPU check, run on the lent GPU machine (one H200; ../shared/device/
+# README.md). It builds nothing: tests/device/gpu_prepare.sh builds the CUDA +
+# NCCL variant on the CPU machine first and leaves it in .gpubuild, with
+# Open MPI's runtime in .devmpi. Then, on the GPU machine, one command with
+# carry [".devmpi", ".gpubuild"]:
 #
-#   tests/device/cuda_checks.sh [OUTDIR]     # OUTDIR: default $OUT, else ./cuda-checks-out
+#   bash tests/device/cuda_checks.sh [OUTDIR]    # OUTDIR: default $OUT, else ./cuda-checks-out
 #
-# That machine has CUDA, nvcc, CMake and Python but no MPI and no GoogleTest.
-# Carry both from here (run in the repo root, once):
-#   ../shared/device/pack-mpi.sh .devmpi        # Open MPI runtime + headers
-#   tests/device/pack-gtest.sh .devgtest        # GoogleTest sources
-#   echo /.devmpi/ >> .git/info/exclude; echo /.devgtest/ >> .git/info/exclude
-# then run with carry [".devmpi", ".devgtest"]. Without .devgtest (and no
-# system GoogleTest) the tests are not built and only the benchmark runs.
-# shellcheck disable=SC2317  # the helper functions run through bash -c
+# It runs, each step under a time limit and the whole under about 3 minutes:
+# which NCCL was loaded (path and version, printed); the unit and device
+# tests; the MPI device tests at 1 and 2 ranks; NCCL at 1 rank (every
+# collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
+# ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; and the
+# benchmark tables of docs/PERFORMANCE.md §5 (ranks share the GPU, so staged
+# MPI): copy costs, AllReduce next to host MPI and the bare copies, the chunk
+# sweep, Broadcast/AllGather/AllToAll, and the per-call breakdown (TRACE).
+# Every step runs even when an earlier one failed; each step's output goes
+# to <out>/<step>.log (at most 8 files come back from the device tool, so
+# steps share logs by prefix) and its exit code to <out>/summary.txt.
+# shellcheck disable=SC2317  # helper functions run through bash -c
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 out=${1:-${OUT:-$PWD/cuda-checks-out}}
 mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
-budget=420  # seconds for all steps together
+budget=${CUDA_CHECKS_BUDGET:-200}  # seconds for all steps together
 start=$(date +%s)
-build="build-gpu"
 overall=0
 
 # step NAME LIMIT_SECONDS COMMAND...: runs COMMAND with a time limit (cut to
@@ -47,101 +45,99 @@ step() {
   t0=$(date +%s)
   {
     echo "+ $* (limit ${limit}s)"
-    timeout -k 10 "$limit" "$@"
-  } 2>&1 | tee -a "$out/${name%%.*}.log"
-  rc=${PIPESTATUS[0]}
-  what=$(echo "$*" | tr '\n' ' ' | cut -c1-150)
-  printf '%-16s rc=%-3s %4ss  %s\n' "$name" "$rc" "$(($(date +%s) - t0))" "$what" | tee -a "$summary"
+    timeout -k 5 "$limit" "$@"
+  } >>"$out/${name%%.*}.log" 2>&1
+  rc=$?
+  what=$(echo "$*" | tr '\n' ' ' | cut -c1-140)
+  printf '%-14s rc=%-3s %4ss  %s\n' "$name" "$rc" "$(($(date +%s) - t0))" "$what" | tee -a "$summary"
   ((rc == 0)) || overall=1
   return "$rc"
 }
 
-# ---- environment ------------------------------------------------------------
-if [ -f .devmpi/mpi-env.sh ]; then
-  # shellcheck disable=SC1091
-  source .devmpi/mpi-env.sh .devmpi
+# ---- the carried build and MPI ------------------------------------------------
+if [ ! -d .gpubuild/build ] || [ ! -f .devmpi/mpi-env.sh ]; then
+  echo "no .gpubuild or .devmpi: run tests/device/gpu_prepare.sh on the CPU machine and carry both" >&2
+  exit 2
 fi
-# NCCL: the CUDA toolkit's when it has one, else the pip wheel's (nvidia-nccl),
-# given to CMake as NCCL_HOME (its libnccl.so.2 is found by that name too).
-nccl_home=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null)
-nccl_args=()
-if [ -n "$nccl_home" ]; then
-  export LD_LIBRARY_PATH="$nccl_home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  nccl_args=(-DNCCL_HOME="$nccl_home")
-fi
+ln -sfn "$PWD/.gpubuild" /tmp/iccl-gpu  # the absolute path CMake recorded
+# shellcheck disable=SC1091
+source .devmpi/mpi-env.sh .devmpi
+ln -sf "$(command -v orterun)" /usr/bin/mpirun.openmpi  # the launcher ctest recorded
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export INFINICCL_ABORT_ON_ERROR=0
+build=/tmp/iccl-gpu/build
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader)
 
-environment() {
+# Which NCCL the library loads, by the loader's own answer, and its version
+# as the loaded library reports it (not a Python module's guess).
+which_nccl() {
   nvidia-smi -L
-  nvcc --version | tail -1
-  cmake --version | head -1
-  c++ --version | head -1
-  mpirun --version 2>&1 | head -1
-  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader
+  local lib
+  lib=$(ldd "$build/src/libinfiniccl.so" | awk '/libnccl/ {print $3}')
+  echo "libinfiniccl loads NCCL from: ${lib:-none}"
+  [ -n "$lib" ] && python3 - "$lib" <<'EOF'
+import ctypes, sys
+v = ctypes.c_int()
+ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(v))
+print("NCCL version: %d.%d.%d (code %d)" % (v.value // 10000, v.value // 100 % 100, v.value % 100, v.value))
+EOF
+  "$build/tools/info/infiniccl-info" || true
 }
-step environment 30 bash -c "$(declare -f environment); environment"
+step env 20 bash -c "build=$build; $(declare -f which_nccl); which_nccl"
 
-# ---- GoogleTest from carried sources, when the machine has none ---------------
-prefix_args=()
-if [ -f .devgtest/CMakeLists.txt ]; then
-  gtest_build() {
-    cmake -S .devgtest -B /tmp/gtest-build -DBUILD_GMOCK=OFF -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_INSTALL_PREFIX=/tmp/gtest-install &&
-      cmake --build /tmp/gtest-build -j16 && cmake --install /tmp/gtest-build
-  }
-  if step configure.gtest 150 bash -c "$(declare -f gtest_build); gtest_build"; then
-    prefix_args=(-DCMAKE_PREFIX_PATH=/tmp/gtest-install)
-  fi
-fi
+# ---- tests ----------------------------------------------------------------------
+step tests.unit 40 ctest --test-dir "$build" -L 'unit|device' -LE mpi -E nccl_device \
+  --output-on-failure --timeout 60
+# Several -L options must all match: MPI tests labelled device, 1 and 2 ranks.
+step tests.mpi 60 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E 'nccl_device|python' \
+  --output-on-failure --timeout 60
+step tests.nccl 40 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$build" \
+  -R nccl_device --output-on-failure --timeout 60 -V
+py=(env PYTHONPATH=/tmp/iccl-gpu/src/python INFINICCL_LIBRARY="$build/src/libinfiniccl.so"
+    python3 /tmp/iccl-gpu/src/tests/device/python_gpu_check.py)
+step tests.py1 30 "${mpi[@]}" -np 1 "${py[@]}"
+step tests.py2 30 "${mpi[@]}" -np 2 "${py[@]}"
 
-# ---- configure and build ------------------------------------------------------
-configure_args=(-S . -B "$build" -DWITH_NVIDIA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
-                -DINFINICCL_LARGE_COUNT_TESTS=OFF "${prefix_args[@]}" "${nccl_args[@]}")
-testing=ON
-if ! step configure 120 cmake "${configure_args[@]}" -DBUILD_TESTING=ON; then
-  testing=OFF  # most likely no GoogleTest: still build the library and benchmark
-  step configure 120 cmake "${configure_args[@]}" -DBUILD_TESTING=OFF
-fi
-# What the checks below run first, then everything else; keep going past a
-# failure so that one broken file costs one test, not all of them.
-first=(infiniccl-bench)
-if [ "$testing" = ON ]; then first+=(cuda_runtime_test nccl_device_test); fi
-keep_going=(-k)
-if [ -f "$build/build.ninja" ]; then keep_going=(-k 0); fi
-step build.first 240 cmake --build "$build" -j16 --target "${first[@]}" -- "${keep_going[@]}"
-step build.rest 240 cmake --build "$build" -j16 -- "${keep_going[@]}"
-
-# ---- tests --------------------------------------------------------------------
-if [ "$testing" = ON ]; then
-  grep -h 'InfiniCCL CCL' "$out/configure.log" || true
-  step ctest-unit 120 ctest --test-dir "$build" -L 'unit|device' -LE mpi -E nccl_device \
-    --output-on-failure --timeout 120
-  # Several -L options must all match: MPI tests labelled device, 1 and 2 ranks.
-  step ctest-mpi 150 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E nccl_device \
-    --output-on-failure --timeout 120
-  # NCCL at 1 rank: bootstrap (no MPI) and CommInitAll, with NCCL's own log.
-  step nccl 120 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$build" \
-    -R nccl_device --output-on-failure --timeout 120 -V
-fi
-
-# ---- benchmark on device buffers ----------------------------------------------
-mpi_flags=()
-if mpirun --version 2>&1 | grep -q "Open MPI"; then
-  mpi_flags=(--allow-run-as-root --oversubscribe --mca btl "self,vader")
-fi
-bench=("$build/tools/bench/infiniccl-bench" --device cuda --elements 1048576,16777216
-       --validate)
-iccl_modes=infiniccl_allreduce,infiniccl_allgather,infiniccl_broadcast,infiniccl_reduce_scatter
-iccl_modes+=,infiniccl_alltoall
-# 1 rank: the infiniccl_ modes through NCCL (INFO names the path), then the
-# same calls staged through MPI, next to the hand-staged reference.
-step bench.nccl 60 env INFINICCL_DEBUG=INFO mpirun -np 1 "${mpi_flags[@]}" "${bench[@]}" \
-  --modes "$iccl_modes"
-step bench.mpi1 60 env INFINICCL_BACKEND=mpi mpirun -np 1 "${mpi_flags[@]}" "${bench[@]}" \
-  --modes "$iccl_modes,stage_reuse"
-# 2 ranks share the one GPU: no NCCL communicator, staged MPI.
-step bench.np2 120 mpirun -np 2 "${mpi_flags[@]}" "${bench[@]}" \
-  --modes host_allreduce,stage_reuse,infiniccl_allreduce
+# ---- benchmark tables (docs/PERFORMANCE.md §5) ------------------------------------
+bench=("$build/tools/bench/infiniccl-bench" --device cuda)
+# Copy costs: one rank alone, four at once.
+for np in 1 4; do
+  step bench.copy 15 "${mpi[@]}" -np "$np" "${bench[@]}" --modes copy_d2h,copy_h2d \
+    -b 4K -e 16M -f 4 --warmup 5 --iters 30
+done
+# AllReduce next to host MPI and the bare copies of the same size (the goal
+# at <= 512 KiB: no more than host + d2h + h2d), default chunk.
+for np in 4 2; do
+  step bench.allreduce 40 "${mpi[@]}" -np "$np" "${bench[@]}" \
+    --modes host_allreduce,stage_reuse,infiniccl_allreduce,copy_d2h,copy_h2d \
+    -b 64K -e 64M -f 4 --warmup 5 --iters 20 --repeat 2 --validate
+done
+# Chunk sweep (the default came from this table).
+for np in 2 4; do
+  for c in 512K 1M 2M 4M; do
+    step bench.chunk 12 env INFINICCL_PIPELINE_CHUNK_BYTES=$c "${mpi[@]}" -np "$np" \
+      "${bench[@]}" --modes infiniccl_allreduce -b 1M -e 64M -f 4 --warmup 3 --iters 10
+  done
+done
+# The other collectives the staged path lagged on, 4 ranks.
+step bench.coll 40 "${mpi[@]}" -np 4 "${bench[@]}" \
+  --modes host_broadcast,infiniccl_broadcast,host_allgather,infiniccl_allgather,host_alltoall,infiniccl_alltoall \
+  -b 1M -e 64M -f 4 --warmup 3 --iters 10 --validate
+# Where a staged call's time goes: one TRACE line per call, averaged.
+breakdown() {
+  local bytes
+  for bytes in 256K 4M; do
+    INFINICCL_DEBUG=TRACE "${mpi[@]}" -np 4 "${bench[@]}" \
+      --modes infiniccl_allreduce -b "$bytes" -e "$bytes" --warmup 5 --iters 40 2>&1 |
+      awk -v b="$bytes" '/staged AllReduce/ {
+          for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) sum[kv[1]] += kv[2]
+          n++
+        }
+        END { if (n) printf "%s, 4 ranks, %d calls, means: chunks %.1f, copy in %.1f us, MPI %.1f us, waits %.1f us, copy out %.1f us\n", b, n, sum["chunks"]/n, sum["copy_in_us"]/n, sum["mpi_us"]/n, sum["waits_us"]/n, sum["copy_out_us"]/n }'
+  done
+}
+step bench.breakdown 30 bash -c "$(declare -p mpi bench); $(declare -f breakdown); breakdown"
 
 echo "total $(($(date +%s) - start))s, overall rc=$overall" | tee -a "$summary"
 exit "$overall"
