@@ -30,7 +30,7 @@ fi
 rm -rf "$root/src"
 mkdir -p "$root/src"
 # Tracked and untracked-but-not-ignored files: what the device tool sends.
-git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$root/src"
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp -p --parents -t "$root/src"
 cmake -S "$root/src" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DWITH_NVIDIA=ON \
   -DWITH_NCCL=ON -DINFINICCL_MPI=openmpi -DINFINICCL_LARGE_COUNT_TESTS=OFF >/dev/null
 cmake --build "$root/build" -j "$(nproc)"
