@@ -1,9 +1,10 @@
 # Sourced by test.sh and demo.sh: installs the Debian packages a fresh
 # machine lacks (apt-get update first, only when something is missing), and
 # defines the mpirun wrapper flags root and a small machine need.
-# clang: the libFuzzer stage; valgrind: memcheck of every collective.
+# clang: the libFuzzer stage; valgrind: memcheck of every collective;
+# nlohmann-json3-dev: the tools' JSON output (never a dependency of the library).
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
-                    libgtest-dev python3-matplotlib clang valgrind)
+                    libgtest-dev python3-matplotlib clang valgrind nlohmann-json3-dev)
 
 infiniccl_install_deps() {
   local missing=()
