@@ -130,7 +130,7 @@ def case_launcher(icclrun, info, flavor):
         expect(r["local_rank_source"] == LAUNCHER_VAR[flavor],
                "rank %d: local rank from %r, expected %s" %
                (r["rank"], r["local_rank_source"], LAUNCHER_VAR[flavor]))
-        expect(r["settings"]["INFINICCL_DEBUG"] == "WARN", "INFINICCL_DEBUG default")
+        expect(r["settings"]["INFINICCL_DEBUG"] == "", "INFINICCL_DEBUG unset")
 
 
 def case_sim(icclrun, info, flavor):

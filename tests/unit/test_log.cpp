@@ -15,6 +15,7 @@ namespace {
 
 using infiniccl::Config;
 using infiniccl::LogLevel;
+using Vars = std::map<std::string, std::string>;
 
 Config ParseMap(const std::map<std::string, std::string> &vars) {
   return Config::Parse([&](const char *name) -> const char * {
@@ -40,7 +41,7 @@ std::string StderrOfFailingCall() {
 }
 
 TEST(Log, ReturnedErrorsAreQuietByDefault) {
-  ScopedLogging logging({});
+  ScopedLogging logging(Vars{});
   EXPECT_EQ(StderrOfFailingCall(), "");
   // The caller still has the message.
   EXPECT_NE(std::string(infinicclGetLastError(nullptr)).find("infinicclCommCount"),
@@ -49,20 +50,20 @@ TEST(Log, ReturnedErrorsAreQuietByDefault) {
 
 TEST(Log, ReturnedErrorsPrintedWhenDebugAsks) {
   for (const char *level : {"WARN", "info", "TRACE"}) {
-    ScopedLogging logging({{"INFINICCL_DEBUG", level}});
+    ScopedLogging logging(Vars{{"INFINICCL_DEBUG", level}});
     const std::string err = StderrOfFailingCall();
     EXPECT_NE(err.find("INFINICCL WARN infinicclCommCount"), std::string::npos)
         << level << ": " << err;
   }
   for (const char *level : {"NONE", "VERSION"}) {
-    ScopedLogging logging({{"INFINICCL_DEBUG", level}});
+    ScopedLogging logging(Vars{{"INFINICCL_DEBUG", level}});
     EXPECT_EQ(StderrOfFailingCall(), "") << level;
   }
 }
 
 TEST(Log, SubsystemFilterAppliesToInfoNotWarn) {
   {
-    ScopedLogging logging({{"INFINICCL_DEBUG", "INFO"}, {"INFINICCL_DEBUG_SUBSYS", "CCL,bind"}});
+    ScopedLogging logging(Vars{{"INFINICCL_DEBUG", "INFO"}, {"INFINICCL_DEBUG_SUBSYS", "CCL,bind"}});
     EXPECT_TRUE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysCcl));
     EXPECT_TRUE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysBind));
     EXPECT_FALSE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysColl));
@@ -70,7 +71,7 @@ TEST(Log, SubsystemFilterAppliesToInfoNotWarn) {
     EXPECT_FALSE(infiniccl::LogEnabled(LogLevel::kTrace, infiniccl::kSubsysCcl));
   }
   {
-    ScopedLogging logging({{"INFINICCL_DEBUG", "TRACE"}, {"INFINICCL_DEBUG_SUBSYS", "^STAGING"}});
+    ScopedLogging logging(Vars{{"INFINICCL_DEBUG", "TRACE"}, {"INFINICCL_DEBUG_SUBSYS", "^STAGING"}});
     EXPECT_FALSE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysStaging));
     EXPECT_TRUE(infiniccl::LogEnabled(LogLevel::kTrace, infiniccl::kSubsysMpi));
   }
@@ -95,7 +96,7 @@ TEST(Log, SubsystemOfEachSourceFolder) {
 }
 
 TEST(Log, VersionLineOnceOnRankZero) {
-  ScopedLogging logging({{"INFINICCL_DEBUG", "VERSION"}});
+  ScopedLogging logging(Vars{{"INFINICCL_DEBUG", "VERSION"}});
   infiniccl::SetLogRank(0);
   testing::internal::CaptureStderr();
   infiniccl::LogVersion("test MPI");
