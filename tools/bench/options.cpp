@@ -104,10 +104,9 @@ const struct option kLongOptions[] = {
 constexpr const char kShortOptions[] = ":b:e:i:f:d:o:r:w:n:c:t:g:m:a:qVh";
 
 // The name the user typed for the option getopt_long just returned.
-std::string OptionName(int c, int long_index, char **argv) {
+std::string OptionName(int c, int long_index) {
   if (long_index >= 0) return std::string("--") + kLongOptions[long_index].name;
   if (c > 0 && c < 256) return std::string("-") + static_cast<char>(c);
-  (void)argv;
   return "option";
 }
 
@@ -212,7 +211,7 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
     int long_index = -1;
     const int c = getopt_long(argc, argv, kShortOptions, kLongOptions, &long_index);
     if (c == -1) break;
-    const std::string name = OptionName(c, long_index, argv);
+    const std::string name = OptionName(c, long_index);
     const char *v = optarg;
     auto int_option = [&](int min, int *target) {
       if (ParseInt(v, min, target)) return true;
