@@ -415,7 +415,8 @@ Config Config::FromEnvironment() {
   std::vector<std::string> names;
   for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
     const char *eq = std::strchr(*e, '=');
-    names.emplace_back(*e, eq != nullptr ? static_cast<size_t>(eq - *e) : std::strlen(*e));
+    const size_t len = eq != nullptr ? static_cast<size_t>(eq - *e) : std::strlen(*e);
+    names.emplace_back(*e, len);
   }
   c.unknown_variables = UnknownVariables(names);
   return c;

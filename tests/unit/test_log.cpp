@@ -63,7 +63,8 @@ TEST(Log, ReturnedErrorsPrintedWhenDebugAsks) {
 
 TEST(Log, SubsystemFilterAppliesToInfoNotWarn) {
   {
-    ScopedLogging logging(Vars{{"INFINICCL_DEBUG", "INFO"}, {"INFINICCL_DEBUG_SUBSYS", "CCL,bind"}});
+    ScopedLogging logging(
+        Vars{{"INFINICCL_DEBUG", "INFO"}, {"INFINICCL_DEBUG_SUBSYS", "CCL,bind"}});
     EXPECT_TRUE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysCcl));
     EXPECT_TRUE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysBind));
     EXPECT_FALSE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysColl));
@@ -71,7 +72,8 @@ TEST(Log, SubsystemFilterAppliesToInfoNotWarn) {
     EXPECT_FALSE(infiniccl::LogEnabled(LogLevel::kTrace, infiniccl::kSubsysCcl));
   }
   {
-    ScopedLogging logging(Vars{{"INFINICCL_DEBUG", "TRACE"}, {"INFINICCL_DEBUG_SUBSYS", "^STAGING"}});
+    ScopedLogging logging(
+        Vars{{"INFINICCL_DEBUG", "TRACE"}, {"INFINICCL_DEBUG_SUBSYS", "^STAGING"}});
     EXPECT_FALSE(infiniccl::LogEnabled(LogLevel::kInfo, infiniccl::kSubsysStaging));
     EXPECT_TRUE(infiniccl::LogEnabled(LogLevel::kTrace, infiniccl::kSubsysMpi));
   }
@@ -79,12 +81,16 @@ TEST(Log, SubsystemFilterAppliesToInfoNotWarn) {
 
 TEST(Log, SubsystemOfEachSourceFolder) {
   using infiniccl::LogSubsysOfFile;
-  static_assert(LogSubsysOfFile("/x/src/staging/pipeline.cpp") == infiniccl::kSubsysStaging);
-  static_assert(LogSubsysOfFile("/x/src/backend/ccl/ccl_attach.cpp") == infiniccl::kSubsysCcl);
-  static_assert(LogSubsysOfFile("/x/src/backend/mpi/mpi_backend.cpp") == infiniccl::kSubsysMpi);
+  static_assert(LogSubsysOfFile("/x/src/staging/pipeline.cpp") ==
+                infiniccl::kSubsysStaging);
+  static_assert(LogSubsysOfFile("/x/src/backend/ccl/ccl_attach.cpp") ==
+                infiniccl::kSubsysCcl);
+  static_assert(LogSubsysOfFile("/x/src/backend/mpi/mpi_backend.cpp") ==
+                infiniccl::kSubsysMpi);
   static_assert(LogSubsysOfFile("src/device/registry.cpp") == infiniccl::kSubsysDevice);
   static_assert(LogSubsysOfFile("/x/src/core/binding.cpp") == infiniccl::kSubsysBind);
-  static_assert(LogSubsysOfFile("/x/src/core/watchdog.cpp") == infiniccl::kSubsysWatchdog);
+  static_assert(LogSubsysOfFile("/x/src/core/watchdog.cpp") ==
+                infiniccl::kSubsysWatchdog);
   static_assert(LogSubsysOfFile("/x/src/route/route.cpp") == infiniccl::kSubsysColl);
   static_assert(LogSubsysOfFile("/x/src/api/collectives.cpp") == infiniccl::kSubsysColl);
   static_assert(LogSubsysOfFile("/x/src/api/lifecycle.cpp") == infiniccl::kSubsysInit);

@@ -132,9 +132,8 @@ int main(int argc, char **argv) {
   if (leader) bench::PrintHeader(stdout, env, modes);
   std::vector<bench::Result> results;
   try {
-    results = bench::RunBenchmark(env, modes, [&](const bench::Result &row) {
-      bench::PrintRow(stdout, env, row);
-    });
+    results = bench::RunBenchmark(
+        env, modes, [&](const bench::Result &row) { bench::PrintRow(stdout, env, row); });
   } catch (const std::exception &e) {
     std::fprintf(stderr, "[rank %d] infiniccl-bench: %s\n", rank, e.what());
     std::fflush(stderr);

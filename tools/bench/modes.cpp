@@ -31,8 +31,9 @@ std::vector<Mode> BuildModes() {
     modes.push_back(
         {"host_" + n, Family::kHost, c, RsVariant::kNone, mpi + " on host buffers"});
     // SendRecv is a pair of calls in the API: there is no infinicclSendRecv.
-    const std::string api = c == Collective::kSendRecv ? std::string("infinicclSend + infinicclRecv")
-                                                       : "infiniccl" + label;
+    const std::string api = c == Collective::kSendRecv
+                                ? std::string("infinicclSend + infinicclRecv")
+                                : "infiniccl" + label;
     modes.push_back({"infiniccl_" + n, Family::kInfiniccl, c, RsVariant::kNone,
                      api + " on device buffers"});
     modes.push_back(

@@ -46,8 +46,8 @@ std::string Quote(const std::string &s) {
   bool safe = !s.empty();
   for (char c : s) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || std::string("_./:=,@%+^-").find(c) !=
-                                                  std::string::npos;
+                    (c >= '0' && c <= '9') ||
+                    std::string("_./:=,@%+^-").find(c) != std::string::npos;
     safe = safe && ok;
   }
   if (safe) return s;
@@ -190,8 +190,7 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
   std::string dtype = "float32", op = "sum";
   std::string elements, minb, maxb, factor, step;
   bool modes_given = false;
-  for (int i = 0; i < argc; ++i)
-    opt->command_line += (i ? " " : "") + Quote(argv[i]);
+  for (int i = 0; i < argc; ++i) opt->command_line += (i ? " " : "") + Quote(argv[i]);
 
   // nccl-tests' per-process counts: 1 is what this tool always does.
   auto only_one = [&](const std::string &name, const char *value, const char *meaning,
@@ -271,8 +270,8 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
                       "one device per rank");
         break;
       case 'm':
-        ok = only_one(name, v,
-                      "aggregated iterations are not supported (only -m 1)", nullptr);
+        ok = only_one(name, v, "aggregated iterations are not supported (only -m 1)",
+                      nullptr);
         break;
       case 'a':
         if (std::string(v) != "3") {

@@ -2,11 +2,10 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -128,7 +127,8 @@ std::string CsvField(const std::string &s) {
 void PrintVersion(std::FILE *out) {
   int code = 0;
   infinicclGetVersion(&code);
-  std::fprintf(out, "infiniccl-bench (InfiniCCL) %s (library code %d, header %d)\nMPI: %s\n",
+  std::fprintf(out,
+               "infiniccl-bench (InfiniCCL) %s (library code %d, header %d)\nMPI: %s\n",
                Version().c_str(), code, INFINICCL_VERSION_CODE, MpiLibrary().c_str());
 }
 
@@ -183,7 +183,8 @@ void PrintHeader(std::FILE *out, const Env &env, const std::vector<const Mode *>
 void PrintRow(std::FILE *out, const Env &env, const Result &r) {
   const Options &o = *env.opt;
   const Row row = MakeRow(env, r);
-  const std::string wrong_text = r.validated ? std::to_string(r.wrong) : std::string("N/A");
+  const std::string wrong_text =
+      r.validated ? std::to_string(r.wrong) : std::string("N/A");
   std::fprintf(out, "%15zu %16zu %9s %6s %5d %12s %12s %12s %8s  %s\n", r.layout.bytes,
                r.layout.total_count, o.dtype->name, row.redop, row.root,
                row.measured ? Fixed(row.time_us, 2).c_str() : "N/A",
@@ -324,7 +325,8 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
       j["wrong"] = r.validated ? ordered_json(r.wrong) : ordered_json(nullptr);
       j["staging_allocs"] =
           r.staging_measured ? ordered_json(r.staging_allocs) : ordered_json(nullptr);
-      j["unavailable"] = row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
+      j["unavailable"] =
+          row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
       array.push_back(std::move(j));
     }
     const ordered_json doc = {{"metadata", std::move(meta)}, {"rows", std::move(array)}};

@@ -87,7 +87,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
-    } else if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-V") == 0) {
+    } else if (std::strcmp(argv[i], "--version") == 0 ||
+               std::strcmp(argv[i], "-V") == 0) {
       version = true;
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::fputs(kUsage, stdout);
@@ -132,9 +133,9 @@ int main(int argc, char **argv) {
     if (report.rank == 0) {
       std::printf("infiniccl-info (InfiniCCL) %s\n", report.version.c_str());
       for (size_t i = 0; i < report.backends.size(); ++i)
-        std::printf("backend %s %s\n", report.backends[i].c_str(),
-                    i < report.backend_versions.size() ? report.backend_versions[i].c_str()
-                                                       : "");
+        std::printf(
+            "backend %s %s\n", report.backends[i].c_str(),
+            i < report.backend_versions.size() ? report.backend_versions[i].c_str() : "");
     }
   } else if (json) {
     const std::vector<std::string> lines = GatherToRoot(info::FormatJson(report));

@@ -48,7 +48,8 @@ void CollectBuild(RankReport *r) {
   for (DeviceKind k : {DeviceKind::kCuda, DeviceKind::kMaca}) {
     if (infiniccl::CclProvider *p = infiniccl::CclForKind(k)) {
       std::string name = p->Name();
-      for (char &c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (char &c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       r->backends.push_back(name);
       r->backend_versions.push_back(p->Version());
     }
