@@ -1,11 +1,12 @@
 # Sourced by test.sh and demo.sh: installs the Debian packages a fresh
 # machine lacks (apt-get update first, only when something is missing), and
 # defines the mpirun wrapper flags root and a small machine need.
-# clang: the libFuzzer stage; valgrind: memcheck of every collective.
+# clang: the libFuzzer stage; valgrind: memcheck of every collective;
+# nlohmann-json3-dev: the tools' JSON output (never a dependency of the library).
 # python3-*: the Python package's tests (tests/python), run by Debian's own
 # /usr/bin/python3; pip and setuptools install it offline.
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
-                    libgtest-dev python3-matplotlib clang valgrind
+                    libgtest-dev python3-matplotlib clang valgrind nlohmann-json3-dev
                     python3-numpy python3-pytest python3-mpi4py python3-torch
                     python3-setuptools python3-pip)
 

@@ -27,7 +27,7 @@ python3 - "$out" <<'PY'
 import glob, json, os, sys
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
     rows = {}
-    for r in json.load(open(path)):
+    for r in json.load(open(path))["rows"]:
         rows.setdefault(r["bytes"], {})[r["mode"]] = r["time_us"]
     print(f"\n{os.path.basename(path)}\n| bytes | " + " | ".join(sorted(next(iter(rows.values())))) + " | infiniccl/stage_reuse |")
     for b in sorted(rows):

@@ -3,11 +3,16 @@
 
     scripts/plot_bench.py run.json [more.json ...] -o out.png [--metric busbw|time|both]
 
-x is the size in bytes (log2 scale, K/M/G labels); y is the bus bandwidth in
-GB/s (busbw, the default), the time per call in microseconds (time, log
-scale), or both side by side. Rows the benchmark could not measure, and
-zero-byte rows, are left out. Needs matplotlib (Debian: python3-matplotlib);
-exits 2 with a message when it is missing or an input is unusable.
+x is the size in bytes (log2 scale, ticks on the measured sizes, K/M/G
+labels); y is the bus bandwidth in GB/s (busbw, the default), the time per
+call in microseconds (time, log scale), or both side by side. Rows the
+benchmark could not measure, zero-byte rows, and busbw at 1 rank (its factor
+is 0 there, so it says nothing) are left out. With several files, each line
+is labelled by what differs between them (dtype, ranks, device, op), else by
+the file name. Reads the {"metadata", "rows"} object infiniccl-bench writes
+(and the bare row array of older versions). Needs matplotlib (Debian:
+python3-matplotlib); exits 2 with a message when it is missing or an input
+is unusable.
 """
 
 import argparse
@@ -33,36 +38,48 @@ def size_label(nbytes):
 
 
 def load(path):
+    """The rows of one file (with its metadata, if any, in each row's reach)."""
     try:
         with open(path, encoding="utf-8") as f:
-            rows = json.load(f)
+            doc = json.load(f)
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
     except json.JSONDecodeError as e:
         fail(f"{path} is not JSON: {e}")
+    rows = doc.get("rows") if isinstance(doc, dict) else doc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        fail(f"{path}: expected the array of row objects that infiniccl-bench --json writes")
+        fail(f"{path}: expected the {{\"metadata\", \"rows\"}} object (or the array of "
+             "row objects) that infiniccl-bench --json writes")
     for key in ("mode", "bytes"):
         if rows and key not in rows[0]:
             fail(f"{path}: rows lack the key '{key}'")
     return rows
 
 
+# Row fields that tell runs apart, in the order they go into a label.
+DISTINGUISHING = (("dtype", "{}"), ("nranks", "{} ranks"), ("device", "{}"), ("op", "op {}"))
+
+
 def series(paths):
-    """[(label, [(bytes, row)...])] in file order, then mode order of appearance."""
+    """[(label, [row...])] in file order, then mode order of appearance."""
+    files = [(path, load(path)) for path in paths]
+
+    def first_value(rows, key):
+        return rows[0].get(key) if rows else None
+
+    differing = [(key, fmt) for key, fmt in DISTINGUISHING
+                 if len({str(first_value(rows, key)) for _, rows in files}) > 1]
     out = []
-    many = len(paths) > 1
-    for path in paths:
+    for path, rows in files:
         by_mode = {}
-        for row in load(path):
+        for row in rows:
             by_mode.setdefault(row["mode"], []).append(row)
-        for mode, rows in by_mode.items():
+        for mode, mode_rows in by_mode.items():
             label = mode
-            if many:
-                first = rows[0]
-                label = (f"{mode} ({os.path.basename(path)}, {first.get('device', '?')}, "
-                         f"{first.get('nranks', '?')} ranks)")
-            out.append((label, sorted(rows, key=lambda r: r["bytes"])))
+            if len(files) > 1:
+                parts = [fmt.format(mode_rows[0].get(key, "?")) for key, fmt in differing]
+                label += f" ({', '.join(parts) if parts else os.path.basename(path)})"
+            out.append((label, sorted(mode_rows, key=lambda r: r["bytes"])))
     return out
 
 
@@ -94,28 +111,47 @@ def main(argv):
         import matplotlib.pyplot as plt
         from matplotlib.ticker import FuncFormatter
     except ImportError:
-        fail("matplotlib is missing: install python3-matplotlib "
-             "(Debian: apt-get install python3-matplotlib)")
+        # Name the interpreter: a venv or pyenv python3 may lack matplotlib
+        # while the system one (where Debian's package installs) has it.
+        fail(f"matplotlib is missing for {sys.executable} (Python "
+             f"{sys.version.split()[0]}): install it there (pip install matplotlib), "
+             "or run this script with an interpreter that has it (Debian's "
+             "/usr/bin/python3 after apt-get install python3-matplotlib)")
+    from matplotlib.ticker import FixedLocator, NullLocator
 
     lines = series(args.inputs)
     metrics = ["busbw", "time"] if args.metric == "both" else [args.metric]
     fig, axes = plt.subplots(1, len(metrics), figsize=(7.5 * len(metrics), 5.5),
                              squeeze=False)
     plotted = 0
+    one_rank_left_out = False
     for ax, metric in zip(axes[0], metrics):
         key = "busbw_gbps" if metric == "busbw" else "time_us"
+        sizes = set()
         for label, rows in lines:
             pts = [(r["bytes"], r.get(key)) for r in rows
                    if r["bytes"] > 0 and r.get(key) is not None]
+            if metric == "busbw" and any(r.get("nranks") == 1 for r in rows):
+                one_rank_left_out = one_rank_left_out or bool(pts)
+                pts = []
             if metric == "time":
                 pts = [(x, y) for x, y in pts if y > 0]
             if not pts:
                 continue
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o",
                     markersize=3, label=label)
+            sizes.update(x for x, _ in pts)
             plotted += 1
         ax.set_xscale("log", base=2)
+        # Ticks on the sizes measured (thinned to about a dozen), never
+        # between them.
+        ticks = sorted(sizes)
+        step = max(1, (len(ticks) + 11) // 12)
+        ax.xaxis.set_major_locator(FixedLocator(ticks[::step]))
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: size_label(int(x))))
+        print(f"plot_bench.py: {metric}: x ticks at "
+              f"{','.join(size_label(t) for t in ticks[::step])}")
         ax.set_xlabel("size (bytes)")
         if metric == "busbw":
             ax.set_ylabel("busbw (GB/s, GB = 1e9 B)")
@@ -126,8 +162,14 @@ def main(argv):
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small")
+    if one_rank_left_out:
+        print("plot_bench.py: busbw at 1 rank left out (its factor is 0 there)")
+    if plotted == 0 and one_rank_left_out:
+        fail("only 1-rank busbw, which is 0 by definition: use --metric time")
     if plotted == 0:
         fail("no measured rows with a non-zero size to plot")
+    for label, _ in lines:
+        print(f"plot_bench.py: line {label}")
     fig.suptitle(describe(args.inputs), fontsize="medium")
     fig.tight_layout()
     try:

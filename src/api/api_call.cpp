@@ -36,7 +36,11 @@ Status StatusFromCurrentException() {
 infinicclResult_t FailCall(const CallContext &ctx, const Status &status) {
   try {
     std::string message = std::string(ctx.function) + ": " + status.message();
-    INFINICCL_WARN("%s (%s)", message.c_str(), infinicclGetErrorString(status.code()));
+    // Printed only when INFINICCL_DEBUG asks (see Config::log_level_set);
+    // the caller always has the code and infinicclGetLastError.
+    if (LogReturnedErrors())
+      LogPrint(LogLevel::kWarn, "%s (%s)", message.c_str(),
+               infinicclGetErrorString(status.code()));
     if (ctx.comm) ctx.comm->SetLastError(message);
     std::snprintf(t_last_error, sizeof t_last_error, "%s", message.c_str());
   } catch (...) {

@@ -1,10 +1,14 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
+#include <unistd.h>
+
+extern char **environ;  // POSIX; declared by <unistd.h> only under _GNU_SOURCE
 
 namespace infiniccl {
 
@@ -12,6 +16,7 @@ namespace {
 
 const char *kDebug = "INFINICCL_DEBUG";
 const char *kDebugFile = "INFINICCL_DEBUG_FILE";
+const char *kDebugSubsys = "INFINICCL_DEBUG_SUBSYS";
 const char *kAbort = "INFINICCL_ABORT_ON_ERROR";
 const char *kCheck = "INFINICCL_CHECK";
 const char *kDevice = "INFINICCL_DEVICE";
@@ -68,6 +73,7 @@ bool ParseLevel(const char *v, LogLevel *out) {
     const char *name;
     LogLevel level;
   } static const kLevels[] = {{"NONE", LogLevel::kNone},
+                              {"VERSION", LogLevel::kVersion},
                               {"WARN", LogLevel::kWarn},
                               {"INFO", LogLevel::kInfo},
                               {"TRACE", LogLevel::kTrace}};
@@ -75,6 +81,61 @@ bool ParseLevel(const char *v, LogLevel *out) {
     if (strcasecmp(v, l.name) == 0) return *out = l.level, true;
   }
   return false;
+}
+
+struct SubsysName {
+  const char *name;
+  unsigned bit;
+};
+constexpr SubsysName kSubsysNames[] = {
+    {"INIT", kSubsysInit},       {"BIND", kSubsysBind},   {"COLL", kSubsysColl},
+    {"STAGING", kSubsysStaging}, {"CCL", kSubsysCcl},     {"MPI", kSubsysMpi},
+    {"DEVICE", kSubsysDevice},   {"WATCHDOG", kSubsysWatchdog},
+};
+
+// NCCL_DEBUG_SUBSYS's syntax: "INIT,COLL" enables those; a leading '^'
+// ("^CCL,MPI") enables all but those; ALL names every one.
+bool ParseSubsys(const char *v, unsigned *out) {
+  std::string text = v;
+  const bool invert = !text.empty() && text[0] == '^';
+  if (invert) text.erase(0, 1);
+  unsigned mask = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string word = text.substr(start, comma - start);
+    bool known = false;
+    if (strcasecmp(word.c_str(), "ALL") == 0) {
+      mask = kSubsysAll;
+      known = true;
+    }
+    for (const SubsysName &s : kSubsysNames) {
+      if (strcasecmp(word.c_str(), s.name) == 0) mask |= s.bit, known = true;
+    }
+    if (!known) return false;
+    start = comma + 1;
+  }
+  *out = invert ? (kSubsysAll & ~mask) : mask;
+  return true;
+}
+
+// Variables with the prefix that the tools, not the library, read.
+constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN"};
+
+size_t EditDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
 }
 
 bool ParseBackendChoice(const char *v, BackendChoice *out) {
@@ -118,9 +179,19 @@ bool ParseBytes(const char *text, size_t *out) {
   return true;
 }
 
+std::string LogSubsysNames(unsigned mask) {
+  if ((mask & kSubsysAll) == kSubsysAll) return "ALL";
+  std::string out;
+  for (const SubsysName &s : kSubsysNames) {
+    if (mask & s.bit) out += (out.empty() ? "" : ",") + std::string(s.name);
+  }
+  return out;
+}
+
 const char *LogLevelName(LogLevel level) {
   switch (level) {
     case LogLevel::kNone: return "NONE";
+    case LogLevel::kVersion: return "VERSION";
     case LogLevel::kWarn: return "WARN";
     case LogLevel::kInfo: return "INFO";
     case LogLevel::kTrace: return "TRACE";
@@ -139,12 +210,19 @@ const char *BackendChoiceName(BackendChoice choice) {
 
 const std::vector<Config::Entry> &Config::Table() {
   static const std::vector<Entry> kTable = {
-      {kDebug, "WARN",
-       "Log level: NONE, WARN, INFO or TRACE. Lines go to stderr, prefixed "
-       "with host:pid:rank."},
+      {kDebug, "",
+       "Log level: NONE, VERSION (the version line at Init), WARN, INFO or TRACE. "
+       "Unset: the library's own warnings only; errors returned to the caller are "
+       "printed (at WARN) only when this is WARN or more, as with NCCL_DEBUG, and are "
+       "always in infinicclGetLastError. Lines go to stderr, prefixed with "
+       "host:pid:rank."},
       {kDebugFile, "",
        "Write the log to this file instead of stderr; %h is replaced by the "
        "host name and %p by the pid."},
+      {kDebugSubsys, "ALL",
+       "Which parts log at INFO/TRACE (WARN is never filtered): comma-separated "
+       "INIT, BIND, COLL, STAGING, CCL, MPI, DEVICE, WATCHDOG or ALL; a leading ^ "
+       "excludes the ones named (NCCL_DEBUG_SUBSYS's syntax)."},
       {kAbort, "0",
        "1: abort the job (MPI_Abort) on the first failed call instead of "
        "returning an error code (fail-fast, for debugging)."},
@@ -202,13 +280,24 @@ const std::vector<Config::Entry> &Config::Table() {
 
 Config Config::Parse(const Lookup &lookup) {
   Config c;
-  if (const char *v = lookup(kDebug)) {
-    if (!ParseLevel(v, &c.log_level)) {
+  // Empty counts as unset, so "INFINICCL_DEBUG=" restores the default.
+  if (const char *v = lookup(kDebug); v != nullptr && *v != '\0') {
+    if (ParseLevel(v, &c.log_level)) {
+      c.log_level_set = true;
+    } else {
       c.warnings.push_back(std::string(kDebug) + "='" + v +
-                           "' is not NONE, WARN, INFO or TRACE; using WARN");
+                           "' is not NONE, VERSION, WARN, INFO or TRACE; using the "
+                           "default (warnings only)");
     }
   }
   if (const char *v = lookup(kDebugFile)) c.log_file = v;
+  if (const char *v = lookup(kDebugSubsys)) {
+    if (!ParseSubsys(v, &c.log_subsys)) {
+      c.warnings.push_back(std::string(kDebugSubsys) + "='" + v +
+                           "' is not a list of INIT, BIND, COLL, STAGING, CCL, MPI, "
+                           "DEVICE, WATCHDOG or ALL (optionally after ^); using ALL");
+    }
+  }
   if (const char *v = lookup(kAbort)) {
     if (!ParseBool(v, &c.abort_on_error)) {
       c.warnings.push_back(std::string(kAbort) + "='" + v +
@@ -314,14 +403,46 @@ Config Config::Parse(const Lookup &lookup) {
   return c;
 }
 
+std::vector<std::string> Config::UnknownVariables(const std::vector<std::string> &names) {
+  std::vector<std::string> out;
+  for (const std::string &name : names) {
+    if (name.rfind("INFINICCL_", 0) != 0) continue;
+    bool known = false;
+    for (const Entry &e : Table()) known = known || name == e.name;
+    for (const char *t : kToolVariables) known = known || name == t;
+    if (known) continue;
+    // The nearest known name, if it is near enough to be the one meant.
+    const char *nearest = nullptr;
+    size_t best = 4;
+    for (const Entry &e : Table()) {
+      const size_t d = EditDistance(name, e.name);
+      if (d < best) best = d, nearest = e.name;
+    }
+    std::string w = name + " is set but InfiniCCL reads no such variable";
+    if (nearest != nullptr) w += std::string(" (did you mean ") + nearest + "?)";
+    w += "; ignored. docs/CONFIG.md and infiniccl-info list the variables";
+    out.push_back(w);
+  }
+  return out;
+}
+
 Config Config::FromEnvironment() {
-  return Parse([](const char *name) { return std::getenv(name); });
+  Config c = Parse([](const char *name) { return std::getenv(name); });
+  std::vector<std::string> names;
+  for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char *eq = std::strchr(*e, '=');
+    const size_t len = eq != nullptr ? static_cast<size_t>(eq - *e) : std::strlen(*e);
+    names.emplace_back(*e, len);
+  }
+  c.unknown_variables = UnknownVariables(names);
+  return c;
 }
 
 std::vector<std::string> Config::Describe() const {
   return {
-      std::string(kDebug) + "=" + LogLevelName(log_level),
+      std::string(kDebug) + "=" + (log_level_set ? LogLevelName(log_level) : ""),
       std::string(kDebugFile) + "=" + log_file,
+      std::string(kDebugSubsys) + "=" + LogSubsysNames(log_subsys),
       std::string(kAbort) + "=" + (abort_on_error ? "1" : "0"),
       std::string(kCheck) + "=" + (check ? "1" : "0"),
       std::string(kDevice) + "=" + device,

@@ -9,7 +9,24 @@
 
 namespace infiniccl {
 
-enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
+// NCCL's order: VERSION prints only the version line at Init; WARN adds
+// warnings, INFO facts and paths, TRACE every call.
+enum class LogLevel { kNone = 0, kVersion = 1, kWarn = 2, kInfo = 3, kTrace = 4 };
+
+// INFINICCL_DEBUG_SUBSYS: which parts of the library may log at INFO and
+// TRACE (WARN is never filtered, as in NCCL). A line's subsystem follows
+// from the source file it is written in (log.h), so call sites name none.
+enum LogSubsys : unsigned {
+  kSubsysInit = 1u << 0,      // Init/Finalize, config, communicators
+  kSubsysBind = 1u << 1,      // device binding (local rank, device choice)
+  kSubsysColl = 1u << 2,      // collectives, groups, routes, INFINICCL_CHECK
+  kSubsysStaging = 1u << 3,   // host staging pool and pipeline
+  kSubsysCcl = 1u << 4,       // native CCLs (NCCL, MCCL)
+  kSubsysMpi = 1u << 5,       // the MPI backend
+  kSubsysDevice = 1u << 6,    // device runtimes (CUDA, ..., sim)
+  kSubsysWatchdog = 1u << 7,  // watchdog, calls in flight
+  kSubsysAll = (1u << 8) - 1,
+};
 
 // INFINICCL_BACKEND: auto picks per call; mpi never uses a CCL; ccl makes
 // every call that cannot take the CCL an error instead of a fallback.
@@ -18,6 +35,12 @@ enum class BackendChoice { kAuto, kMpi, kCcl };
 
 struct Config {
   LogLevel log_level = LogLevel::kWarn;  // INFINICCL_DEBUG
+  // INFINICCL_DEBUG was given. Unset, the library prints its own warnings
+  // (settings, fallbacks) but not the errors it returns: the caller has the
+  // code and infinicclGetLastError, and a program that probes must not get
+  // noise it did not ask for (NCCL is silent unless NCCL_DEBUG asks).
+  bool log_level_set = false;
+  unsigned log_subsys = kSubsysAll;      // INFINICCL_DEBUG_SUBSYS
   std::string log_file;                  // INFINICCL_DEBUG_FILE
   bool abort_on_error = false;           // INFINICCL_ABORT_ON_ERROR
   bool check = false;                    // INFINICCL_CHECK
@@ -39,6 +62,10 @@ struct Config {
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.
   std::vector<std::string> warnings;
+  // One message per INFINICCL_* variable of the environment that no entry
+  // of Table() names (a misspelling would otherwise be ignored silently);
+  // filled by FromEnvironment, logged at WARN by Init.
+  std::vector<std::string> unknown_variables;
 
   using Lookup = std::function<const char *(const char *)>;
   // Parses from `lookup` (getenv in production, a map in tests).
@@ -51,6 +78,10 @@ struct Config {
     const char *doc;
   };
   static const std::vector<Entry> &Table();
+  // For each name that starts with INFINICCL_ and is neither in Table() nor
+  // one the tools read (icclrun's INFINICCL_MPI, INFINICCL_MPIRUN), a
+  // warning naming it and the nearest known name.
+  static std::vector<std::string> UnknownVariables(const std::vector<std::string> &names);
   // "NAME=value" for each entry, as this config resolved it.
   std::vector<std::string> Describe() const;
 };
@@ -62,10 +93,14 @@ const Config &GlobalConfig();
 void ReloadGlobalConfig();
 
 const char *LogLevelName(LogLevel level);
+// "ALL", or the enabled subsystems comma-separated ("INIT,COLL").
+std::string LogSubsysNames(unsigned mask);
 // "auto", "mpi" or "ccl": the spelling INFINICCL_BACKEND takes.
 const char *BackendChoiceName(BackendChoice choice);
 
-// "4M", "256KiB", "1g", "65536" -> bytes; false if malformed.
+// "4M", "256KiB", "1g", "65536", "8B" -> bytes (K, M, G are powers of
+// 1024); false if malformed or too large. The one size parser of the
+// library and its tools (infiniccl-bench's -b/-e/--elements use it too).
 bool ParseBytes(const char *text, size_t *out);
 
 }  // namespace infiniccl

@@ -1,5 +1,7 @@
 #include "core/log.h"
 
+#include <infiniccl/infiniccl.h>
+
 #include <unistd.h>
 
 #include <cstdarg>
@@ -12,6 +14,13 @@ namespace infiniccl {
 
 namespace log_detail {
 std::atomic<int> g_level{static_cast<int>(GlobalConfig().log_level)};
+std::atomic<unsigned> g_subsys{GlobalConfig().log_subsys};
+std::atomic<bool> g_returned_errors{GlobalConfig().log_level_set &&
+                                    GlobalConfig().log_level >= LogLevel::kWarn};
+// INFINICCL_DEBUG=VERSION or more, given explicitly (NCCL prints its version
+// only when NCCL_DEBUG is set).
+std::atomic<bool> g_version{GlobalConfig().log_level_set &&
+                            GlobalConfig().log_level >= LogLevel::kVersion};
 }
 
 namespace {
@@ -48,11 +57,17 @@ void ConfigureLogging(const Config &config) {
     }
   }
   log_detail::g_level.store(static_cast<int>(config.log_level));
+  log_detail::g_subsys.store(config.log_subsys);
+  log_detail::g_returned_errors.store(config.log_level_set &&
+                                      config.log_level >= LogLevel::kWarn);
+  log_detail::g_version.store(config.log_level_set &&
+                              config.log_level >= LogLevel::kVersion);
   if (!config.log_file.empty() && g_file == nullptr) {
     INFINICCL_WARN("cannot open INFINICCL_DEBUG_FILE '%s'; logging to stderr",
                    config.log_file.c_str());
   }
   for (const std::string &w : config.warnings) INFINICCL_WARN("%s", w.c_str());
+  for (const std::string &w : config.unknown_variables) INFINICCL_WARN("%s", w.c_str());
 }
 
 void SetLogRank(int rank) { g_rank.store(rank); }
@@ -75,6 +90,37 @@ void Emit(const char *label, const char *fmt, va_list ap) {
 }
 
 }  // namespace
+
+void LogVersion(const char *details) {
+  static std::atomic<bool> printed{false};
+  if (g_rank.load() != 0 || !log_detail::g_version.load() || printed.exchange(true))
+    return;
+  // What this build can use, from the same definitions that compiled it in.
+  const char *const built[] = {
+#ifdef INFINICCL_WITH_NVIDIA
+      "cuda",
+#endif
+#ifdef INFINICCL_WITH_METAX
+      "maca",
+#endif
+#ifdef INFINICCL_WITH_ILUVATAR
+      "iluvatar",
+#endif
+#ifdef INFINICCL_WITH_MOORE
+      "musa",
+#endif
+#ifdef INFINICCL_WITH_NCCL
+      "nccl",
+#endif
+#ifdef INFINICCL_WITH_MCCL
+      "mccl",
+#endif
+      "mpi"};
+  std::string list;
+  for (const char *b : built) list += (list.empty() ? "" : ",") + std::string(b);
+  LogPrint(LogLevel::kInfo, "InfiniCCL version %d.%d.%d (built with %s; MPI: %s)",
+           INFINICCL_MAJOR, INFINICCL_MINOR, INFINICCL_PATCH, list.c_str(), details);
+}
 
 void LogPrint(LogLevel level, const char *fmt, ...) {
   va_list ap;

@@ -101,6 +101,7 @@ Status Runtime::Init(int *argc, char ***argv) {
                  INFINICCL_MAJOR, INFINICCL_MINOR, INFINICCL_PATCH, s.world_size,
                  s.owns_mpi ? "started by InfiniCCL" : "started by the application",
                  version, provided);
+  LogVersion(version);  // INFINICCL_DEBUG=VERSION: NCCL's one version line
   if (provided < MPI_THREAD_MULTIPLE) {
     INFINICCL_INFO("MPI provides %s, not MPI_THREAD_MULTIPLE: InfiniCCL serialises its "
                    "MPI calls with one process-wide lock (collectives become nonblocking "

@@ -26,4 +26,10 @@ libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir infiniccl)
 # shellcheck disable=SC2086
 cc -std=c99 -Wall -Werror "$src/project/main.c" $flags -Wl,-rpath,"$libdir" -o "$work/pc_consumer"
 "$mpiexec" -n 2 "$@" "$work/pc_consumer"
+
+echo "== installed icclrun"
+# It knows the MPI the library was built with and launches with that
+# flavour by default, whatever launcher comes first in PATH.
+"$prefix/bin/icclrun" --version | grep -E "^library MPI: (openmpi|mpich) "
+"$prefix/bin/icclrun" -np 2 "$work/cm/consumer"
 echo "consumer test: both builds ran correctly"

@@ -8,6 +8,7 @@ would, and checks the flags. Nothing is launched, so these pass on a machine
 with either MPI (or none: icclrun then names the plain launcher).
 """
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -237,11 +238,14 @@ def case_errors():
             (["-x", "1BAD", PROGRAM], "-x"),
             (["--hostfile", missing, PROGRAM], missing),
             (["-H", "a", "--hostfile", "/dev/null", PROGRAM], "not both"),
+        ]
+        # Without --dry-run: a missing program is refused before any launch.
+        missing_program = [
             (["-np", "2", os.path.join(d, "no-such-program")], "not found"),
             (["-np", "2", "no-such-program-icclrun-test"], "not found"),
         ]
-        for args, words in bad:
-            rc, out, err = run(["--dry-run"] + args)
+        for args, words in [(["--dry-run"] + a, w) for a, w in bad] + missing_program:
+            rc, out, err = run(args)
             print("icclrun --dry-run %s -> exit %d: %s" % (args, rc, err.strip()))
             expect(rc == 2, "expected exit 2 for %s, got %d" % (args, rc))
             expect(out == "", "nothing on stdout for an error: %r" % out)
@@ -251,12 +255,67 @@ def case_errors():
     expect(rc == 2 and "INFINICCL_MPI" in err, "bad INFINICCL_MPI: %d %s" % (rc, err))
 
 
+def case_dry_run_missing_program():
+    # A dry run prints the line even when the program does not exist (yet).
+    for flavor in ("openmpi", "mpich"):
+        argv = dry(["--mpi", flavor, "-np", "4", "./no-such-app-icclrun-test", "--x"])
+        expect(argv[-2:] == ["./no-such-app-icclrun-test", "--x"], str(argv))
+
+
+def built_flavor():
+    """The flavour `icclrun --version` says the library was built with."""
+    rc, out, err = run(["--version"])
+    expect(rc == 0 and out.startswith("icclrun (InfiniCCL) "), "--version: %d %s %s"
+           % (rc, out, err))
+    m = re.search(r"^library MPI: (openmpi|mpich|unknown)", out, re.M)
+    expect(m is not None, "--version names no library MPI: %r" % out)
+    return m.group(1)
+
+
+def case_mismatch():
+    """Run on the configured copy (build tree): it knows the library's MPI."""
+    built = built_flavor()
+    expect(built != "unknown", "the configured icclrun must know the library's MPI")
+    other = "mpich" if built == "openmpi" else "openmpi"
+    np_flag = ["-np", "2"] if built == "openmpi" else ["-n", "2"]
+    # Default: the library's flavour, whatever launcher comes first in PATH.
+    argv = dry(["-np", "2", PROGRAM])
+    expect_seq(argv, np_flag)
+    # Another flavour is refused, from --mpi or from INFINICCL_MPI, naming both.
+    for args, env in ((["--mpi", other], None), ([], clean_env(INFINICCL_MPI=other))):
+        rc, out, err = run(["--dry-run"] + args + ["-np", "2", PROGRAM], env)
+        print("icclrun --dry-run %s (INFINICCL_MPI=%s) -> exit %d: %s"
+              % (args, (env or {}).get("INFINICCL_MPI"), rc, err.strip()))
+        expect(rc == 2 and out == "", "mismatch must be refused: %d %r" % (rc, out))
+        expect("built with " + built in err and other in err and "rank 0 of 1" in err,
+               "message should name both flavours and the consequence: %s" % err)
+    # --allow-mismatch runs it, with a loud warning.
+    rc, out, err = run(["--dry-run", "--allow-mismatch", "--mpi", other, "-np", "2",
+                        PROGRAM])
+    expect(rc == 0 and "WARNING" in err and out.strip(), "--allow-mismatch: %d %s"
+           % (rc, err))
+    # A launcher of the other flavour, named explicitly, is refused too.
+    path = shutil.which("mpiexec.mpich" if other == "mpich" else "mpirun.openmpi")
+    if path:
+        rc, _, err = run(["--dry-run", "--launcher", path, "--mpi", other, "-np", "2",
+                          PROGRAM])
+        expect(rc == 2 and "built with " + built in err, "launcher mismatch: %d %s"
+               % (rc, err))
+
+
+def case_version():
+    rc, out, _ = run(["--version"])
+    expect(rc == 0 and out.startswith("icclrun (InfiniCCL) ") and "launcher:" in out,
+           "--version: %d %r" % (rc, out))
+
+
 def case_help():
     for flag in ("--help", "-h"):
         rc, out, _ = run([flag])
         expect(rc == 0, "%s exits 0" % flag)
         for word in ("usage: icclrun", "-np", "--hostfile", "-x VAR=value", "--mpi",
-                     "--dry-run"):
+                     "--dry-run", "--version", "--allow-mismatch",
+                     "mpirun.openmpi mpiexec.openmpi mpirun", "mpiexec.mpich mpirun.mpich"):
             expect(word in out, "%s should mention %r" % (flag, word))
 
 

@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
 """infiniccl-info --json, launched by icclrun, checked rank by rank.
 
-usage: info_json_test.py ICCLRUN INFINICCL_INFO FLAVOR CASE
+usage: info_json_test.py ICCLRUN INFINICCL_INFO FLAVOR CASE [BACKENDS]
   FLAVOR  openmpi or mpich (the MPI the build uses)
+  BACKENDS  the backends this build has, comma-separated (default mpi)
   CASE    launcher   4 ranks: local ranks 0..3 from the launcher's variable
           sim        4 ranks, emulated device with 2 devices: ids local_rank % 2
           override   4 ranks, INFINICCL_LOCAL_RANK=1 for all: local rank 1
           singleton  no launcher: one rank, local rank from MPI_COMM_TYPE_SHARED
           escape     singleton with control and non-UTF-8 bytes in a value
           usage      --help and a bad argument
+          backends   every backend built with its version (JSON and text), and
+                     per rank whether a CCL communicator is formed, or why not;
+                     when no device is found, why
+          unknown_var  INFINICCL_DEBG=INFO: warned about (nearest name) by the
+                     library at Init and listed in the report
+          version    --version
 
 The device variables reach the ranks only through icclrun's -x (they are not
 in icclrun's own environment), so the sim case also proves -x translation.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -122,7 +130,7 @@ def case_launcher(icclrun, info, flavor):
         expect(r["local_rank_source"] == LAUNCHER_VAR[flavor],
                "rank %d: local rank from %r, expected %s" %
                (r["rank"], r["local_rank_source"], LAUNCHER_VAR[flavor]))
-        expect(r["settings"]["INFINICCL_DEBUG"] == "WARN", "INFINICCL_DEBUG default")
+        expect(r["settings"]["INFINICCL_DEBUG"] == "", "INFINICCL_DEBUG unset")
 
 
 def case_sim(icclrun, info, flavor):
@@ -198,19 +206,90 @@ def case_usage(_icclrun, info, _flavor):
                             for k, v in base_env().items()})
     expect(p.returncode == 0, "human output: exit %d %s" % (p.returncode, p.stderr))
     for word in ("InfiniCCL 0.1.0", "Rank 0 of 1", "local rank:", "binds to:",
-                 "GPU-aware MPI", "INFINICCL_DEBUG=WARN", "default 'WARN'"):
+                 "GPU-aware MPI", "INFINICCL_DEBUG=   (default '')",
+                 "INFINICCL_DEBUG_SUBSYS=ALL", "backends built:", "CCL communicator:"):
         expect(word in p.stdout, "human output lacks %r:\n%s" % (word, p.stdout))
 
 
+BACKENDS = ["mpi"]
+
+
+def case_backends(_icclrun, info, flavor):
+    reports = run([info, "--json"], base_env())
+    check_common(reports, flavor, 1)
+    r = reports[0]
+    expect(r["backends"] == BACKENDS, "backends %r, this build has %r"
+           % (r["backends"], BACKENDS))
+    versions = r["backend_versions"]
+    expect(sorted(versions) == sorted(BACKENDS) and all(versions.values()),
+           "a version for each backend: %r" % versions)
+    expect(versions["mpi"].startswith({"openmpi": "Open MPI ", "mpich": "MPICH "}[flavor]),
+           "MPI's version names the flavour: %r" % versions["mpi"])
+    expect(isinstance(r["ccl_formed"], bool), "ccl_formed: %r" % r.get("ccl_formed"))
+    if not r["ccl_formed"]:
+        expect(r["ccl_why_not"], "no CCL communicator, but no reason")
+        if BACKENDS == ["mpi"]:
+            expect("no native CCL is built in" in r["ccl_why_not"], r["ccl_why_not"])
+        elif r["device_id"] < 0:
+            expect("bound to no device" in r["ccl_why_not"], r["ccl_why_not"])
+    if not r["devices"]:
+        # Why no device: the runtime's own words, or that none is built.
+        expect(r["no_device_reasons"], "no devices and no reason")
+    # Human form: one line naming every backend, and the reasons.
+    p = subprocess.run([info], capture_output=True, text=True, timeout=120,
+                       env={k.decode(): v.decode("utf-8", "replace")
+                            for k, v in base_env().items()})
+    expect(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
+    line = [l for l in p.stdout.splitlines() if "backends built:" in l]
+    expect(len(line) == 1, "one backends line:\n" + p.stdout)
+    for b in BACKENDS:
+        expect(b.upper() + " (" in line[0], "%s missing from %r" % (b, line[0]))
+    expect("CCL communicator:" in p.stdout, "no CCL line:\n" + p.stdout)
+    if not r["devices"]:
+        expect("why:" in p.stdout, "no reason for 'no devices':\n" + p.stdout)
+
+
+def case_unknown_var(_icclrun, info, flavor):
+    env = base_env()
+    env[b"INFINICCL_DEBG"] = b"INFO"
+    env[b"INFINICCL_MPI"] = flavor.encode()  # icclrun's: never reported
+    p = subprocess.run([info, "--json"], capture_output=True, env=env, timeout=120)
+    out, err = p.stdout.decode(), p.stderr.decode("utf-8", "replace")
+    expect(p.returncode == 0, "exit %d: %s" % (p.returncode, err))
+    r = json.loads([l for l in out.splitlines() if l.startswith("{")][0])
+    unknown = r["unknown_variables"]
+    expect(len(unknown) == 1 and "INFINICCL_DEBG" in unknown[0] and
+           "did you mean INFINICCL_DEBUG?" in unknown[0], "report: %r" % unknown)
+    # The library itself warns at Init, whatever program it runs in.
+    expect(re.search(r"INFINICCL WARN INFINICCL_DEBG is set but InfiniCCL reads no such "
+                     r"variable \(did you mean INFINICCL_DEBUG\?\)", err),
+           "no WARN from infinicclInit:\n" + err)
+    expect("INFINICCL_MPI " not in err, "INFINICCL_MPI is icclrun's:\n" + err)
+
+
+def case_version(_icclrun, info, _flavor):
+    p = subprocess.run([info, "--version"], capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    expect(p.returncode == 0 and lines and lines[0] == "infiniccl-info (InfiniCCL) 0.1.0",
+           "--version: %d %r" % (p.returncode, p.stdout))
+    expect([l.split()[1] for l in lines[1:]] == BACKENDS, "backends: %r" % lines[1:])
+
+
 CASES = {"launcher": case_launcher, "sim": case_sim, "override": case_override,
-         "singleton": case_singleton, "escape": case_escape, "usage": case_usage}
+         "singleton": case_singleton, "escape": case_escape, "usage": case_usage,
+         "backends": case_backends, "unknown_var": case_unknown_var,
+         "version": case_version}
 
 
 def main():
-    if len(sys.argv) != 5 or sys.argv[3] not in LAUNCHER_VAR or sys.argv[4] not in CASES:
+    global BACKENDS
+    if len(sys.argv) not in (5, 6) or sys.argv[3] not in LAUNCHER_VAR or \
+            sys.argv[4] not in CASES:
         print(__doc__.strip())
         return 2
-    icclrun, info, flavor, case = sys.argv[1:]
+    icclrun, info, flavor, case = sys.argv[1:5]
+    if len(sys.argv) == 6:
+        BACKENDS = sys.argv[5].split(",")
     CASES[case](os.path.abspath(icclrun), os.path.abspath(info), flavor)
     print("PASS")
     return 0

@@ -55,6 +55,7 @@ TEST(Config, DebugLevelsAnyCase) {
       {"INFO", LogLevel::kInfo},   {"info", LogLevel::kInfo},
       {"Info", LogLevel::kInfo},   {"TRACE", LogLevel::kTrace},
       {"trace", LogLevel::kTrace}, {"TrAcE", LogLevel::kTrace},
+      {"VERSION", LogLevel::kVersion}, {"version", LogLevel::kVersion},
   };
   for (const Case &c : cases) {
     const Config config = ParseWith("INFINICCL_DEBUG", c.value);
@@ -150,7 +151,11 @@ std::string Described(const Config &c, const std::string &name) {
 TEST(Config, Describe) {
   FakeEnv env;
   const Config defaults = env.Parse();
-  EXPECT_EQ(Described(defaults, "INFINICCL_DEBUG"), "WARN");
+  // Unset: warnings only, and not the errors returned to the caller.
+  EXPECT_EQ(Described(defaults, "INFINICCL_DEBUG"), "");
+  EXPECT_EQ(defaults.log_level, LogLevel::kWarn);
+  EXPECT_FALSE(defaults.log_level_set);
+  EXPECT_EQ(Described(defaults, "INFINICCL_DEBUG_SUBSYS"), "ALL");
   EXPECT_EQ(Described(defaults, "INFINICCL_DEBUG_FILE"), "");
   EXPECT_EQ(Described(defaults, "INFINICCL_ABORT_ON_ERROR"), "0");
 
@@ -183,6 +188,7 @@ TEST(Config, GarbageInAnyVariableWarnsAndKeepsTheDefault) {
 
 TEST(Config, LogLevelNames) {
   EXPECT_STREQ(infiniccl::LogLevelName(LogLevel::kNone), "NONE");
+  EXPECT_STREQ(infiniccl::LogLevelName(LogLevel::kVersion), "VERSION");
   EXPECT_STREQ(infiniccl::LogLevelName(LogLevel::kWarn), "WARN");
   EXPECT_STREQ(infiniccl::LogLevelName(LogLevel::kInfo), "INFO");
   EXPECT_STREQ(infiniccl::LogLevelName(LogLevel::kTrace), "TRACE");
@@ -233,6 +239,42 @@ TEST(Config, FromEnvironmentReadsGetenv) {
 }
 
 }  // namespace
+
+TEST(Config, DebugSubsys) {
+  using infiniccl::LogSubsysNames;
+  EXPECT_EQ(ParseWith("INFINICCL_DEBUG_SUBSYS", "INIT,COLL").log_subsys,
+            infiniccl::kSubsysInit | infiniccl::kSubsysColl);
+  EXPECT_EQ(LogSubsysNames(ParseWith("INFINICCL_DEBUG_SUBSYS", "coll,init").log_subsys),
+            "INIT,COLL");
+  EXPECT_EQ(ParseWith("INFINICCL_DEBUG_SUBSYS", "^CCL").log_subsys,
+            infiniccl::kSubsysAll & ~infiniccl::kSubsysCcl);
+  EXPECT_EQ(ParseWith("INFINICCL_DEBUG_SUBSYS", "all").log_subsys, infiniccl::kSubsysAll);
+  const Config bad = ParseWith("INFINICCL_DEBUG_SUBSYS", "INIT,NOPE");
+  EXPECT_EQ(bad.log_subsys, infiniccl::kSubsysAll);
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("NOPE"), std::string::npos);
+}
+
+TEST(Config, DebugGivenOrNot) {
+  EXPECT_TRUE(ParseWith("INFINICCL_DEBUG", "WARN").log_level_set);
+  EXPECT_EQ(ParseWith("INFINICCL_DEBUG", "WARN").Describe()[0], "INFINICCL_DEBUG=WARN");
+  EXPECT_FALSE(ParseWith("INFINICCL_DEBUG", "").log_level_set);
+  EXPECT_TRUE(ParseWith("INFINICCL_DEBUG", "").warnings.empty());
+  EXPECT_FALSE(ParseWith("INFINICCL_DEBUG", "loud").log_level_set);
+}
+
+// One size parser for the library and infiniccl-bench.
+TEST(Config, ParseBytes) {
+  size_t b = 0;
+  for (const auto &[text, want] : std::map<std::string, size_t>{
+           {"0", 0}, {"8", 8}, {"8B", 8}, {"1K", 1024}, {"1k", 1024}, {"64KiB", 65536},
+           {"4M", 4u << 20}, {"4MB", 4u << 20}, {"1G", size_t{1} << 30}}) {
+    EXPECT_TRUE(infiniccl::ParseBytes(text.c_str(), &b)) << text;
+    EXPECT_EQ(b, want) << text;
+  }
+  for (const char *bad : {"", "K", "-1", "1X", "1 K", "99999999999999999999", "17179869184G"})
+    EXPECT_FALSE(infiniccl::ParseBytes(bad, &b)) << bad;
+}
 
 TEST(Config, WatchdogTimeout) {
   EXPECT_EQ(ParseWith("INFINICCL_TIMEOUT_SEC", "0").timeout_sec, 0);

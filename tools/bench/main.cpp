@@ -80,6 +80,9 @@ int main(int argc, char **argv) {
     case bench::ParseResult::kListModes:
       if (leader) bench::PrintModeList(stdout);
       return Finalize(0);
+    case bench::ParseResult::kVersion:
+      if (leader) bench::PrintVersion(stdout);
+      return Finalize(0);
     case bench::ParseResult::kError: break;
     case bench::ParseResult::kRun:
       if (!ResolveModes(opt.modes, &modes, &error)) break;
@@ -97,6 +100,13 @@ int main(int argc, char **argv) {
                    argv[0]);
     return Finalize(kExitUsage);
   }
+  // The output files, before anything is measured: a path that cannot be
+  // written must not cost a whole run. Rank 0 writes them; all ranks stop.
+  bench::OutputFiles outputs;
+  int outputs_ok = !leader || outputs.Open(opt, &error) ? 1 : 0;
+  if (!outputs_ok) std::fprintf(stderr, "infiniccl-bench: %s\n", error.c_str());
+  MPI_Bcast(&outputs_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!outputs_ok) return Finalize(kExitUsage);
 
   infinicclComm_t comm = nullptr;
   r = infinicclCommInitAll(&comm, 0, nullptr);
@@ -119,10 +129,11 @@ int main(int argc, char **argv) {
   MPI_Comm_set_errhandler(mpi_comm, MPI_ERRORS_RETURN);
   const bench::Env env{&opt, rank, nranks, comm, mpi_comm, device.get()};
 
-  if (leader) bench::PrintHeader(stdout, env);
+  if (leader) bench::PrintHeader(stdout, env, modes);
   std::vector<bench::Result> results;
   try {
-    results = bench::RunBenchmark(env, modes);
+    results = bench::RunBenchmark(
+        env, modes, [&](const bench::Result &row) { bench::PrintRow(stdout, env, row); });
   } catch (const std::exception &e) {
     std::fprintf(stderr, "[rank %d] infiniccl-bench: %s\n", rank, e.what());
     std::fflush(stderr);
@@ -133,10 +144,8 @@ int main(int argc, char **argv) {
   for (const bench::Result &res : results)
     if (res.wrong) status = kExitWrong;
   if (leader) {
-    bench::PrintResults(stdout, env, results);
-    if ((!opt.json_path.empty() &&
-         !bench::WriteJson(opt.json_path, env, results, &error)) ||
-        (!opt.csv_path.empty() && !bench::WriteCsv(opt.csv_path, env, results, &error))) {
+    bench::PrintSummary(stdout, env, results);
+    if (!outputs.Write(env, results, &error)) {
       std::fprintf(stderr, "infiniccl-bench: %s\n", error.c_str());
       if (status == 0) status = kExitFailed;
     }

@@ -30,8 +30,12 @@ std::vector<Mode> BuildModes() {
     const std::string n = Info(c).name, mpi = MpiName(c), label = Info(c).label;
     modes.push_back(
         {"host_" + n, Family::kHost, c, RsVariant::kNone, mpi + " on host buffers"});
+    // SendRecv is a pair of calls in the API: there is no infinicclSendRecv.
+    const std::string api = c == Collective::kSendRecv
+                                ? std::string("infinicclSend + infinicclRecv")
+                                : "infiniccl" + label;
     modes.push_back({"infiniccl_" + n, Family::kInfiniccl, c, RsVariant::kNone,
-                     "infiniccl" + label + " on device buffers"});
+                     api + " on device buffers"});
     modes.push_back(
         {"stage_alloc_" + n, Family::kStageAlloc, c, RsVariant::kNone,
          "device buffers copied through host buffers malloc'd per call, " + mpi});

@@ -1,9 +1,12 @@
 #include "options.h"
 
+#include <getopt.h>
+
 #include <charconv>
 #include <climits>
 #include <cstdint>
 
+#include "core/config.h"
 #include "device.h"
 
 namespace bench {
@@ -37,48 +40,101 @@ bool ParseInt(const std::string &text, int min, int *value) {
   return true;
 }
 
+// One argument as a shell would need it (for the command line recorded in
+// the JSON metadata).
+std::string Quote(const std::string &s) {
+  bool safe = !s.empty();
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') ||
+                    std::string("_./:=,@%+^-").find(c) != std::string::npos;
+    safe = safe && ok;
+  }
+  if (safe) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Long-only options get values above any character.
+enum LongOnly {
+  kModes = 256,
+  kElements,
+  kInplace,
+  kDevice,
+  kRepeat,
+  kValidate,
+  kJson,
+  kCsv,
+  kListModes,
+};
+
+const struct option kLongOptions[] = {
+    {"modes", required_argument, nullptr, kModes},
+    {"elements", required_argument, nullptr, kElements},
+    {"minbytes", required_argument, nullptr, 'b'},
+    {"maxbytes", required_argument, nullptr, 'e'},
+    {"stepbytes", required_argument, nullptr, 'i'},
+    {"stepfactor", required_argument, nullptr, 'f'},
+    {"dtype", required_argument, nullptr, 'd'},
+    {"datatype", required_argument, nullptr, 'd'},
+    {"op", required_argument, nullptr, 'o'},
+    {"root", required_argument, nullptr, 'r'},
+    {"inplace", no_argument, nullptr, kInplace},
+    {"device", required_argument, nullptr, kDevice},
+    {"warmup", required_argument, nullptr, 'w'},
+    {"warmup_iters", required_argument, nullptr, 'w'},
+    {"iters", required_argument, nullptr, 'n'},
+    {"repeat", required_argument, nullptr, kRepeat},
+    {"check", required_argument, nullptr, 'c'},
+    {"validate", no_argument, nullptr, kValidate},
+    {"nthreads", required_argument, nullptr, 't'},
+    {"ngpus", required_argument, nullptr, 'g'},
+    {"agg_iters", required_argument, nullptr, 'm'},
+    {"average", required_argument, nullptr, 'a'},
+    {"json", required_argument, nullptr, kJson},
+    {"csv", required_argument, nullptr, kCsv},
+    {"quiet", no_argument, nullptr, 'q'},
+    {"list-modes", no_argument, nullptr, kListModes},
+    {"version", no_argument, nullptr, 'V'},
+    {"help", no_argument, nullptr, 'h'},
+    {nullptr, 0, nullptr, 0},
+};
+// Leading ':' : a missing value is reported as ':' so we can name it.
+constexpr const char kShortOptions[] = ":b:e:i:f:d:o:r:w:n:c:t:g:m:a:qVh";
+
+// The name the user typed for the option getopt_long just returned.
+std::string OptionName(int c, int long_index) {
+  if (long_index >= 0) return std::string("--") + kLongOptions[long_index].name;
+  if (c > 0 && c < 256) return std::string("-") + static_cast<char>(c);
+  return "option";
+}
+
 }  // namespace
 
 bool ParseSize(const std::string &text, size_t *value) {
-  if (text.empty()) return false;
-  std::string digits = text;
-  size_t scale = 1;
-  switch (digits.back()) {
-    case 'k':
-    case 'K': scale = size_t{1} << 10; break;
-    case 'm':
-    case 'M': scale = size_t{1} << 20; break;
-    case 'g':
-    case 'G': scale = size_t{1} << 30; break;
-    default: break;
-  }
-  if (scale != 1) digits.pop_back();
-  uint64_t v = 0;
-  const char *end = digits.data() + digits.size();
-  auto [ptr, ec] = std::from_chars(digits.data(), end, v);
-  if (digits.empty() || ec != std::errc() || ptr != end) return false;
-  if (v > SIZE_MAX / scale) return false;
-  *value = static_cast<size_t>(v) * scale;
-  return true;
+  return infiniccl::ParseBytes(text.c_str(), value);
 }
-
 std::string Usage(const char *argv0) {
   std::string u = "Usage: mpirun -np N ";
   u += argv0;
   u += R"( [options]
 
 Measures InfiniCCL collectives next to the raw MPI calls they stand for.
+Rows print as they are measured (rank 0); nccl-tests' spellings work.
 
   --modes LIST        comma-separated modes (default host_allreduce,infiniccl_allreduce);
                       'all' = every mode; --list-modes prints them
   --elements LIST     comma-separated element counts (K/M/G suffixes allowed)
   -b, --minbytes B    sweep start in bytes (K/M/G suffixes, default 1K)
   -e, --maxbytes B    sweep end in bytes (default 16M)
-  -f, --stepfactor F  sweep multiplication factor (integer >= 2, default 4)
+  -f, --stepfactor F  multiply by F from one size to the next (default 4)
+  -i, --stepbytes S   or add S bytes (nccl-tests' linear sweep; not with -f)
                       (elements = bytes / dtype size; use --elements or a sweep)
   -d, --dtype T       element type (default float32): int8 int16 int32 int64
                       uint8 uint16 uint32 uint64 float16 bfloat16 float32
                       float64; aliases char int half float double fp16 bf16
+                      (--datatype is nccl-tests' spelling)
   -o, --op OP         sum|prod|max|min|avg (default sum)
   -r, --root N        root rank of broadcast/reduce/gather/scatter (default 0)
   --inplace           in-place calls, in NCCL's buffer layout
@@ -92,11 +148,20 @@ Measures InfiniCCL collectives next to the raw MPI calls they stand for.
   -n, --iters N       timed iterations per (mode, size) (default 20)
   --repeat R          run the whole mode list R times interleaved and report
                       the minimum over repeats of the mean time (default 1)
-  -c, --validate      check every element exactly once after timing
-  --json FILE         also write the rows as a JSON array
+  -c, --check 0|1     check every element exactly once after timing (default
+                      1, as nccl-tests); --validate = -c 1
+  --json FILE         also write the run's metadata and rows as JSON
   --csv FILE          also write the rows as CSV
+                      (both files are opened before anything is measured)
+  -q, --quiet         no progress lines on stderr
   --list-modes        the modes and what each measures
+  -V, --version       the version of InfiniCCL and of the MPI library
   -h, --help          this text
+
+nccl-tests options with one meaning here: -t 1 and -g 1 (one thread and one
+device per process: this tool runs one rank per process; use mpirun -np N),
+-m 1 (no aggregation), -a 3 (time = the slowest rank's mean, always). Other
+values are refused.
 
 Modes, for C in allreduce allgather alltoall broadcast reduce reduce_scatter
 gather scatter sendrecv:
@@ -112,104 +177,137 @@ and stage_reuse_* host buffers are pinned when the device offers MallocHost.
 
 Sizes follow nccl-tests: the count is the total over ranks, so AllGather,
 ReduceScatter, AllToAll, Gather and Scatter move count/nranks per rank.
+The run ends with nccl-tests' footers ("# Out of bounds values : N OK",
+"# Avg bus bandwidth : X", averaged over every measured row).
 
-Exit status: 0 success, 1 wrong results, 2 bad options, 3 a call failed
-(or an output file could not be written).
+Exit status: 0 success, 1 wrong results, 2 bad options (or an output file
+that cannot be written), 3 a call failed.
 )";
   return u;
 }
 
 ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error) {
   std::string dtype = "float32", op = "sum";
-  std::string elements, minb, maxb, factor;
+  std::string elements, minb, maxb, factor, step;
   bool modes_given = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool has_inline_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      const size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline_value = true;
-      }
-    }
-    auto next = [&](std::string *out) {
-      if (has_inline_value) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= argc) {
-        *error = "option " + arg + " needs a value";
-        return false;
-      }
-      *out = argv[++i];
+  for (int i = 0; i < argc; ++i) opt->command_line += (i ? " " : "") + Quote(argv[i]);
+
+  // nccl-tests' per-process counts: 1 is what this tool always does.
+  auto only_one = [&](const std::string &name, const char *value, const char *meaning,
+                      const char *note) {
+    int v = 0;
+    if (ParseInt(value, 0, &v) && v == 1) {
+      if (note != nullptr) opt->notes.push_back(name + " 1 ignored: " + note);
       return true;
-    };
-    auto flag = [&]() {
-      if (!has_inline_value) return true;
-      *error = "option " + arg + " takes no value";
-      return false;
-    };
+    }
+    *error = name + " " + value + ": " + meaning;
+    return false;
+  };
+
+  optind = 0;  // glibc: 0 restarts the scan completely
+  opterr = 0;  // our own messages, printed by rank 0 only
+  for (;;) {
+    int long_index = -1;
+    const int c = getopt_long(argc, argv, kShortOptions, kLongOptions, &long_index);
+    if (c == -1) break;
+    const std::string name = OptionName(c, long_index);
+    const char *v = optarg;
     auto int_option = [&](int min, int *target) {
-      std::string v;
-      if (!next(&v)) return false;
       if (ParseInt(v, min, target)) return true;
-      *error =
-          "option " + arg + ": '" + v + "' is not an integer >= " + std::to_string(min);
+      *error = name + ": '" + v + "' is not an integer >= " + std::to_string(min);
       return false;
     };
     bool ok = true;
-    if (arg == "-h" || arg == "--help") {
-      return ParseResult::kHelp;
-    } else if (arg == "--list-modes") {
-      return ParseResult::kListModes;
-    } else if (arg == "--modes" || arg == "-m") {
-      std::string v;
-      ok = next(&v);
-      if (ok) {
+    switch (c) {
+      case 'h': return ParseResult::kHelp;
+      case 'V': return ParseResult::kVersion;
+      case kListModes: return ParseResult::kListModes;
+      case kModes:
         for (std::string &m : SplitCommas(v)) opt->modes.push_back(m);
         modes_given = true;
+        break;
+      case kElements: elements = v; break;
+      case 'b': minb = v; break;
+      case 'e': maxb = v; break;
+      case 'f': factor = v; break;
+      case 'i': step = v; break;
+      case 'd': dtype = v; break;
+      case 'o': op = v; break;
+      case 'r':
+        if (std::string(v) == "all") {
+          *error = name + " all: one root per run here (run once per root)";
+          ok = false;
+        } else {
+          ok = int_option(0, &opt->root);
+        }
+        break;
+      case kInplace: opt->inplace = true; break;
+      case kDevice: opt->device = v; break;
+      case 'w': ok = int_option(0, &opt->warmup); break;
+      case 'n': ok = int_option(1, &opt->iters); break;
+      case kRepeat: ok = int_option(1, &opt->repeat); break;
+      case 'c': {
+        int check = 0;
+        if (ParseInt(v, 0, &check) && check <= 1) {
+          opt->validate = check == 1;
+        } else {
+          *error = name + " '" + v + "': 0 (no check) or 1 (check every element)";
+          ok = false;
+        }
+        break;
       }
-    } else if (arg == "--elements") {
-      ok = next(&elements);
-    } else if (arg == "-b" || arg == "--minbytes") {
-      ok = next(&minb);
-    } else if (arg == "-e" || arg == "--maxbytes") {
-      ok = next(&maxb);
-    } else if (arg == "-f" || arg == "--stepfactor") {
-      ok = next(&factor);
-    } else if (arg == "-d" || arg == "--dtype") {
-      ok = next(&dtype);
-    } else if (arg == "-o" || arg == "--op") {
-      ok = next(&op);
-    } else if (arg == "-r" || arg == "--root") {
-      ok = int_option(0, &opt->root);
-    } else if (arg == "--inplace") {
-      ok = flag();
-      opt->inplace = true;
-    } else if (arg == "--device") {
-      ok = next(&opt->device);
-    } else if (arg == "-w" || arg == "--warmup") {
-      ok = int_option(0, &opt->warmup);
-    } else if (arg == "-n" || arg == "--iters") {
-      ok = int_option(1, &opt->iters);
-    } else if (arg == "--repeat") {
-      ok = int_option(1, &opt->repeat);
-    } else if (arg == "-c" || arg == "--validate") {
-      ok = flag();
-      opt->validate = true;
-    } else if (arg == "--json") {
-      ok = next(&opt->json_path);
-    } else if (arg == "--csv") {
-      ok = next(&opt->csv_path);
-    } else {
-      *error = "unknown option '" + arg + "'";
-      ok = false;
+      case kValidate: opt->validate = true; break;
+      case 't':
+        ok = only_one(name, v,
+                      "threads per process are not supported: one rank per process "
+                      "(use mpirun -np N)",
+                      "one thread per process (each rank is an MPI process)");
+        break;
+      case 'g':
+        ok = only_one(name, v,
+                      "devices per process are not supported: one device per rank "
+                      "(use mpirun -np N)",
+                      "one device per rank");
+        break;
+      case 'm':
+        ok = only_one(name, v, "aggregated iterations are not supported (only -m 1)",
+                      nullptr);
+        break;
+      case 'a':
+        if (std::string(v) != "3") {
+          *error = name + " " + v +
+                   ": time is always the slowest rank's mean (nccl-tests' -a 3)";
+          ok = false;
+        }
+        break;
+      case 'q': opt->quiet = true; break;
+      case kJson: opt->json_path = v; break;
+      case kCsv: opt->csv_path = v; break;
+      case ':':
+        *error = "option " + std::string(argv[optind - 1]) + " needs a value";
+        ok = false;
+        break;
+      case '?':
+      default:
+        if (optopt > 0 && optopt < 256)
+          *error = "unknown option '-" + std::string(1, static_cast<char>(optopt)) + "'";
+        else
+          *error = "unknown option '" + std::string(argv[optind - 1]) + "'";
+        ok = false;
+        break;
     }
     if (!ok) return ParseResult::kError;
   }
+  if (optind < argc) {
+    *error = "unexpected argument '" + std::string(argv[optind]) + "'";
+    return ParseResult::kError;
+  }
 
+  if (dtype == "all" || op == "all") {
+    *error = std::string(dtype == "all" ? "-d" : "-o") +
+             " all: one type and one op per run here (run once per value)";
+    return ParseResult::kError;
+  }
   opt->dtype = FindDType(dtype);
   if (!opt->dtype) {
     *error = "unknown dtype '" + dtype + "'; one of " + DTypeNames();
@@ -227,9 +325,9 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
     return ParseResult::kError;
   }
 
-  const bool sweep = !minb.empty() || !maxb.empty() || !factor.empty();
+  const bool sweep = !minb.empty() || !maxb.empty() || !factor.empty() || !step.empty();
   if (!elements.empty() && sweep) {
-    *error = "use either --elements or -b/-e/-f, not both";
+    *error = "use either --elements or -b/-e/-f/-i, not both";
     return ParseResult::kError;
   }
   if (!elements.empty()) {
@@ -247,19 +345,36 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
     }
     return ParseResult::kRun;
   }
-  size_t lo = kDefaultMinBytes, hi = kDefaultMaxBytes, f = kDefaultFactor;
+  size_t lo = kDefaultMinBytes, hi = kDefaultMaxBytes, f = kDefaultFactor, add = 0;
   if ((!minb.empty() && !ParseSize(minb, &lo)) ||
       (!maxb.empty() && !ParseSize(maxb, &hi))) {
     *error = "-b/-e: not a byte size (e.g. 8, 64K, 16M, 1G)";
     return ParseResult::kError;
   }
-  if (!factor.empty() && (!ParseSize(factor, &f) || f < 2)) {
+  int fi = 0;
+  if (!factor.empty() && (!ParseInt(factor, 2, &fi))) {
     *error = "-f: the step factor must be an integer >= 2";
+    return ParseResult::kError;
+  }
+  if (!factor.empty()) f = static_cast<size_t>(fi);
+  if (!step.empty() && (!ParseSize(step, &add) || add == 0)) {
+    *error = "-i: the step must be a positive byte size";
+    return ParseResult::kError;
+  }
+  if (!step.empty() && !factor.empty()) {
+    *error = "use -f (multiply) or -i (add), not both";
     return ParseResult::kError;
   }
   if (lo > hi) {
     *error = "-b must not exceed -e";
     return ParseResult::kError;
+  }
+  if (add != 0) {
+    for (size_t b = lo; b <= hi; b += add) {
+      opt->elements.push_back(b / opt->dtype->size);
+      if (b > SIZE_MAX - add) break;
+    }
+    return ParseResult::kRun;
   }
   for (size_t b = lo;; b *= f) {
     opt->elements.push_back(b / opt->dtype->size);

@@ -1,8 +1,14 @@
 #include "output.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "collective.h"
 
@@ -38,23 +44,6 @@ std::string Fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-std::string JsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 const char *Yes(bool b) {
@@ -107,22 +96,49 @@ void PrintComparisons(std::FILE *out, const std::vector<Result> &rows) {
   }
 }
 
-}  // namespace
-
-void PrintHeader(std::FILE *out, const Env &env) {
-  const Options &o = *env.opt;
-  int code = 0;
-  infinicclGetVersion(&code);
+std::string MpiLibrary() {
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(lib, &len);
   std::string mpi(lib, static_cast<size_t>(len));
   mpi = mpi.substr(0, mpi.find('\n'));
-  while (!mpi.empty() && (mpi.back() == '\r' || mpi.back() == ' ')) mpi.pop_back();
+  while (!mpi.empty() && (mpi.back() == '\r' || mpi.back() == ' ' || mpi.back() == '\0'))
+    mpi.pop_back();
+  return mpi;
+}
+
+std::string Version() {
+  int code = 0;
+  infinicclGetVersion(&code);
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." +
+         std::to_string(code % 100);
+}
+
+// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
+std::string CsvField(const std::string &s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+void PrintVersion(std::FILE *out) {
+  int code = 0;
+  infinicclGetVersion(&code);
   std::fprintf(out,
-               "# infiniccl-bench, InfiniCCL %d.%d.%d (library code %d, header %d)\n",
-               code / 10000, code / 100 % 100, code % 100, code, INFINICCL_VERSION_CODE);
-  std::fprintf(out, "# MPI library: %s\n", mpi.c_str());
+               "infiniccl-bench (InfiniCCL) %s (library code %d, header %d)\nMPI: %s\n",
+               Version().c_str(), code, INFINICCL_VERSION_CODE, MpiLibrary().c_str());
+}
+
+void PrintHeader(std::FILE *out, const Env &env, const std::vector<const Mode *> &modes) {
+  const Options &o = *env.opt;
+  int code = 0;
+  infinicclGetVersion(&code);
+  std::fprintf(out, "# infiniccl-bench, InfiniCCL %s (library code %d, header %d)\n",
+               Version().c_str(), code, INFINICCL_VERSION_CODE);
+  std::fprintf(out, "# MPI library: %s\n", MpiLibrary().c_str());
   std::fprintf(out, "# device: %s\n", env.device->Description().c_str());
   if (!env.device->IsHostMemory())
     std::fprintf(out,
@@ -132,9 +148,10 @@ void PrintHeader(std::FILE *out, const Env &env) {
                  env.device->StagingHostMemory().c_str());
   std::fprintf(out,
                "# ranks=%d warmup=%d iters=%d repeat=%d dtype=%s op=%s root=%d "
-               "inplace=%s validate=%s\n",
+               "inplace=%s check=%s\n",
                env.nranks, o.warmup, o.iters, o.repeat, o.dtype->name, o.op->name, o.root,
-               Yes(o.inplace), Yes(o.validate));
+               Yes(o.inplace), o.validate ? "1" : "0");
+  for (const std::string &n : o.notes) std::fprintf(out, "# note: %s\n", n.c_str());
   std::fprintf(out, "# time(us): the slowest rank's mean per call over %d iterations",
                o.iters);
   if (o.repeat > 1)
@@ -149,53 +166,80 @@ void PrintHeader(std::FILE *out, const Env &env) {
       "ReduceScatter, AllToAll, Gather, Scatter\n"
       "# algbw = size/time, GB = 1e9 B; busbw = algbw * factor: AllReduce 2(n-1)/n; "
       "ReduceScatter, AllGather, AllToAll, Gather, Scatter (n-1)/n; others 1\n"
-      "# Avg on raw MPI modes is MPI_SUM followed by a local division\n");
+      "# Avg on raw MPI modes is MPI_SUM followed by a local division\n"
+      "#\n# modes:\n");
+  for (const Mode *m : modes) {
+    std::fprintf(out, "#   %-24s %s%s\n", m->name.c_str(), m->description.c_str(),
+                 o.inplace && !SupportsInplace(*m) ? " (--inplace does not apply)"
+                 : o.inplace                       ? " (in place)"
+                                                   : "");
+  }
+  std::fprintf(out, "#\n#%14s %16s %9s %6s %5s %12s %12s %12s %8s  %s\n", "size(B)",
+               "count(elements)", "type", "redop", "root", "time(us)", "algbw(GB/s)",
+               "busbw(GB/s)", "#wrong", "mode");
   std::fflush(out);
 }
 
-void PrintResults(std::FILE *out, const Env &env, const std::vector<Result> &rows) {
+void PrintRow(std::FILE *out, const Env &env, const Result &r) {
   const Options &o = *env.opt;
-  const Mode *current = nullptr;
-  std::string na;
-  uint64_t wrong = 0;
-  StagingTotals staging;
-  auto end_block = [&] {
-    if (current && !na.empty()) std::fprintf(out, "#  N/A: %s\n", na.c_str());
-    if (current && staging.measured) PrintStaging(out, staging);
-    na.clear();
-    staging = StagingTotals{};
-  };
-  for (const Result &r : rows) {
-    if (r.mode != current) {
-      end_block();
-      current = r.mode;
-      std::fprintf(out, "#\n# %s: %s%s\n", r.mode->name.c_str(),
-                   r.mode->description.c_str(),
-                   o.inplace && !SupportsInplace(*r.mode) ? " (--inplace does not apply)"
-                   : o.inplace                            ? " (in place)"
-                                                          : "");
-      std::fprintf(out, "#%14s %16s %9s %6s %5s %12s %12s %12s %8s\n", "size(B)",
-                   "count(elements)", "type", "redop", "root", "time(us)", "algbw(GB/s)",
-                   "busbw(GB/s)", "#wrong");
-    }
-    const Row row = MakeRow(env, r);
-    if (!row.measured) na = r.unavailable;
-    wrong += r.wrong;
-    staging.Add(r);
-    const std::string wrong_text =
-        r.validated ? std::to_string(r.wrong) : std::string("N/A");
-    std::fprintf(out, "%15zu %16zu %9s %6s %5d %12s %12s %12s %8s\n", r.layout.bytes,
-                 r.layout.total_count, o.dtype->name, row.redop, row.root,
-                 row.measured ? Fixed(row.time_us, 2).c_str() : "N/A",
-                 row.measured ? Fixed(row.algbw, 3).c_str() : "N/A",
-                 row.measured ? Fixed(row.busbw, 3).c_str() : "N/A", wrong_text.c_str());
+  const Row row = MakeRow(env, r);
+  const std::string wrong_text =
+      r.validated ? std::to_string(r.wrong) : std::string("N/A");
+  std::fprintf(out, "%15zu %16zu %9s %6s %5d %12s %12s %12s %8s  %s\n", r.layout.bytes,
+               r.layout.total_count, o.dtype->name, row.redop, row.root,
+               row.measured ? Fixed(row.time_us, 2).c_str() : "N/A",
+               row.measured ? Fixed(row.algbw, 3).c_str() : "N/A",
+               row.measured ? Fixed(row.busbw, 3).c_str() : "N/A", wrong_text.c_str(),
+               r.mode->name.c_str());
+  // Why a mode cannot run, once per mode (the reason is the same at every size).
+  static std::vector<const Mode *> explained;
+  if (!row.measured &&
+      std::find(explained.begin(), explained.end(), r.mode) == explained.end()) {
+    explained.push_back(r.mode);
+    std::fprintf(out, "#  N/A %s: %s\n", r.mode->name.c_str(), r.unavailable.c_str());
   }
-  end_block();
+  std::fflush(out);
+}
+
+void PrintSummary(std::FILE *out, const Env &env, const std::vector<Result> &rows) {
+  const Options &o = *env.opt;
+  uint64_t wrong = 0;
+  double busbw_sum = 0;
+  size_t measured = 0;
+  std::fprintf(out, "#\n");
+  // Per mode, in the order of --modes: staging totals and average busbw.
+  std::vector<const Mode *> order;
+  for (const Result &r : rows)
+    if (std::find(order.begin(), order.end(), r.mode) == order.end())
+      order.push_back(r.mode);
+  for (const Mode *m : order) {
+    StagingTotals staging;
+    double sum = 0;
+    size_t n = 0;
+    for (const Result &r : rows) {
+      if (r.mode != m) continue;
+      const Row row = MakeRow(env, r);
+      wrong += r.wrong;
+      staging.Add(r);
+      if (!row.measured) continue;
+      sum += row.busbw, ++n;
+    }
+    busbw_sum += sum, measured += n;
+    if (n > 0)
+      std::fprintf(out, "# %-26s avg busbw %10.3f GB/s over %zu sizes\n", m->name.c_str(),
+                   sum / static_cast<double>(n), n);
+    if (staging.measured) PrintStaging(out, staging);
+  }
   std::fprintf(out, "#\n");
   PrintComparisons(out, rows);
+  // nccl-tests' footers, spelled as it does, for the scripts that scrape them.
   if (o.validate)
-    std::fprintf(out, "# Wrong elements, all modes and ranks: %llu %s\n",
+    std::fprintf(out, "# %-20s : %llu %s\n", "Out of bounds values",
                  static_cast<unsigned long long>(wrong), wrong ? "FAILED" : "OK");
+  else
+    std::fprintf(out, "# %-20s : N/A (not checked: -c 0)\n", "Out of bounds values");
+  std::fprintf(out, "# %-20s : %g \n#\n", "Avg bus bandwidth",
+               measured ? busbw_sum / static_cast<double>(measured) : 0.0);
   std::fflush(out);
 }
 
@@ -206,69 +250,114 @@ void PrintModeList(std::FILE *out) {
                "stage_reuse", "= stage_reuse_allreduce");
 }
 
-bool WriteJson(const std::string &path, const Env &env, const std::vector<Result> &rows,
-               std::string *error) {
-  std::ofstream f(path);
-  if (!f) {
-    *error = "cannot write " + path;
-    return false;
+bool OutputFiles::Open(const Options &opt, std::string *error) {
+  json_path_ = opt.json_path;
+  csv_path_ = opt.csv_path;
+  if (!json_path_.empty()) {
+    json_.open(json_path_);
+    if (!json_) {
+      *error = "cannot write --json file " + json_path_ + ": " + std::strerror(errno);
+      return false;
+    }
   }
-  f << "[\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Result &r = rows[i];
-    const Row row = MakeRow(env, r);
-    f << "  {\"mode\": " << JsonString(r.mode->name)
-      << ", \"collective\": " << JsonString(Info(r.mode->coll).name)
-      << ", \"device\": " << JsonString(env.device->Name())
-      << ", \"bytes\": " << r.layout.bytes << ", \"count\": " << r.layout.total_count
-      << ", \"dtype\": " << JsonString(env.opt->dtype->name)
-      << ", \"op\": " << JsonString(row.redop) << ", \"root\": " << row.root
-      << ", \"inplace\": "
-      << (env.opt->inplace && SupportsInplace(*r.mode) ? "true" : "false")
-      << ", \"nranks\": " << env.nranks
-      << ", \"time_us\": " << (row.measured ? Fixed(row.time_us, 3) : "null")
-      << ", \"algbw_gbps\": " << (row.measured ? Fixed(row.algbw, 6) : "null")
-      << ", \"busbw_gbps\": " << (row.measured ? Fixed(row.busbw, 6) : "null")
-      << ", \"wrong\": " << (r.validated ? std::to_string(r.wrong) : "null")
-      << ", \"staging_allocs\": "
-      << (r.staging_measured ? std::to_string(r.staging_allocs) : "null")
-      << ", \"unavailable\": " << (row.measured ? "null" : JsonString(r.unavailable))
-      << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
-  }
-  f << "]\n";
-  f.close();
-  if (!f) {
-    *error = "error writing " + path;
-    return false;
+  if (!csv_path_.empty()) {
+    csv_.open(csv_path_);
+    if (!csv_) {
+      *error = "cannot write --csv file " + csv_path_ + ": " + std::strerror(errno);
+      return false;
+    }
   }
   return true;
 }
 
-bool WriteCsv(const std::string &path, const Env &env, const std::vector<Result> &rows,
-              std::string *error) {
-  std::ofstream f(path);
-  if (!f) {
-    *error = "cannot write " + path;
-    return false;
+bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
+                        std::string *error) {
+  const Options &o = *env.opt;
+  if (json_.is_open()) {
+    using nlohmann::ordered_json;
+    int code = 0;
+    infinicclGetVersion(&code);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char date[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    ordered_json meta = {
+        {"tool", "infiniccl-bench"},
+        {"version", Version()},
+        {"version_code", code},
+        {"mpi_library", MpiLibrary()},
+        {"nranks", env.nranks},
+        {"device", env.device->Name()},
+        {"device_description", env.device->Description()},
+        {"dtype", o.dtype->name},
+        {"op", o.op->name},
+        {"root", o.root},
+        {"inplace", o.inplace},
+        {"warmup", o.warmup},
+        {"iters", o.iters},
+        {"repeat", o.repeat},
+        {"check", o.validate},
+        {"command_line", o.command_line},
+        {"date", date},
+        {"host", host},
+    };
+    ordered_json array = ordered_json::array();
+    for (const Result &r : rows) {
+      const Row row = MakeRow(env, r);
+      ordered_json j = {
+          {"mode", r.mode->name},
+          {"collective", Info(r.mode->coll).name},
+          {"device", env.device->Name()},
+          {"bytes", r.layout.bytes},
+          {"count", r.layout.total_count},
+          {"dtype", o.dtype->name},
+          {"op", row.redop},
+          {"root", row.root},
+          {"inplace", o.inplace && SupportsInplace(*r.mode)},
+          {"nranks", env.nranks},
+      };
+      j["time_us"] = row.measured ? ordered_json(row.time_us) : ordered_json(nullptr);
+      j["algbw_gbps"] = row.measured ? ordered_json(row.algbw) : ordered_json(nullptr);
+      j["busbw_gbps"] = row.measured ? ordered_json(row.busbw) : ordered_json(nullptr);
+      j["wrong"] = r.validated ? ordered_json(r.wrong) : ordered_json(nullptr);
+      j["staging_allocs"] =
+          r.staging_measured ? ordered_json(r.staging_allocs) : ordered_json(nullptr);
+      j["unavailable"] =
+          row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
+      array.push_back(std::move(j));
+    }
+    const ordered_json doc = {{"metadata", std::move(meta)}, {"rows", std::move(array)}};
+    json_ << doc.dump(1) << "\n";
+    json_.close();
+    if (!json_) {
+      *error = "error writing " + json_path_;
+      return false;
+    }
   }
-  f << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
-       "algbw_gbps,busbw_gbps,wrong,staging_allocs\n";
-  for (const Result &r : rows) {
-    const Row row = MakeRow(env, r);
-    f << r.mode->name << ',' << Info(r.mode->coll).name << ',' << env.device->Name()
-      << ',' << r.layout.bytes << ',' << r.layout.total_count << ','
-      << env.opt->dtype->name << ',' << row.redop << ',' << row.root << ','
-      << (env.opt->inplace && SupportsInplace(*r.mode) ? 1 : 0) << ',' << env.nranks
-      << ',' << (row.measured ? Fixed(row.time_us, 3) : "") << ','
-      << (row.measured ? Fixed(row.algbw, 6) : "") << ','
-      << (row.measured ? Fixed(row.busbw, 6) : "") << ','
-      << (r.validated ? std::to_string(r.wrong) : "") << ','
-      << (r.staging_measured ? std::to_string(r.staging_allocs) : "") << '\n';
-  }
-  f.close();
-  if (!f) {
-    *error = "error writing " + path;
-    return false;
+  if (csv_.is_open()) {
+    csv_ << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
+            "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable\n";
+    for (const Result &r : rows) {
+      const Row row = MakeRow(env, r);
+      csv_ << CsvField(r.mode->name) << ',' << Info(r.mode->coll).name << ','
+           << env.device->Name() << ',' << r.layout.bytes << ',' << r.layout.total_count
+           << ',' << o.dtype->name << ',' << row.redop << ',' << row.root << ','
+           << (o.inplace && SupportsInplace(*r.mode) ? 1 : 0) << ',' << env.nranks << ','
+           << (row.measured ? Fixed(row.time_us, 3) : "") << ','
+           << (row.measured ? Fixed(row.algbw, 6) : "") << ','
+           << (row.measured ? Fixed(row.busbw, 6) : "") << ','
+           << (r.validated ? std::to_string(r.wrong) : "") << ','
+           << (r.staging_measured ? std::to_string(r.staging_allocs) : "") << ','
+           << (row.measured ? "" : CsvField(r.unavailable)) << '\n';
+    }
+    csv_.close();
+    if (!csv_) {
+      *error = "error writing " + csv_path_;
+      return false;
+    }
   }
   return true;
 }

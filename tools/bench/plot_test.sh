@@ -28,9 +28,24 @@ mkdir -p "$workdir" || exit 1
 json=$workdir/plot_test.json
 png=$workdir/plot_test.png
 rm -f "$json" "$png"
+json2=$workdir/plot_test_f64.json
 "$@" --elements 1K,64K --modes host_allreduce,infiniccl_allreduce,host_allgather \
   --warmup 1 --iters 2 --json "$json" || { echo "FAIL: infiniccl-bench failed"; exit 1; }
-"$py" "$plot" "$json" -o "$png" --metric both || { echo "FAIL: plot_bench.py failed"; exit 1; }
+"$@" --elements 256,4K --modes host_allreduce -d float64 --warmup 1 --iters 2 \
+  --json "$json2" || { echo "FAIL: infiniccl-bench failed"; exit 1; }
+out=$("$py" "$plot" "$json" "$json2" -o "$png" --metric both) ||
+  { echo "FAIL: plot_bench.py failed"; exit 1; }
+echo "$out"
+# Ticks exactly on the measured sizes (float32: 1K and 64K elements = 4K and
+# 256K bytes; float64: 256 and 4K elements = 2K and 32K bytes), and the two
+# files' lines told apart by their dtype.
+for want in "busbw: x ticks at 2K,4K,32K,256K" "line host_allreduce (float32)" \
+            "line host_allreduce (float64)"; do
+  case $out in
+    *"$want"*) ;;
+    *) echo "FAIL: plot_bench.py output lacks '$want'"; exit 1 ;;
+  esac
+done
 "$py" - "$png" <<'PYEOF' || exit 1
 import os, sys
 path = sys.argv[1]

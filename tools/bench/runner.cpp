@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "errors.h"
@@ -65,15 +66,67 @@ uint64_t ValidateMode(const Env &env, ModeRun &run) {
   return total;
 }
 
+// Progress on stderr. Under mpirun stderr is never a TTY, so lines are
+// printed there too, a few seconds apart; nothing at all for a run that
+// ends within the first few seconds. The ETA weighs each remaining step by
+// its bytes times its calls plus a fixed cost per step, so the large sizes
+// at the end of a sweep are not estimated at the small ones' pace.
+class Progress {
+ public:
+  Progress(bool enabled, double total_weight)
+      : enabled_(enabled), tty_(isatty(STDERR_FILENO) == 1), total_(total_weight) {}
+  ~Progress() {
+    if (printed_ && tty_) std::fprintf(stderr, "\r\033[K");
+  }
+  void Done(double weight, size_t step, size_t steps, const std::string &what) {
+    done_ += weight;
+    if (!enabled_) return;
+    const double now = Seconds();
+    if (now < kQuietSeconds || now - last_ < (tty_ ? 0.2 : kLineSeconds)) return;
+    last_ = now;
+    printed_ = true;
+    const double eta = done_ > 0 ? now * (total_ - done_) / done_ : 0;
+    std::fprintf(stderr, "%s# progress: %zu/%zu (%s), %.0f s elapsed, ETA %.0f s%s",
+                 tty_ ? "\r\033[K" : "", step, steps, what.c_str(), now, eta,
+                 tty_ ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  static constexpr double kQuietSeconds = 3;
+  static constexpr double kLineSeconds = 5;
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+        .count();
+  }
+  const bool enabled_, tty_;
+  const double total_;
+  double done_ = 0, last_ = -kLineSeconds;  // the first line right at kQuietSeconds
+  bool printed_ = false;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// The relative cost of one (mode, size) step, for the ETA.
+double StepWeight(const Options &o, size_t elements) {
+  constexpr double kFixedBytes = 64 * 1024;  // per call: latency, barriers
+  return (static_cast<double>(elements * o.dtype->size) + kFixedBytes) *
+         (o.warmup + o.iters + (o.validate ? 2 : 0));
+}
+
 }  // namespace
 
-std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes) {
+std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes,
+                                 const RowCallback &on_row) {
   const Options &o = *env.opt;
   const size_t nsizes = o.elements.size();
   std::vector<Result> results(modes.size() * nsizes);
-  const bool progress = env.rank == 0 && isatty(STDERR_FILENO);
+  const bool leader = env.rank == 0;
   const size_t steps = nsizes * static_cast<size_t>(o.repeat) * modes.size();
   size_t step = 0;
+  double total_weight = 0;
+  for (size_t e : o.elements) total_weight += StepWeight(o, e);
+  Progress progress(leader && !o.quiet,
+                    total_weight * static_cast<double>(o.repeat * modes.size()));
   // Repeats outermost: the samples of one (mode, size) are spread over the
   // whole run, so a burst of load from elsewhere spoils at most one of them;
   // within a size the modes run back to back on the same buffers.
@@ -88,20 +141,21 @@ std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *>
         res.elements = elements;
         res.layout = run.layout();
         res.unavailable = run.unavailable();
-        if (progress)
-          std::fprintf(stderr, "\r\033[K[%zu/%zu] %s, %zu elements, repeat %d", ++step,
-                       steps, modes[m]->name.c_str(), elements, rep + 1);
-        if (!res.unavailable.empty()) continue;
-        run.Prepare();
-        res.time_us = std::min(res.time_us, TimeMode(env, run, &res) * 1e6);
-        if (o.validate && rep == 0) {
-          res.wrong = ValidateMode(env, run);
-          res.validated = true;
+        if (res.unavailable.empty()) {
+          run.Prepare();
+          res.time_us = std::min(res.time_us, TimeMode(env, run, &res) * 1e6);
+          if (o.validate && rep == 0) {
+            res.wrong = ValidateMode(env, run);
+            res.validated = true;
+          }
         }
+        if (leader && rep + 1 == o.repeat && on_row) on_row(res);
+        progress.Done(StepWeight(o, elements), ++step, steps,
+                      modes[m]->name + ", " + std::to_string(elements) + " elements" +
+                          (o.repeat > 1 ? ", repeat " + std::to_string(rep + 1) : ""));
       }
     }
   }
-  if (progress) std::fprintf(stderr, "\r\033[K");
   return results;
 }
 

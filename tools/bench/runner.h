@@ -5,6 +5,7 @@
 #define INFINICCL_BENCH_RUNNER_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -34,8 +35,15 @@ struct Result {
   bool staging_pinned = false;
 };
 
+// Called on rank 0 for each (mode, size) as soon as its row is final (in
+// the last repeat), in the order measured.
+using RowCallback = std::function<void(const Result &)>;
+
 // Results in mode-major order: all sizes of modes[0], then of modes[1], ...
-std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes);
+// Rank 0 writes progress with an ETA to stderr once the run has taken a few
+// seconds (unless --quiet): a line every few seconds, in place on a TTY.
+std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes,
+                                 const RowCallback &on_row);
 
 }  // namespace bench
 

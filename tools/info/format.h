@@ -9,12 +9,8 @@
 
 namespace info {
 
-// `s` as a JSON string literal, quotes included. Control characters are
-// escaped; bytes that are not valid UTF-8 become U+FFFD so the output always
-// parses.
-std::string JsonString(const std::string &s);
-
-// The whole report as one JSON object with no newline inside it.
+// The whole report as one JSON object with no newline inside it (bytes
+// that are not valid UTF-8 become U+FFFD, so the line always parses).
 std::string FormatJson(const RankReport &r);
 
 // Printed once, from rank 0's report: version, build, MPI.

@@ -20,19 +20,22 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
 const char kUsage[] =
-    "usage: infiniccl-info [--json] [--help]\n"
+    "usage: infiniccl-info [--json] [--version] [--help]\n"
     "\n"
     "Prints the InfiniCCL version and build configuration, the MPI library\n"
-    "(flavour, version, GPU-awareness), the devices each rank finds, its local\n"
-    "rank and where that came from, the device it binds to, and every\n"
-    "INFINICCL_* setting in effect with its default.\n"
+    "(flavour, version, GPU-awareness), every backend built (MPI, NCCL, ...) with\n"
+    "its version, the devices each rank finds (or why none), its local rank and\n"
+    "where that came from, the device it binds to, whether a native CCL\n"
+    "communicator is formed (or why not), every INFINICCL_* setting in effect\n"
+    "with its default, and INFINICCL_* variables that no setting has.\n"
     "\n"
     "Run it like any MPI program to see every rank, e.g.\n"
     "  icclrun -np 4 infiniccl-info\n"
     "alone it runs as a single-rank job.\n"
     "\n"
-    "  --json   one JSON object per rank, each on one line, in rank order\n"
-    "  --help   this text\n";
+    "  --json      one JSON object per rank, each on one line, in rank order\n"
+    "  --version   the InfiniCCL version and the backends built, then exit\n"
+    "  --help      this text\n";
 
 // Every rank's string, in rank order, at rank 0 (empty elsewhere).
 std::vector<std::string> GatherToRoot(const std::string &mine) {
@@ -80,10 +83,13 @@ void Fail(const char *what, infinicclResult_t r, infinicclComm_t comm) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  bool json = false;
+  bool json = false, version = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--version") == 0 ||
+               std::strcmp(argv[i], "-V") == 0) {
+      version = true;
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::fputs(kUsage, stdout);
       return 0;
@@ -122,7 +128,16 @@ int main(int argc, char **argv) {
     return kExitFailed;
   }
 
-  if (json) {
+  if (version) {
+    // Like ompi_info --version: one short answer, from rank 0.
+    if (report.rank == 0) {
+      std::printf("infiniccl-info (InfiniCCL) %s\n", report.version.c_str());
+      for (size_t i = 0; i < report.backends.size(); ++i)
+        std::printf(
+            "backend %s %s\n", report.backends[i].c_str(),
+            i < report.backend_versions.size() ? report.backend_versions[i].c_str() : "");
+    }
+  } else if (json) {
     const std::vector<std::string> lines = GatherToRoot(info::FormatJson(report));
     for (const std::string &line : lines) std::printf("%s\n", line.c_str());
   } else {

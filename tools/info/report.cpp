@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "backend/ccl/ccl_provider.h"
 #include "backend/mpi/gpu_aware.h"
 #include "core/communicator.h"
 #include "core/config.h"
@@ -40,7 +41,19 @@ void CollectBuild(RankReport *r) {
   for (DeviceKind k : infiniccl::DeviceRegistry::Built()) {
     r->devices_built.push_back(DeviceKindName(k));
   }
+  // Every backend compiled in: MPI always, each CCL whose provider exists.
+  // A CCL's version comes from its library (ncclGetVersion needs no GPU).
   r->backends = {"mpi"};
+  r->backend_versions = {""};  // filled by CollectMpi
+  for (DeviceKind k : {DeviceKind::kCuda, DeviceKind::kMaca}) {
+    if (infiniccl::CclProvider *p = infiniccl::CclForKind(k)) {
+      std::string name = p->Name();
+      for (char &c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r->backends.push_back(name);
+      r->backend_versions.push_back(p->Version());
+    }
+  }
 #if MPI_VERSION >= 4
   r->large_count = "MPI-4 large-count calls (MPI_*_c) above INT_MAX";
 #else
@@ -56,6 +69,11 @@ void CollectMpi(RankReport *r) {
   r->mpi_library = Trim(FirstLine(lib));
   r->mpi_flavor = MpiFlavorFromLibraryVersion(lib);
   r->mpi_version = MpiVersionFromLibraryVersion(lib);
+  const char *flavor = r->mpi_flavor == "openmpi" ? "Open MPI"
+                       : r->mpi_flavor == "mpich" ? "MPICH"
+                                                  : "MPI";
+  if (!r->backend_versions.empty())
+    r->backend_versions[0] = std::string(flavor) + " " + r->mpi_version;
   int major = 0, minor = 0;
   MPI_Get_version(&major, &minor);
   r->mpi_standard = std::to_string(major) + "." + std::to_string(minor);
@@ -81,6 +99,27 @@ void CollectProcess(RankReport *r) {
     d.count = rt->DeviceCount();
     d.emulated = rt->emulated();
     r->devices.push_back(d);
+  }
+  // Why a vendor runtime built in has no device: its own words (the CUDA
+  // runtime's error string), which the library otherwise logs only at INFO.
+  const infiniccl::Config &config = infiniccl::GlobalConfig();
+  bool any_vendor = false;
+  for (DeviceKind k : infiniccl::DeviceRegistry::Built()) {
+    if (k == DeviceKind::kCpu || k == DeviceKind::kSim) continue;
+    any_vendor = true;
+    infiniccl::DeviceRuntime *rt = infiniccl::DeviceRegistry::Get(k);
+    if (rt == nullptr || rt->DeviceCount() > 0) continue;
+    int device = -1;
+    const infiniccl::Status st = rt->GetDevice(&device);
+    r->no_device_reasons.push_back(std::string(DeviceKindName(k)) + ": " +
+                                   (st.ok() ? "no device" : st.message()));
+  }
+  if (config.device == "cpu") {
+    r->no_device_reasons.push_back("INFINICCL_DEVICE=cpu: no device runtime is used");
+  } else if (!any_vendor) {
+    r->no_device_reasons.push_back(
+        "no vendor device runtime is built in (configure with WITH_NVIDIA, WITH_METAX, "
+        "...); INFINICCL_DEVICE=sim enables the emulated device");
   }
 }
 
@@ -113,6 +152,25 @@ void CollectSettings(RankReport *r) {
     r->settings.push_back(s);
   }
   r->warnings = config.warnings;
+  r->unknown_variables = config.unknown_variables;
+}
+
+// Why this rank's communicator has no CCL communicator, in the order the
+// library decides it (backend/ccl/ccl_attach.cpp); the last reason is that
+// of another rank, since the decision is collective.
+std::string WhyNoCcl(const RankReport &r, const infiniccl::Communicator::Binding &b) {
+  if (r.backends.size() == 1)
+    return "no native CCL is built in (configure WITH_NCCL or WITH_MCCL)";
+  if (infiniccl::GlobalConfig().backend == infiniccl::BackendChoice::kMpi)
+    return "INFINICCL_BACKEND=mpi";
+  if (b.device < 0) return "this rank is bound to no device (host memory only)";
+  if (infiniccl::CclForKind(b.kind) == nullptr)
+    return std::string("no CCL for ") + DeviceKindName(b.kind) + " devices";
+  if (b.shared)
+    return "this rank shares device " + std::to_string(b.device) +
+           " with another local rank (a CCL needs one device per rank)";
+  return "another rank cannot join, or the CCL failed (INFINICCL_DEBUG=INFO "
+         "says which)";
 }
 
 }  // namespace
@@ -175,6 +233,12 @@ bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
       out->device_description = rt->description();
       out->device_emulated = rt->emulated();
     }
+  }
+  out->ccl_formed = c->ccl_backend() != nullptr;
+  if (out->ccl_formed) {
+    if (infiniccl::CclProvider *p = infiniccl::CclForKind(b.kind)) out->ccl = p->Name();
+  } else {
+    out->ccl_why_not = WhyNoCcl(*out, b);
   }
   return true;
 }

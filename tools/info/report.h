@@ -31,7 +31,8 @@ struct RankReport {
   std::string version;  // "0.1.0"
   int version_code = 0;
   std::vector<std::string> devices_built;  // DeviceRegistry::Built()
-  std::vector<std::string> backends;       // "mpi"
+  std::vector<std::string> backends;       // every backend built: "mpi", "nccl", ...
+  std::vector<std::string> backend_versions;  // same order: "Open MPI 4.1.4", "2.28.9"
   std::string large_count;                 // how counts above INT_MAX travel
 
   // MPI library.
@@ -49,6 +50,9 @@ struct RankReport {
   std::string host;
   long pid = 0;
   std::vector<DeviceSummary> devices;  // DeviceRegistry::Active()
+  // Why each vendor runtime built finds no device ("cuda: ... CUDA driver
+  // version is insufficient ..."), or why none is looked for.
+  std::vector<std::string> no_device_reasons;
 
   // The binding the communicator made.
   int local_rank = -1;
@@ -58,8 +62,15 @@ struct RankReport {
   std::string device_description;
   bool device_emulated = false;
 
+  // Whether the communicator got a native CCL communicator (its device
+  // buffers go to NCCL/MCCL) and, if not, why not, as seen from this rank.
+  bool ccl_formed = false;
+  std::string ccl;  // "NCCL" when formed
+  std::string ccl_why_not;
+
   std::vector<Setting> settings;      // Config::Table() order
   std::vector<std::string> warnings;  // config parse warnings
+  std::vector<std::string> unknown_variables;  // INFINICCL_* names no setting has
 };
 
 // Fills `out` from the live library state; `comm` is a communicator made by
