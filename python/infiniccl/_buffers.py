@@ -135,6 +135,9 @@ def _from_cai(obj, cai, dtype, what):
         count *= n
     code = _TYPESTR.get(typestr[1:]) if typestr[:1] in "<|" else None
     itemsize = int(typestr[2:]) if typestr[1:2] in "iuf" else None
+    if code is None and typestr[1:] == "V2" and str(getattr(obj, "dtype", "")) == "torch.bfloat16":
+        # Recent PyTorch describes bfloat16 as 2 raw bytes (older ones raise).
+        code, itemsize = BFLOAT16, 2
     strides = cai.get("strides")
     if strides is not None and count > 1:
         expect, ok = itemsize, True

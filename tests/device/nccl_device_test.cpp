@@ -116,7 +116,10 @@ infinicclResult_t RunOne(infinicclComm_t comm, cudaStream_t st, int kind,
 // Every collective, data type and op the CCL takes; `fallback`: whether
 // calls the CCL cannot take (16-bit integer and integer Avg reductions)
 // succeed through MPI (CommInitAll) or fail NotSupported (CommInitRank).
+// On one rank every reduction succeeds: it is a device copy, never the CCL.
 void RunAll(infinicclComm_t comm, bool fallback) {
+  int nranks = 0;
+  CHECK_RC(infinicclCommCount(comm, &nranks), infinicclSuccess);
   cudaStream_t st = nullptr;
   CUDA_OK(cudaStreamCreate(&st));
   const size_t n = 1021;  // odd: no element size divides every block evenly
@@ -132,7 +135,8 @@ void RunAll(infinicclComm_t comm, bool fallback) {
         const auto op = static_cast<infinicclRedOp_t>(o);
         const bool ccl_can = !int16 && (op != infinicclAvg || Info(dt).is_float);
         CHECK_RC(RunOne(comm, st, kind, dt, op, n),
-                 ccl_can || fallback ? infinicclSuccess : infinicclNotSupported);
+                 ccl_can || fallback || nranks == 1 ? infinicclSuccess
+                                                    : infinicclNotSupported);
       }
     }
   }

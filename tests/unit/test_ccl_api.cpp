@@ -30,6 +30,7 @@ class CclApi : public ::testing::Test {
         << infinicclGetLastError(nullptr);
     // The communicator the route sees; its CCL's log shows what reached it.
     fake_ = FakeApi::last_made;
+    ASSERT_NE(fake_, nullptr) << "CommInitRank did not reach the stand-in CCL";
   }
   void TearDown() override {
     if (comm_ != nullptr) {
