@@ -116,12 +116,25 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
   for (int &s : slots)
     if (s == MPI_UNDEFINED) s = -1;
   board->slot_of_rank_ = std::move(slots);
+  __atomic_store_n(board->Pid(board->my_slot_), static_cast<uint32_t>(getpid()),
+                   __ATOMIC_RELEASE);
   *out = std::move(board);
   return Status::Ok();
 }
 
 SeqBoard::~SeqBoard() {
   if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+std::vector<int> SeqBoard::PeerPids() const {
+  std::vector<int> pids;
+  for (size_t r = 0; r < slot_of_rank_.size(); ++r) {
+    const int slot = slot_of_rank_[r];
+    if (slot < 0 || slot == my_slot_) continue;
+    const int pid = static_cast<int>(__atomic_load_n(Pid(slot), __ATOMIC_ACQUIRE));
+    if (pid > 0) pids.push_back(pid);
+  }
+  return pids;
 }
 
 bool SeqBoard::LastEntered(int rank, uint64_t *seq) const {

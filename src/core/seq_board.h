@@ -50,11 +50,21 @@ class SeqBoard {
     return __atomic_compare_exchange_n(Slot(claim_slot_), &expected, 1, false,
                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
+  // Process ids of this node's ranks other than the caller (as each wrote
+  // it when the board was made): the watchdog's last resort ends them when
+  // the launcher did not.
+  std::vector<int> PeerPids() const;
 
  private:
   SeqBoard() = default;
-  // One cache line per slot, so ranks do not false-share on every call.
+  // One cache line per slot, so ranks do not false-share on every call:
+  // the entered seq (8 bytes) and, at kPidOffset, the rank's pid.
   static constexpr size_t kSlotBytes = 64;
+  static constexpr size_t kPidOffset = 24;
+  uint32_t *Pid(int i) const {
+    return reinterpret_cast<uint32_t *>(static_cast<char *>(base_) + i * kSlotBytes +
+                                        kPidOffset);
+  }
   uint64_t *Slot(int i) const {
     return reinterpret_cast<uint64_t *>(static_cast<char *>(base_) + i * kSlotBytes);
   }

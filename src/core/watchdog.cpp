@@ -1,7 +1,10 @@
 #include "core/watchdog.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -81,9 +84,32 @@ std::string Stragglers(const Communicator &c, uint64_t seq) {
   return s;
 }
 
-// Whether this rank calls MPI_Abort first: the first of its node to fire
-// (every rank, without a board).
+// Whether this rank ends the job: the first of its node to fire (every
+// rank, without a board).
 bool LeadsAbort(Communicator &c) { return c.board() == nullptr || c.board()->ClaimAbort(); }
+
+// The parent of `pid`, from /proc (0 when unknown).
+int ParentOf(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char *p = std::strrchr(buf, ')');  // the command name may hold spaces
+  int ppid = 0;
+  char state = 0;
+  if (p == nullptr || std::sscanf(p + 1, " %c %d", &state, &ppid) != 2) return 0;
+  return ppid;
+}
+
+// Seconds from MPI_Abort to the leader's last resort, and from the grace
+// period to a non-leader leaving by itself: far above the 1-2 s in which
+// both MPIs' launchers end a job after MPI_Abort, loaded machine included.
+constexpr int kLastResortSec = 10;
+constexpr int kFollowerExitSec = 15;
 
 [[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, double seconds,
                        int timeout, std::chrono::milliseconds grace) {
@@ -99,31 +125,42 @@ bool LeadsAbort(Communicator &c) { return c.board() == nullptr || c.board()->Cla
     std::snprintf(seq, sizeof seq, "seq %llu", static_cast<unsigned long long>(s.seq));
   char what[512];
   std::snprintf(what, sizeof what,
-                "%s %s on comm %llu (rank %d of %d) has not completed after %.0f s "
+                "%s %s on comm %#llx (rank %d of %d) has not completed after %.0f s "
                 "(INFINICCL_TIMEOUT_SEC=%d): count=%llu dtype=%s%s%s%s path=%s",
                 CollKindName(s.kind), seq, static_cast<unsigned long long>(c.handle()),
                 c.rank(), c.size(), seconds, timeout,
                 static_cast<unsigned long long>(s.count), DataTypeName(s.dtype),
                 IsReduction(s.kind) ? " op=" : "",
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, CallPathName(s.path));
-  const std::string who =
-      p2p ? "waiting on peer " + std::to_string(s.root) : Stragglers(c, s.seq);
+  const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
+                              : Stragglers(c, s.seq);
   LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what,
            who.c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
   // them that long to write their own line before the job is torn down.
   std::this_thread::sleep_for(grace);
-  // If MPI_Abort cannot make progress (e.g. an MPI without thread support
-  // blocked in the stuck call), the process still ends.
-  std::thread([] {
-    std::this_thread::sleep_for(std::chrono::seconds(30));
+  // Exactly one rank per node calls MPI_Abort. Open MPI 4.1's mpirun was
+  // seen to stay 60 s and more after MPI_Abort (fault_skip_np3: two ranks
+  // fired, the first aborted, the second was to abort 5 s later, the rank
+  // that skipped sat in MPI_Finalize); what the launcher waited for was not
+  // pinned down, so the end of the job no longer depends on it. The others
+  // never call MPI_Abort and leave by _exit if nothing has ended them; the
+  // leader's last resort kills this node's other ranks of the communicator
+  // (their pids are on the board; only processes with our parent, so a
+  // reused pid is never hit) and exits, which every launcher notices.
+  if (!LeadsAbort(c)) {
+    std::this_thread::sleep_for(std::chrono::seconds(kFollowerExitSec));
+    _exit(kWatchdogExitCode);
+  }
+  std::vector<int> peers;
+  if (c.board() != nullptr) peers = c.board()->PeerPids();
+  std::thread([peers] {
+    std::this_thread::sleep_for(std::chrono::seconds(kLastResortSec));
+    const int parent = static_cast<int>(getppid());
+    for (int pid : peers)
+      if (ParentOf(pid) == parent) kill(pid, SIGKILL);
     _exit(kWatchdogExitCode);
   }).detach();
-  // One rank aborts, the others only if it has not ended the job within a
-  // few seconds: Open MPI 4.1's mpirun was seen (rarely) to hang after two
-  // ranks called MPI_Abort at the same moment. The first rank of this node
-  // to get here leads; without a board every rank leads.
-  if (!LeadsAbort(c)) std::this_thread::sleep_for(std::chrono::seconds(5));
   MPI_Abort(c.mpi_comm(), kWatchdogExitCode);
   _exit(kWatchdogExitCode);
 }
