@@ -4,8 +4,10 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <string>
 
 #include "api/api_call.h"
+#include "api/cross_check.h"
 #include "backend/ccl/ccl_attach.h"
 #include "backend/ccl/ccl_provider.h"
 #include "core/binding.h"
@@ -169,7 +171,22 @@ infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
                     "the communicator has operations pending in a group; call "
                     "infinicclGroupEnd first");
     }
-    return Runtime::Unregister(comm);
+    // Another thread is inside a call on it: freeing it now would fail that
+    // thread's next step and leave its peers waiting (as CommAbort, which
+    // detects the same case, explains).
+    if (const int busy = c->calls_in_flight(); busy > 0) {
+      return MakeStatus(infinicclInvalidUsage,
+                        "another thread has %d call(s) in flight on the communicator "
+                        "(last entered: %s); destroy it once they have returned",
+                        busy, c->last_call());
+    }
+    // INFINICCL_CHECK: the ranks compare this CommDestroy with what their
+    // peers are doing, which is where a skipped collective shows at the latest.
+    Status checked = Status::Ok();
+    if (c->check() && c->has_mpi() && !c->diverged() && !c->aborted())
+      checked = CrossCheckDestroy(*c);
+    INFINICCL_RETURN_IF_ERROR(Runtime::Unregister(comm));
+    return checked;
   });
 }
 
@@ -201,6 +218,7 @@ infinicclResult_t infinicclGetVersion(int *version) {
 
 infinicclResult_t infinicclGetStagingStats(infinicclStagingStats *stats) {
   return ApiCall("infinicclGetStagingStats", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());  // as MemTrim
     INFINICCL_RETURN_IF_ERROR(CheckOut(stats, "stats"));
     *stats = StagingPool::Global().Stats();
     return Status::Ok();
@@ -235,14 +253,21 @@ const char *infinicclGetErrorString(infinicclResult_t result) {
 }
 
 const char *infinicclGetLastError(infinicclComm_t comm) {
-  if (comm != nullptr) {
-    try {
-      std::shared_ptr<Communicator> c;
-      if (Runtime::Lookup(comm, &c).ok()) return c->LastError();
-    } catch (...) {
-    }
+  if (comm == nullptr) return ThreadLastError();
+  try {
+    std::shared_ptr<Communicator> c;
+    const Status st = Runtime::Lookup(comm, &c);
+    if (st.ok()) return c->LastError();
+    // Not this thread's last message, which may be about anything else.
+    if (st.code() == infinicclInvalidArgument) return "unknown communicator";
+    // Destroyed or aborted: say so (kept per thread, valid until the next
+    // such query on this thread).
+    thread_local std::string gone;
+    gone = st.message();
+    return gone.c_str();
+  } catch (...) {
+    return "unknown communicator";
   }
-  return ThreadLastError();
 }
 
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include <algorithm>
@@ -57,27 +58,83 @@ std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
   return out.empty() ? "none" : out;
 }
 
-// Who has not entered collective `seq`, as far as this node can see.
-std::string Stragglers(const Communicator &c, uint64_t seq) {
+bool ProcessGone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+const char *LeftName(SeqBoard::Left why) {
+  switch (why) {
+    case SeqBoard::kDestroyed: return "destroyed the communicator";
+    case SeqBoard::kAborted: return "aborted the communicator";
+    case SeqBoard::kFinalized: return "called infinicclFinalize without destroying it";
+    case SeqBoard::kPresent: break;
+  }
+  return "";
+}
+
+// What this node can see of the other ranks while this rank waits in
+// collective `seq` of kind `kind`: who has not reached it (and where each
+// is), who sits in a different operation at the same number, who returned
+// from it early, who has left the communicator or whose process is gone.
+std::string Stragglers(const Communicator &c, uint64_t seq, int kind) {
   if (c.board() == nullptr)
     return "ranks that have not reached it: unknown (no shared-memory board)";
-  std::vector<int> behind, unknown;
+  std::vector<int> behind, unknown, other_op, returned, left, gone;
+  std::vector<SeqBoard::View> views(static_cast<size_t>(c.size()));
   std::string where;  // "2@16": the last call each of the first few entered
   for (int r = 0; r < c.size(); ++r) {
-    uint64_t entered = 0;
-    if (!c.board()->LastEntered(r, &entered)) {
+    SeqBoard::View &v = views[static_cast<size_t>(r)];
+    if (!c.board()->Read(r, &v)) {
       unknown.push_back(r);
-    } else if (entered < seq) {
+      continue;
+    }
+    if (r != c.rank() && ProcessGone(v.pid)) gone.push_back(r);
+    if (v.left != SeqBoard::kPresent) left.push_back(r);
+    if (v.entered < seq) {
       behind.push_back(r);
       if (behind.size() <= 8) {
         where += (where.empty() ? "" : ",") + std::to_string(r) + "@" +
-                 std::to_string(entered);
+                 std::to_string(v.entered);
       }
+    } else if (v.entered == seq && v.kind != kind) {
+      other_op.push_back(r);
+    } else if (r != c.rank() && v.returned >= seq) {
+      returned.push_back(r);
     }
   }
   std::string s = "ranks that have not reached it: " + RankList(behind);
   if (!behind.empty()) s += "; their last entered seq: " + where;
-  if (behind.empty() && unknown.empty()) {
+  if (!other_op.empty()) {
+    // "rank 0 in AllReduce #1002, rank 1 in Broadcast #1002"
+    std::string ops;
+    int shown = 0;
+    for (int r = 0; r < c.size() && shown < 8; ++r) {
+      const SeqBoard::View &v = views[static_cast<size_t>(r)];
+      if (v.entered != seq) continue;
+      const bool valid_kind = v.kind >= 0 && v.kind < kNumCollKinds;
+      ops += (shown++ ? ", rank " : "rank ") + std::to_string(r) + " in " +
+             (valid_kind ? CollKindName(static_cast<CollKind>(v.kind)) : "?") + " #" +
+             std::to_string(seq);
+    }
+    s += "; " + ops +
+         ": the ranks have called different collectives; one rank skipped or added a "
+         "call";
+  }
+  if (!returned.empty()) {
+    s += "; returned from it (this call failed or was refused there, e.g. a bad "
+         "argument; check that rank's result): ";
+    for (size_t i = 0; i < returned.size() && i < 8; ++i) {
+      const SeqBoard::View &v = views[static_cast<size_t>(returned[i])];
+      s += (i ? "," : "") + std::to_string(returned[i]);
+      if (v.result != infinicclSuccess) s += "(result " + std::to_string(v.result) + ")";
+    }
+  }
+  for (int r : left) {
+    s += "; rank " + std::to_string(r) + " has left: it " +
+         LeftName(views[static_cast<size_t>(r)].left) + " after entering seq " +
+         std::to_string(views[static_cast<size_t>(r)].entered);
+  }
+  if (!gone.empty()) s += "; processes gone (exited or killed): rank " + RankList(gone);
+  if (behind.empty() && unknown.empty() && other_op.empty() && returned.empty() &&
+      left.empty() && gone.empty()) {
     s += " (every rank of this node is inside it: one may be stopped or slow there)";
   }
   if (!unknown.empty()) s += "; on other nodes, unknown: " + RankList(unknown);
@@ -133,7 +190,7 @@ constexpr int kFollowerExitSec = 15;
                 IsReduction(s.kind) ? " op=" : "",
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, CallPathName(s.path));
   const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
-                              : Stragglers(c, s.seq);
+                              : Stragglers(c, s.seq, static_cast<int>(s.kind));
   LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what,
            who.c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
@@ -219,6 +276,10 @@ void Watchdog::Unwatch(Communicator *comm) {
       return;
     }
   }
+}
+
+std::string Watchdog::DescribeOthers(const Communicator &comm, uint64_t seq, int kind) {
+  return Stragglers(comm, seq, kind);
 }
 
 void Watchdog::Stop() {
