@@ -175,6 +175,13 @@ Status Runtime::Finalize() {
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);
   if (s.owns_mpi) {
+    // Every rank reaches MPI_Finalize's own synchronisation (a PMIx fence in
+    // Open MPI) only once all have got here. A rank waiting in that fence
+    // when the job is aborted (its peers' watchdog fired because it skipped
+    // a call) deadlocks Open MPI 4.1's mpirun in PMIx_server_finalize after
+    // every rank is gone (fault_skip_np3, about one run in three); waiting
+    // in an MPI barrier instead, it is killed like any rank inside MPI.
+    MPI_Barrier(MPI_COMM_WORLD);
     INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));
   }
   return Status::Ok();
