@@ -33,6 +33,7 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
   INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank));
   const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
   if (active.empty()) {
+    WarnDevlistWithoutDevices(ndev, devlist);
     INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host memory "
                    "only%s",
                    b.local_rank.rank, b.local_rank.source.c_str(),
