@@ -85,9 +85,10 @@ std::string Describe(Field f, const std::vector<int64_t> &all, int size) {
   std::vector<std::vector<int>> groups;
   for (int r = 0; r < size; ++r) {
     const int64_t *rec = &all[static_cast<size_t>(r) * kNumFields];
-    const std::string v = f == kOperation ? Operation(rec[kOperation], rec[kSequence])
-                          : (*kValueNames[f] ? std::string(kValueNames[f]) + "=" : "") +
-                                Value(f, rec[f]);
+    const std::string v =
+        f == kOperation ? Operation(rec[kOperation], rec[kSequence])
+                        : (*kValueNames[f] ? std::string(kValueNames[f]) + "=" : "") +
+                              Value(f, rec[f]);
     size_t g = 0;
     while (g < values.size() && values[g] != v) ++g;
     if (g == values.size()) {
@@ -111,7 +112,8 @@ std::string Describe(Field f, const std::vector<int64_t> &all, int size) {
 // One record per rank, gathered on every rank; the first field that differs
 // (in Field order) is reported, the same on every rank. `any_destroy` is set
 // when some rank's record is a CommDestroy.
-Status Exchange(Communicator &comm, const int64_t (&mine)[kNumFields], bool *any_destroy) {
+Status Exchange(Communicator &comm, const int64_t (&mine)[kNumFields],
+                bool *any_destroy) {
   std::vector<int64_t> all(static_cast<size_t>(comm.size()) * kNumFields);
   INFINICCL_RETURN_IF_ERROR(
       MpiCheck(mpi::Allgather(mine, all.data(), kNumFields, MPI_INT64_T, sizeof(int64_t),
@@ -163,8 +165,8 @@ Status CrossCheckDestroy(Communicator &comm) {
   if (comm.size() == 1) return Status::Ok();
   // Collectives made so far: equal on every rank unless one skipped or
   // added a call, which is what this record is there to catch.
-  const int64_t mine[kNumFields] = {kDestroyRecord, static_cast<int64_t>(comm.seq()), 1, 0,
-                                    -1, -1, -1};
+  const int64_t mine[kNumFields] = {
+      kDestroyRecord, static_cast<int64_t>(comm.seq()), 1, 0, -1, -1, -1};
   bool any_destroy = true;
   Status st = Exchange(comm, mine, &any_destroy);
   if (!st.ok()) {

@@ -118,9 +118,10 @@ void WarnDevlistWithoutDevices(int ndev, const int *devlist) {
       named += (i ? "," : "") + std::to_string(devlist[i]);
     if (ndev > 8) named += ",...";
   }
-  INFINICCL_WARN("devlist names %d device(s)%s%s%s but no device runtime has a device on "
-                 "this host: none of them exists here; using host memory only",
-                 ndev, named.empty() ? "" : " (", named.c_str(), named.empty() ? "" : ")");
+  INFINICCL_WARN(
+      "devlist names %d device(s)%s%s%s but no device runtime has a device on "
+      "this host: none of them exists here; using host memory only",
+      ndev, named.empty() ? "" : " (", named.c_str(), named.empty() ? "" : ")");
 }
 
 }  // namespace infiniccl

@@ -53,10 +53,11 @@ Status Communicator::AgreeOnCheck() {
   }
   check_ = !on.empty();
   if (!on.empty() && !off.empty() && rank_ == 0) {
-    INFINICCL_WARN("INFINICCL_CHECK differs between the ranks of a new communicator "
-                   "(1 on rank %s, 0 on rank %s): the check is on for this communicator "
-                   "on every rank; set it alike everywhere",
-                   on.c_str(), off.c_str());
+    INFINICCL_WARN(
+        "INFINICCL_CHECK differs between the ranks of a new communicator "
+        "(1 on rank %s, 0 on rank %s): the check is on for this communicator "
+        "on every rank; set it alike everywhere",
+        on.c_str(), off.c_str());
   }
   return Status::Ok();
 }

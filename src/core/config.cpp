@@ -296,11 +296,12 @@ Config Config::Parse(const Lookup &lookup) {
       char *end = nullptr;
       (void)std::strtoll(v, &end, 10);
       const bool integer = end != v && *end == '\0';
-      c.warnings.push_back(std::string(kTimeout) + "='" + v + "' " +
-                           (integer ? "is out of range (0 to " + std::to_string(1 << 30) +
-                                          " seconds; 0 disables the watchdog)"
-                                    : std::string("is not a non-negative number of seconds")) +
-                           "; using 1800");
+      c.warnings.push_back(
+          std::string(kTimeout) + "='" + v + "' " +
+          (integer ? "is out of range (0 to " + std::to_string(1 << 30) +
+                         " seconds; 0 disables the watchdog)"
+                   : std::string("is not a non-negative number of seconds")) +
+          "; using 1800");
     }
   }
   return c;

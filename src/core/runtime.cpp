@@ -1,15 +1,14 @@
 #include "core/runtime.h"
 
 #include <mpi.h>
-
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <stdexcept>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -57,13 +56,12 @@ constexpr int kSaltBits = sizeof(uintptr_t) * 8 - kCounterBits - 1;
 // Nonzero, different in each process (and each run): from the clock, the
 // pid and the address of a stack variable (ASLR), mixed.
 uintptr_t MakeSalt() {
-  uint64_t x = static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
+  uint64_t x =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   x ^= static_cast<uint64_t>(getpid()) << 32;
   int local = 0;
   x ^= static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&local));
-  x ^= static_cast<uint64_t>(
-      std::chrono::system_clock::now().time_since_epoch().count());
+  x ^= static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   // splitmix64's finaliser
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -211,7 +209,8 @@ infinicclComm_t Runtime::Register(std::unique_ptr<Communicator> comm) {
   // 2^32 communicators per process (4096 on 32-bit) before the counter would
   // wrap; wrapping would reuse handles, so it fails instead (the API frame
   // turns the exception into an error; never reached in practice).
-  if (s.next_handle > kCounterMask) throw std::runtime_error("communicator handles exhausted");
+  if (s.next_handle > kCounterMask)
+    throw std::runtime_error("communicator handles exhausted");
   const uintptr_t h = (s.salt << kCounterBits) | s.next_handle++;
   comm->set_handle(h);
   s.comms.emplace(h, std::shared_ptr<Communicator>(std::move(comm)));

@@ -131,12 +131,15 @@ bool SeqBoard::Read(int rank, View *out) const {
   const int slot = slot_of_rank_[rank];
   if (slot < 0) return false;
   out->entered = __atomic_load_n(Slot(slot), __ATOMIC_ACQUIRE);
-  out->kind = static_cast<int>(__atomic_load_n(Field32(slot, kKindOffset), __ATOMIC_RELAXED));
+  out->kind =
+      static_cast<int>(__atomic_load_n(Field32(slot, kKindOffset), __ATOMIC_RELAXED));
   out->returned = __atomic_load_n(Field64(slot, kDoneOffset), __ATOMIC_ACQUIRE);
   out->result =
       static_cast<int>(__atomic_load_n(Field32(slot, kResultOffset), __ATOMIC_RELAXED));
-  out->pid = static_cast<int>(__atomic_load_n(Field32(slot, kPidOffset), __ATOMIC_ACQUIRE));
-  out->left = static_cast<Left>(__atomic_load_n(Field32(slot, kLeftOffset), __ATOMIC_ACQUIRE));
+  out->pid =
+      static_cast<int>(__atomic_load_n(Field32(slot, kPidOffset), __ATOMIC_ACQUIRE));
+  out->left =
+      static_cast<Left>(__atomic_load_n(Field32(slot, kLeftOffset), __ATOMIC_ACQUIRE));
   return true;
 }
 

@@ -68,8 +68,8 @@ class SeqBoard {
 
   // What the watchdog reads of one rank's slot.
   struct View {
-    uint64_t entered = 0;  // last collective entered (0: none yet)
-    int kind = 0;          // its CollKind
+    uint64_t entered = 0;   // last collective entered (0: none yet)
+    int kind = 0;           // its CollKind
     uint64_t returned = 0;  // last collective returned from
     int result = 0;         // its infinicclResult_t
     int pid = 0;

@@ -4,13 +4,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -58,7 +57,9 @@ std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
   return out.empty() ? "none" : out;
 }
 
-bool ProcessGone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+bool ProcessGone(int pid) {
+  return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
 
 const char *LeftName(SeqBoard::Left why) {
   switch (why) {
@@ -215,9 +216,10 @@ constexpr int kFollowerExitSec = 15;
     std::this_thread::sleep_for(std::chrono::seconds(kLastResortSec));
     // Seen under MPICH when the wait was a grouped Recv (fault_group_skip_np3,
     // 8 runs in 20): MPI_Abort from this thread did not end the job.
-    LogError("watchdog: MPI_Abort has not ended the job after %d s; killing this "
-             "node's %zu other rank(s) of the communicator and exiting (code %d)",
-             kLastResortSec, peers.size(), kWatchdogExitCode);
+    LogError(
+        "watchdog: MPI_Abort has not ended the job after %d s; killing this "
+        "node's %zu other rank(s) of the communicator and exiting (code %d)",
+        kLastResortSec, peers.size(), kWatchdogExitCode);
     const int parent = static_cast<int>(getppid());
     for (int pid : peers)
       if (ParentOf(pid) == parent) kill(pid, SIGKILL);

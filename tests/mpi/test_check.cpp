@@ -70,7 +70,9 @@ uint64_t NextSeqOf(infinicclComm_t comm) {
   if (!infiniccl::Runtime::Lookup(comm, &c).ok() || !c) return 0;
   return c->seq() + 1;
 }
-std::string Num(uint64_t n) { return std::to_string(n); }
+std::string Num(uint64_t n) {
+  return std::to_string(n);
+}
 
 // A matching AllReduce after a mismatch: the communicator still works.
 void ExpectWorks(const char *after) {
@@ -88,8 +90,8 @@ void FieldMismatches() {
   const std::string n = Num(NextSeqOf(g_comm));
   infinicclResult_t rc = last ? Bcast(4, 0) : AllReduce(4, infinicclInt32, infinicclSum);
   ExpectMismatch("operation", rc,
-                 "operation differs: rank " + Others() + " AllReduce #" + n + ", rank " + L +
-                     " Broadcast #" + n);
+                 "operation differs: rank " + Others() + " AllReduce #" + n + ", rank " +
+                     L + " Broadcast #" + n);
   ExpectWorks("operation");
 
   rc = AllReduce(last ? 8 : 4, infinicclInt32, infinicclSum);
@@ -189,8 +191,8 @@ void SkippedCollective() {
     }
     if (round == 1) {
       ExpectMismatch("skipped AllReduce", rc,
-                     "operation differs: rank " + Others() + " AllReduce #" + n + ", rank " +
-                         L + " Broadcast #" + n);
+                     "operation differs: rank " + Others() + " AllReduce #" + n +
+                         ", rank " + L + " Broadcast #" + n);
     } else {
       CHECK(rc == infinicclSuccess, "round %d: %s", round, infinicclGetLastError(g_comm));
     }
@@ -226,8 +228,8 @@ void SkipLoop() {
     } else {
       // The ranks that did not skip, in their tenth call.
       ExpectMismatchOn(comm, "skip loop, tenth AllReduce", rc,
-                       "operation differs: rank " + Others() + " AllReduce #10, rank " + L +
-                           " CommDestroy after #9");
+                       "operation differs: rank " + Others() + " AllReduce #10, rank " +
+                           L + " CommDestroy after #9");
       // The communicator is now known to be out of step: further calls are
       // refused at once instead of waiting for a rank that has left.
       int w = 0;
@@ -274,8 +276,8 @@ void SkipThenBroadcast() {
     if (it == 4 && !skipper) {
       const std::string n = Num(first + 4);
       ExpectMismatch("AllReduce met Broadcast", rc,
-                     "operation differs: rank " + Others() + " AllReduce #" + n + ", rank " +
-                         L + " Broadcast #" + n);
+                     "operation differs: rank " + Others() + " AllReduce #" + n +
+                         ", rank " + L + " Broadcast #" + n);
     }
   }
   int64_t b = g_rank == 0 ? 4242 : -1;
@@ -283,8 +285,8 @@ void SkipThenBroadcast() {
   if (skipper) {
     const std::string n = Num(first + 4);
     ExpectMismatch("Broadcast met AllReduce", rc,
-                   "operation differs: rank " + Others() + " AllReduce #" + n + ", rank " +
-                       L + " Broadcast #" + n);
+                   "operation differs: rank " + Others() + " AllReduce #" + n +
+                       ", rank " + L + " Broadcast #" + n);
     rc = infinicclBcast(&b, 1, infinicclInt64, 0, g_comm, nullptr);  // the retry
   }
   CHECK(rc == infinicclSuccess && b == 4242, "Broadcast: rc %d b %lld (%s)", int(rc),

@@ -203,9 +203,9 @@ void CheckForgedHandles(infinicclComm_t comm) {
   CHECK(live > 0xffff, "handle %#zx is a small integer", size_t(live));
   std::vector<uintptr_t> forged;
   for (uintptr_t h = 1; h <= 64; ++h) forged.push_back(h);
-  forged.push_back(live + 1000);  // never issued (live + 1 may be)
-  forged.push_back(live & 0xffffffffu);                  // the counter part alone
-  forged.push_back(live ^ (uintptr_t{1} << 40));         // another salt
+  forged.push_back(live + 1000);                  // never issued (live + 1 may be)
+  forged.push_back(live & 0xffffffffu);           // the counter part alone
+  forged.push_back(live ^ (uintptr_t{1} << 40));  // another salt
   for (uintptr_t h : forged) {
     if (h == live) continue;
     infinicclComm_t f = reinterpret_cast<infinicclComm_t>(h);
@@ -339,7 +339,8 @@ void CheckAfterFinalize(infinicclComm_t old_comm) {
                 infinicclAllReduce(&x, &x, 1, infinicclInt64, infinicclSum, old_comm, nullptr), usage);
   ExpectFailure("after Finalize", "Finalize", infinicclFinalize(), usage);
   infinicclStagingStats stats{};
-  ExpectFailure("after Finalize", "GetStagingStats", infinicclGetStagingStats(&stats), usage);
+  ExpectFailure("after Finalize", "GetStagingStats", infinicclGetStagingStats(&stats),
+                usage);
   CHECK_RC(infinicclGetVersion(&v), infinicclSuccess);
   CHECK(infinicclGetErrorString(infinicclSuccess) != nullptr);
 }

@@ -71,7 +71,8 @@ void DestroyWhileInFlight() {
     std::shared_ptr<infiniccl::Communicator> c;
     CHECK(infiniccl::Runtime::Lookup(comm, &c).ok());
     std::thread caller([&] {
-      call_rc = infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
+      call_rc =
+          infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
     });
     // Inside the call (counted on entry, before it reaches MPI).
     while (c && c->calls_in_flight() == 0)

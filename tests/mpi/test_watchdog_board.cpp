@@ -35,13 +35,13 @@ std::shared_ptr<infiniccl::Communicator> Inner(infinicclComm_t comm) {
 }
 
 infiniccl::CollArgs Args(CollKind kind) {
-  return infiniccl::CollArgs{kind, nullptr, nullptr, 1, infinicclInt32, infinicclSum, 0,
-                             nullptr, false};
+  return infiniccl::CollArgs{kind,         nullptr, nullptr, 1,    infinicclInt32,
+                             infinicclSum, 0,       nullptr, false};
 }
 
 void ExpectHas(const std::string &text, const std::string &want, const char *what) {
-  CHECK(text.find(want) != std::string::npos, "%s: \"%s\" lacks \"%s\"", what, text.c_str(),
-        want.c_str());
+  CHECK(text.find(want) != std::string::npos, "%s: \"%s\" lacks \"%s\"", what,
+        text.c_str(), want.c_str());
 }
 
 }  // namespace
@@ -71,8 +71,10 @@ int main(int argc, char **argv) {
     ExpectHas(s, "ranks that have not reached it: none", "different operations");
     ExpectHas(s, "rank 0 in AllReduce #1002", "different operations");
     ExpectHas(s, "rank " + L + " in Broadcast #1002", "different operations");
-    ExpectHas(s, "the ranks have called different collectives; one rank skipped or added a call",
-              "different operations");
+    ExpectHas(
+        s,
+        "the ranks have called different collectives; one rank skipped or added a call",
+        "different operations");
     CHECK(s.find("every rank of this node is inside it") == std::string::npos, "%s",
           s.c_str());
   }
@@ -84,8 +86,8 @@ int main(int argc, char **argv) {
   const uint64_t seq = c->seq() + 1;
   if (g_rank == last) {
     int x = 0;
-    CHECK_RC(infinicclAllReduce(&x, &x, 1, static_cast<infinicclDataType_t>(99), infinicclSum,
-                                comm, nullptr),
+    CHECK_RC(infinicclAllReduce(&x, &x, 1, static_cast<infinicclDataType_t>(99),
+                                infinicclSum, comm, nullptr),
              infinicclInvalidArgument);
   } else {
     CHECK(c->NextSeq() == seq);
@@ -128,7 +130,8 @@ int main(int argc, char **argv) {
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
   long total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-  std::printf("[rank %d/%d] test_watchdog_board: %ld failures\n", g_rank, g_n, g_failures);
+  std::printf("[rank %d/%d] test_watchdog_board: %ld failures\n", g_rank, g_n,
+              g_failures);
   CHECK_RC(infinicclFinalize(), infinicclSuccess);
   return g_failures == 0 && total == 0 ? 0 : 1;
 }
