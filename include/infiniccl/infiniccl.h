@@ -249,7 +249,9 @@ INFINICCL_API infinicclResult_t infinicclGroupEnd(void);
 INFINICCL_API const char *infinicclGetErrorString(infinicclResult_t result);
 
 /* The message of the last failed call on `comm`, or of the last failed call
- * on the calling thread when comm is NULL. Empty string when there was none.
+ * on the calling thread when comm is NULL. Empty string when there was none;
+ * "unknown communicator" for a handle never issued; for a destroyed or
+ * aborted one, a message saying so.
  * The pointer stays valid until the next failing call on the same comm or
  * thread. Never NULL. */
 INFINICCL_API const char *infinicclGetLastError(infinicclComm_t comm);
@@ -310,6 +312,7 @@ typedef struct {
   unsigned long long direct_calls;     /* device calls given to MPI directly */
 } infinicclStagingStats;
 
+/* Between Init and Finalize only (infinicclInvalidUsage otherwise). */
 INFINICCL_API infinicclResult_t infinicclGetStagingStats(infinicclStagingStats *stats);
 /* Frees all idle cached staging memory now. */
 INFINICCL_API infinicclResult_t infinicclMemTrim(void);

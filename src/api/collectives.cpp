@@ -57,22 +57,34 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
     // uses up the number, as do its peers, so numbering never depends on
     // something one rank got wrong (INFINICCL_CHECK compares it).
     const bool p2p = args.kind == CollKind::kSend || args.kind == CollKind::kRecv;
+    if (c.diverged()) {
+      return Status(infinicclInvalidUsage,
+                    "the ranks of this communicator no longer agree on its calls "
+                    "(INFINICCL_CHECK found: " +
+                        c.diverged_why() + "); destroy it and create a new one");
+    }
     const uint64_t seq = p2p ? 0 : c.NextSeq();
     Status valid = ValidateCollective(c.rank(), c.size(), group.active(), &args);
     // Published to the watchdog from here on, the check's own exchange
     // included; counted even for count 0.
     CallInFlight in_flight(c, args, seq);
-    // Before the count-0 return: a rank passing 0 where the others pass 1024
-    // is exactly what the check is for.
-    if (!p2p && GlobalConfig().check && c.has_mpi()) {
-      Status agreed = CrossCheck(c, args, seq, valid.ok());
-      INFINICCL_RETURN_IF_ERROR(valid);  // this rank's own reason comes first
-      INFINICCL_RETURN_IF_ERROR(agreed);
-    }
-    INFINICCL_RETURN_IF_ERROR(valid);
-    if (args.count == 0) return Status::Ok();
-    if (group.active()) group.AddPendingComm(ctx.comm);
-    return RouteCollective(c, args);
+    const Status result = [&]() -> Status {
+      // Before the count-0 return: a rank passing 0 where the others pass
+      // 1024 is exactly what the check is for.
+      if (!p2p && c.check() && c.has_mpi()) {
+        Status agreed = CrossCheck(c, args, seq, valid.ok());
+        INFINICCL_RETURN_IF_ERROR(valid);  // this rank's own reason comes first
+        INFINICCL_RETURN_IF_ERROR(agreed);
+      }
+      INFINICCL_RETURN_IF_ERROR(valid);
+      if (args.count == 0) return Status::Ok();
+      if (group.active()) group.AddPendingComm(ctx.comm);
+      return RouteCollective(c, args);
+    }();
+    // On the node's board: a rank that returned (say, its arguments were
+    // refused) is not one stuck inside the call its peers wait in.
+    c.NoteReturned(seq, static_cast<int>(result.code()));
+    return result;
   });
   // As NCCL: a call that fails inside a group also fails the group's End
   // (with the message the call recorded for this thread).

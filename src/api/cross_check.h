@@ -19,4 +19,17 @@ namespace infiniccl {
 Status CrossCheck(Communicator &comm, const CollArgs &args, uint64_t seq,
                   bool args_valid);
 
+// infinicclCommDestroy with the check on takes part in the exchange with a
+// "CommDestroy after #N" record. A rank that skipped a collective is matched
+// by MPI with its peers' next calls, which look the same when the calls do
+// (same operation, count, dtype; each rank's own sequence number counts the
+// calls it made, so they agree too); the skip becomes visible only where the
+// ranks' calls first differ, at the latest when the rank that skipped
+// destroys the communicator while its peers are still in their last
+// collective. Then every rank gets InvalidUsage naming the ranks and their
+// operations with sequence numbers, and the communicator is marked diverged
+// (Communicator::MarkDiverged) on every rank. The communicator is released
+// on this rank whatever the outcome.
+Status CrossCheckDestroy(Communicator &comm);
+
 }  // namespace infiniccl

@@ -4,8 +4,10 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <string>
 
 #include "api/api_call.h"
+#include "api/cross_check.h"
 #include "backend/ccl/ccl_attach.h"
 #include "backend/ccl/ccl_provider.h"
 #include "backend/mpi/mpi_error.h"
@@ -32,19 +34,11 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
   Communicator::Binding b;
   INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank));
   const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
-  const bool has_list = devlist != nullptr && ndev > 0;
   if (active.empty()) {
-    // A list names devices the caller expects to exist: say loudly that
-    // none does (the job still runs, on host memory).
-    if (has_list) {
-      INFINICCL_WARN("local rank %d: devlist names device(s) but this node has no device "
-                     "(no driver, no GPU, or a CPU-only build): host memory only",
-                     b.local_rank.rank);
-    } else {
-      INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host "
-                     "memory only",
-                     b.local_rank.rank, b.local_rank.source.c_str());
-    }
+    WarnDevlistWithoutDevices(ndev, devlist);
+    INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host memory "
+                   "only",
+                   b.local_rank.rank, b.local_rank.source.c_str());
     c.set_binding(b);
     return Status::Ok();
   }
@@ -217,7 +211,22 @@ infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
                     "the communicator has operations pending in a group; call "
                     "infinicclGroupEnd first");
     }
-    return Runtime::Unregister(comm);
+    // Another thread is inside a call on it: freeing it now would fail that
+    // thread's next step and leave its peers waiting (as CommAbort, which
+    // detects the same case, explains).
+    if (const int busy = c->calls_in_flight(); busy > 0) {
+      return MakeStatus(infinicclInvalidUsage,
+                        "another thread has %d call(s) in flight on the communicator "
+                        "(last entered: %s); destroy it once they have returned",
+                        busy, c->last_call());
+    }
+    // INFINICCL_CHECK: the ranks compare this CommDestroy with what their
+    // peers are doing, which is where a skipped collective shows at the latest.
+    Status checked = Status::Ok();
+    if (c->check() && c->has_mpi() && !c->diverged() && !c->aborted())
+      checked = CrossCheckDestroy(*c);
+    INFINICCL_RETURN_IF_ERROR(Runtime::Unregister(comm));
+    return checked;
   });
 }
 
@@ -249,6 +258,7 @@ infinicclResult_t infinicclGetVersion(int *version) {
 
 infinicclResult_t infinicclGetStagingStats(infinicclStagingStats *stats) {
   return ApiCall("infinicclGetStagingStats", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());  // as MemTrim
     INFINICCL_RETURN_IF_ERROR(CheckOut(stats, "stats"));
     *stats = StagingPool::Global().Stats();
     return Status::Ok();
@@ -283,14 +293,21 @@ const char *infinicclGetErrorString(infinicclResult_t result) {
 }
 
 const char *infinicclGetLastError(infinicclComm_t comm) {
-  if (comm != nullptr) {
-    try {
-      std::shared_ptr<Communicator> c;
-      if (Runtime::Lookup(comm, &c).ok()) return c->LastError();
-    } catch (...) {
-    }
+  if (comm == nullptr) return ThreadLastError();
+  try {
+    std::shared_ptr<Communicator> c;
+    const Status st = Runtime::Lookup(comm, &c);
+    if (st.ok()) return c->LastError();
+    // Not this thread's last message, which may be about anything else.
+    if (st.code() == infinicclInvalidArgument) return "unknown communicator";
+    // Destroyed or aborted: say so (kept per thread, valid until the next
+    // such query on this thread).
+    thread_local std::string gone;
+    gone = st.message();
+    return gone.c_str();
+  } catch (...) {
+    return "unknown communicator";
   }
-  return ThreadLastError();
 }
 
 }  // extern "C"

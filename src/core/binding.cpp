@@ -1,8 +1,10 @@
 #include "core/binding.h"
 
 #include <cstdlib>
+#include <string>
 
 #include "backend/mpi/mpi_error.h"
+#include "core/log.h"
 
 namespace infiniccl {
 
@@ -105,6 +107,18 @@ Status ChooseDevice(int local_rank, int device_count, int ndev, const int *devli
   }
   out->device = local_rank % device_count;
   return Status::Ok();
+}
+
+void WarnDevlistWithoutDevices(int ndev, const int *devlist) {
+  // No list (upstream's CommInitAll(&comm, size, NULL)) names no device.
+  if (ndev <= 0 || devlist == nullptr) return;
+  std::string named;
+  for (int i = 0; i < ndev && i < 8; ++i) named += (i ? "," : "") + std::to_string(devlist[i]);
+  if (ndev > 8) named += ",...";
+  INFINICCL_WARN(
+      "devlist names %d device(s)%s%s%s but no device runtime has a device on "
+      "this host: none of them exists here; using host memory only",
+      ndev, named.empty() ? "" : " (", named.c_str(), named.empty() ? "" : ")");
 }
 
 }  // namespace infiniccl

@@ -48,4 +48,10 @@ struct DeviceChoice {
 Status ChooseDevice(int local_rank, int device_count, int ndev, const int *devlist,
                     bool strict, DeviceChoice *out);
 
+// infinicclCommInitAll was given a devlist but no device runtime has a
+// device here: the entries name devices that do not exist. The call still
+// succeeds with host memory only (as NCCL-style code run on a CPU node
+// expects), but says so at WARN, naming the entries. devlist may be NULL.
+void WarnDevlistWithoutDevices(int ndev, const int *devlist);
+
 }  // namespace infiniccl

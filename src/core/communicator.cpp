@@ -1,10 +1,13 @@
 #include "core/communicator.h"
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "backend/mpi/mpi_backend.h"
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_thread.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "staging/staging_pool.h"
@@ -21,6 +24,7 @@ Status Communicator::FinishSetup() {
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(comm_, &size_), "MPI_Comm_size"));
   MPI_Comm_set_name(comm_, "infiniccl");
   mpi_backend_ = std::make_unique<MpiBackend>(comm_, rank_, size_);
+  INFINICCL_RETURN_IF_ERROR(AgreeOnCheck());
   std::string why;
   INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm_, &board_, &why));
   if (!board_) {
@@ -30,6 +34,31 @@ Status Communicator::FinishSetup() {
         why.c_str());
   }
   Watchdog::Watch(this);
+  return Status::Ok();
+}
+
+// INFINICCL_CHECK set on some ranks only would leave the checking ranks
+// waiting in an exchange the others never make. One small Allgather at
+// creation makes every rank check when any rank asked for it, with a
+// warning that names the ranks.
+Status Communicator::AgreeOnCheck() {
+  const int mine = GlobalConfig().check ? 1 : 0;
+  std::vector<int> all(static_cast<size_t>(size_), 0);
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm_), "MPI_Allgather"));
+  std::string on, off;
+  for (int r = 0; r < size_; ++r) {
+    std::string &list = all[static_cast<size_t>(r)] ? on : off;
+    list += (list.empty() ? "" : ",") + std::to_string(r);
+  }
+  check_ = !on.empty();
+  if (!on.empty() && !off.empty() && rank_ == 0) {
+    INFINICCL_WARN(
+        "INFINICCL_CHECK differs between the ranks of a new communicator "
+        "(1 on rank %s, 0 on rank %s): the check is on for this communicator "
+        "on every rank; set it alike everywhere",
+        on.c_str(), off.c_str());
+  }
   return Status::Ok();
 }
 
@@ -100,7 +129,7 @@ Communicator::~Communicator() {
   MPI_Finalized(&finalized);
   // An aborted communicator's MPI communicator is left to MPI_Finalize:
   // freeing it is collective and its peers may never join.
-  if (comm_ != MPI_COMM_NULL && !finalized && !aborted()) {
+  if (comm_ != MPI_COMM_NULL && !finalized && !aborted() && !diverged()) {
     mpi::SerialLock lock;
     MPI_Comm_free(&comm_);
   }
@@ -127,6 +156,18 @@ Status Communicator::Enter(const char *function, CallGuard *guard) {
 
 void Communicator::MarkAborted() {
   aborted_.store(true);
+}
+
+void Communicator::MarkDiverged(const std::string &why) {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (diverged_.load()) return;  // the first reason is the one that matters
+  diverged_why_ = why;
+  diverged_.store(true);
+}
+
+std::string Communicator::diverged_why() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return diverged_why_;
 }
 
 void Communicator::SetLastError(const std::string &message) {
@@ -157,7 +198,7 @@ void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
   inflight_.root.store(a.root, std::memory_order_relaxed);
   inflight_.path.store(static_cast<int>(CallPath::kNone), std::memory_order_relaxed);
   inflight_.token.store(++calls_, std::memory_order_release);
-  if (board_ && call_seq != 0) board_->Enter(call_seq);
+  if (board_ && call_seq != 0) board_->Enter(call_seq, static_cast<int>(a.kind));
 }
 
 bool Communicator::FirstUse(int bit) {

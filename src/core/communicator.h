@@ -100,8 +100,31 @@ class Communicator {
   // End marks the communicator idle. A few relaxed stores, no allocation.
   void BeginCall(const CollArgs &a, uint64_t call_seq);
   void EndCall() { inflight_.token.store(0, std::memory_order_release); }
+  // Collective `call_seq` returned `result` on this rank (on the board, so
+  // the watchdog can tell a rank that returned early from one inside).
+  void NoteReturned(uint64_t call_seq, int result) {
+    if (board_ && call_seq != 0) board_->Returned(call_seq, result);
+  }
+  // This rank no longer takes part (destroyed, aborted, finalised): on the
+  // board, so the watchdog of a rank still waiting can say so.
+  void NoteLeft(SeqBoard::Left why) {
+    if (board_) board_->Leave(why);
+  }
   InFlight &inflight() { return inflight_; }
   const SeqBoard *board() const { return board_.get(); }
+
+  // INFINICCL_CHECK for this communicator: agreed by its ranks when it was
+  // made (on if any rank had it on), so no rank waits in a check exchange
+  // its peers never make.
+  bool check() const { return check_; }
+  // INFINICCL_CHECK found that a rank destroyed the communicator while
+  // others were in a collective: its ranks no longer agree on what comes
+  // next, so no exchange is attempted on it again (calls are refused with
+  // this message, CommDestroy releases it locally) and its MPI communicator
+  // is not freed (that is collective).
+  void MarkDiverged(const std::string &why);
+  bool diverged() const { return diverged_.load(); }
+  std::string diverged_why() const;
 
   // The infinicclComm_t value naming this communicator (0 before Register).
   uintptr_t handle() const { return handle_; }
@@ -120,6 +143,7 @@ class Communicator {
  private:
   Communicator() = default;
   Status FinishSetup();
+  Status AgreeOnCheck();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -135,6 +159,9 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   std::atomic<const char *> last_call_{""};
   std::atomic<int> group_users_{0};
+  bool check_ = false;
+  std::atomic<bool> diverged_{false};
+  std::string diverged_why_;  // under error_mutex_
   uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
   InFlight inflight_;
   std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable

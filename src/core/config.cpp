@@ -396,8 +396,17 @@ Config Config::Parse(const Lookup &lookup) {
   }
   if (const char *v = lookup(kTimeout)) {
     if (!ParseInt(v, 0, 1 << 30, &c.timeout_sec)) {
-      c.warnings.push_back(std::string(kTimeout) + "='" + v +
-                           "' is not a non-negative number of seconds; using 1800");
+      // A well-formed integer outside the range deserves the range, not
+      // "not a number" (2147483648 was reported as not a number).
+      char *end = nullptr;
+      (void)std::strtoll(v, &end, 10);
+      const bool integer = end != v && *end == '\0';
+      c.warnings.push_back(
+          std::string(kTimeout) + "='" + v + "' " +
+          (integer ? "is out of range (0 to " + std::to_string(1 << 30) +
+                         " seconds; 0 disables the watchdog)"
+                   : std::string("is not a non-negative number of seconds")) +
+          "; using 1800");
     }
   }
   return c;

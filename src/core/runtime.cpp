@@ -1,11 +1,14 @@
 #include "core/runtime.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,7 +31,11 @@ struct State {
   bool owns_mpi = false;
   int world_rank = 0;
   int world_size = 1;
-  uintptr_t next_handle = 1;
+  // Handles are (salt << kCounterBits) | counter: the counter makes them
+  // never reused, the per-process random salt makes a small integer or a
+  // stale pointer (almost) never a live communicator by accident.
+  uintptr_t salt = 0;
+  uintptr_t next_handle = 1;  // the counter part
   std::unordered_map<uintptr_t, std::shared_ptr<Communicator>> comms;
   std::unordered_set<uintptr_t> aborted;  // handles given to infinicclCommAbort
 };
@@ -39,6 +46,35 @@ State &S() {
 }
 
 uintptr_t HandleValue(infinicclComm_t h) { return reinterpret_cast<uintptr_t>(h); }
+
+constexpr int kCounterBits = sizeof(uintptr_t) >= 8 ? 32 : 12;
+constexpr uintptr_t kCounterMask = (uintptr_t{1} << kCounterBits) - 1;
+// Bits of the salt; the top bit stays clear so a handle never looks like a
+// kernel address, the low bits of the counter never zero (so never NULL).
+constexpr int kSaltBits = sizeof(uintptr_t) * 8 - kCounterBits - 1;
+
+// Nonzero, different in each process (and each run): from the clock, the
+// pid and the address of a stack variable (ASLR), mixed.
+uintptr_t MakeSalt() {
+  uint64_t x =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  x ^= static_cast<uint64_t>(getpid()) << 32;
+  int local = 0;
+  x ^= static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&local));
+  x ^= static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  // splitmix64's finaliser
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  const uintptr_t salt = static_cast<uintptr_t>(x) & ((uintptr_t{1} << kSaltBits) - 1);
+  return salt == 0 ? 1 : salt;
+}
+
+// The counter of a handle issued by this process, or 0 when `h` is not one.
+uintptr_t CounterOf(uintptr_t salt, uintptr_t h) {
+  if ((h >> kCounterBits) != salt) return 0;
+  return h & kCounterMask;
+}
 
 const char *ThreadLevelName(int level) {
   switch (level) {
@@ -132,11 +168,19 @@ Status Runtime::Finalize() {
                    "application",
                    leftover.size());
   }
+  for (auto &entry : leftover) entry.second->NoteLeft(SeqBoard::kFinalized);
   leftover.clear();  // frees their MPI communicators while MPI is still up
   StagingPool::Global().Trim();
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);
   if (s.owns_mpi) {
+    // Every rank reaches MPI_Finalize's own synchronisation (a PMIx fence in
+    // Open MPI) only once all have got here. A rank waiting in that fence
+    // when the job is aborted (its peers' watchdog fired because it skipped
+    // a call) deadlocks Open MPI 4.1's mpirun in PMIx_server_finalize after
+    // every rank is gone (fault_skip_np3, about one run in three); waiting
+    // in an MPI barrier instead, it is killed like any rank inside MPI.
+    MPI_Barrier(MPI_COMM_WORLD);
     INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));
   }
   return Status::Ok();
@@ -162,7 +206,13 @@ int Runtime::world_size() { return S().world_size; }
 infinicclComm_t Runtime::Register(std::unique_ptr<Communicator> comm) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const uintptr_t h = s.next_handle++;
+  if (s.salt == 0) s.salt = MakeSalt();
+  // 2^32 communicators per process (4096 on 32-bit) before the counter would
+  // wrap; wrapping would reuse handles, so it fails instead (the API frame
+  // turns the exception into an error; never reached in practice).
+  if (s.next_handle > kCounterMask)
+    throw std::runtime_error("communicator handles exhausted");
+  const uintptr_t h = (s.salt << kCounterBits) | s.next_handle++;
   comm->set_handle(h);
   s.comms.emplace(h, std::shared_ptr<Communicator>(std::move(comm)));
   return reinterpret_cast<infinicclComm_t>(h);
@@ -183,7 +233,8 @@ Status Runtime::Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *ou
                       "comm %p was aborted (infinicclCommAbort); create a new communicator",
                       handle);
   }
-  if (h < s.next_handle) {
+  const uintptr_t counter = CounterOf(s.salt, h);
+  if (counter != 0 && counter < s.next_handle) {
     return MakeStatus(infinicclInvalidUsage, "comm %p was already destroyed", handle);
   }
   return MakeStatus(infinicclInvalidArgument,
@@ -207,7 +258,13 @@ Status Runtime::Unregister(infinicclComm_t handle) {
   INFINICCL_RETURN_IF_ERROR(Lookup(handle, &comm));
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.comms.erase(HandleValue(handle));
+  auto it = s.comms.find(HandleValue(handle));
+  if (it == s.comms.end() || it->second != comm) {
+    return MakeStatus(infinicclInvalidUsage,
+                      "comm %p was destroyed or aborted by another thread", handle);
+  }
+  comm->NoteLeft(SeqBoard::kDestroyed);
+  s.comms.erase(it);
   return Status::Ok();
 }
 
@@ -225,6 +282,7 @@ Status Runtime::Abort(infinicclComm_t handle, std::shared_ptr<Communicator> *out
   }
   // Marked under the registry lock, so no Lookup after this returns the comm.
   (*out)->MarkAborted();
+  (*out)->NoteLeft(SeqBoard::kAborted);
   s.comms.erase(it);
   s.aborted.insert(HandleValue(handle));
   return Status::Ok();

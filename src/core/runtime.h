@@ -3,7 +3,9 @@
 // the registry that maps infinicclComm_t handles to live communicators.
 //
 // Handles are never reused (a counter, not an address), so a destroyed
-// handle is recognised as destroyed rather than aliasing a newer comm.
+// handle is recognised as destroyed rather than aliasing a newer comm; the
+// counter is tagged with a random per-process part, so a small integer or a
+// stray pointer is not mistaken for a live communicator.
 #pragma once
 
 #include <infiniccl/infiniccl.h>

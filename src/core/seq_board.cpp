@@ -116,12 +116,43 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
   for (int &s : slots)
     if (s == MPI_UNDEFINED) s = -1;
   board->slot_of_rank_ = std::move(slots);
+  __atomic_store_n(board->Field32(board->my_slot_, kPidOffset),
+                   static_cast<uint32_t>(getpid()), __ATOMIC_RELEASE);
   *out = std::move(board);
   return Status::Ok();
 }
 
 SeqBoard::~SeqBoard() {
   if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+bool SeqBoard::Read(int rank, View *out) const {
+  if (rank < 0 || rank >= static_cast<int>(slot_of_rank_.size())) return false;
+  const int slot = slot_of_rank_[rank];
+  if (slot < 0) return false;
+  out->entered = __atomic_load_n(Slot(slot), __ATOMIC_ACQUIRE);
+  out->kind =
+      static_cast<int>(__atomic_load_n(Field32(slot, kKindOffset), __ATOMIC_RELAXED));
+  out->returned = __atomic_load_n(Field64(slot, kDoneOffset), __ATOMIC_ACQUIRE);
+  out->result =
+      static_cast<int>(__atomic_load_n(Field32(slot, kResultOffset), __ATOMIC_RELAXED));
+  out->pid =
+      static_cast<int>(__atomic_load_n(Field32(slot, kPidOffset), __ATOMIC_ACQUIRE));
+  out->left =
+      static_cast<Left>(__atomic_load_n(Field32(slot, kLeftOffset), __ATOMIC_ACQUIRE));
+  return true;
+}
+
+std::vector<int> SeqBoard::PeerPids() const {
+  std::vector<int> pids;
+  for (size_t r = 0; r < slot_of_rank_.size(); ++r) {
+    const int slot = slot_of_rank_[r];
+    if (slot < 0 || slot == my_slot_) continue;
+    const int pid =
+        static_cast<int>(__atomic_load_n(Field32(slot, kPidOffset), __ATOMIC_ACQUIRE));
+    if (pid > 0) pids.push_back(pid);
+  }
+  return pids;
 }
 
 bool SeqBoard::LastEntered(int rank, uint64_t *seq) const {

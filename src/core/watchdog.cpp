@@ -1,12 +1,15 @@
 #include "core/watchdog.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -54,36 +57,117 @@ std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
   return out.empty() ? "none" : out;
 }
 
-// Who has not entered collective `seq`, as far as this node can see.
-std::string Stragglers(const Communicator &c, uint64_t seq) {
+bool ProcessGone(int pid) {
+  return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+const char *LeftName(SeqBoard::Left why) {
+  switch (why) {
+    case SeqBoard::kDestroyed: return "destroyed the communicator";
+    case SeqBoard::kAborted: return "aborted the communicator";
+    case SeqBoard::kFinalized: return "called infinicclFinalize without destroying it";
+    case SeqBoard::kPresent: break;
+  }
+  return "";
+}
+
+// What this node can see of the other ranks while this rank waits in
+// collective `seq` of kind `kind`: who has not reached it (and where each
+// is), who sits in a different operation at the same number, who returned
+// from it early, who has left the communicator or whose process is gone.
+std::string Stragglers(const Communicator &c, uint64_t seq, int kind) {
   if (c.board() == nullptr)
     return "ranks that have not reached it: unknown (no shared-memory board)";
-  std::vector<int> behind, unknown;
+  std::vector<int> behind, unknown, other_op, returned, left, gone;
+  std::vector<SeqBoard::View> views(static_cast<size_t>(c.size()));
   std::string where;  // "2@16": the last call each of the first few entered
   for (int r = 0; r < c.size(); ++r) {
-    uint64_t entered = 0;
-    if (!c.board()->LastEntered(r, &entered)) {
+    SeqBoard::View &v = views[static_cast<size_t>(r)];
+    if (!c.board()->Read(r, &v)) {
       unknown.push_back(r);
-    } else if (entered < seq) {
+      continue;
+    }
+    if (r != c.rank() && ProcessGone(v.pid)) gone.push_back(r);
+    if (v.left != SeqBoard::kPresent) left.push_back(r);
+    if (v.entered < seq) {
       behind.push_back(r);
       if (behind.size() <= 8) {
         where += (where.empty() ? "" : ",") + std::to_string(r) + "@" +
-                 std::to_string(entered);
+                 std::to_string(v.entered);
       }
+    } else if (v.entered == seq && v.kind != kind) {
+      other_op.push_back(r);
+    } else if (r != c.rank() && v.returned >= seq) {
+      returned.push_back(r);
     }
   }
   std::string s = "ranks that have not reached it: " + RankList(behind);
   if (!behind.empty()) s += "; their last entered seq: " + where;
-  if (behind.empty() && unknown.empty()) {
+  if (!other_op.empty()) {
+    // "rank 0 in AllReduce #1002, rank 1 in Broadcast #1002"
+    std::string ops;
+    int shown = 0;
+    for (int r = 0; r < c.size() && shown < 8; ++r) {
+      const SeqBoard::View &v = views[static_cast<size_t>(r)];
+      if (v.entered != seq) continue;
+      const bool valid_kind = v.kind >= 0 && v.kind < kNumCollKinds;
+      ops += (shown++ ? ", rank " : "rank ") + std::to_string(r) + " in " +
+             (valid_kind ? CollKindName(static_cast<CollKind>(v.kind)) : "?") + " #" +
+             std::to_string(seq);
+    }
+    s += "; " + ops +
+         ": the ranks have called different collectives; one rank skipped or added a "
+         "call";
+  }
+  if (!returned.empty()) {
+    s += "; returned from it (this call failed or was refused there, e.g. a bad "
+         "argument; check that rank's result): ";
+    for (size_t i = 0; i < returned.size() && i < 8; ++i) {
+      const SeqBoard::View &v = views[static_cast<size_t>(returned[i])];
+      s += (i ? "," : "") + std::to_string(returned[i]);
+      if (v.result != infinicclSuccess) s += "(result " + std::to_string(v.result) + ")";
+    }
+  }
+  for (int r : left) {
+    s += "; rank " + std::to_string(r) + " has left: it " +
+         LeftName(views[static_cast<size_t>(r)].left) + " after entering seq " +
+         std::to_string(views[static_cast<size_t>(r)].entered);
+  }
+  if (!gone.empty()) s += "; processes gone (exited or killed): rank " + RankList(gone);
+  if (behind.empty() && unknown.empty() && other_op.empty() && returned.empty() &&
+      left.empty() && gone.empty()) {
     s += " (every rank of this node is inside it: one may be stopped or slow there)";
   }
   if (!unknown.empty()) s += "; on other nodes, unknown: " + RankList(unknown);
   return s;
 }
 
-// Whether this rank calls MPI_Abort first: the first of its node to fire
-// (every rank, without a board).
+// Whether this rank ends the job: the first of its node to fire (every
+// rank, without a board).
 bool LeadsAbort(Communicator &c) { return c.board() == nullptr || c.board()->ClaimAbort(); }
+
+// The parent of `pid`, from /proc (0 when unknown).
+int ParentOf(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char *p = std::strrchr(buf, ')');  // the command name may hold spaces
+  int ppid = 0;
+  char state = 0;
+  if (p == nullptr || std::sscanf(p + 1, " %c %d", &state, &ppid) != 2) return 0;
+  return ppid;
+}
+
+// Seconds from MPI_Abort to the leader's last resort, and from the grace
+// period to a non-leader leaving by itself: far above the 1-2 s in which
+// both MPIs' launchers end a job after MPI_Abort, loaded machine included.
+constexpr int kLastResortSec = 10;
+constexpr int kFollowerExitSec = 15;
 
 [[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, double seconds,
                        int timeout, std::chrono::milliseconds grace) {
@@ -99,31 +183,48 @@ bool LeadsAbort(Communicator &c) { return c.board() == nullptr || c.board()->Cla
     std::snprintf(seq, sizeof seq, "seq %llu", static_cast<unsigned long long>(s.seq));
   char what[512];
   std::snprintf(what, sizeof what,
-                "%s %s on comm %llu (rank %d of %d) has not completed after %.0f s "
+                "%s %s on comm %#llx (rank %d of %d) has not completed after %.0f s "
                 "(INFINICCL_TIMEOUT_SEC=%d): count=%llu dtype=%s%s%s%s path=%s",
                 CollKindName(s.kind), seq, static_cast<unsigned long long>(c.handle()),
                 c.rank(), c.size(), seconds, timeout,
                 static_cast<unsigned long long>(s.count), DataTypeName(s.dtype),
                 IsReduction(s.kind) ? " op=" : "",
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, CallPathName(s.path));
-  const std::string who =
-      p2p ? "waiting on peer " + std::to_string(s.root) : Stragglers(c, s.seq);
+  const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
+                              : Stragglers(c, s.seq, static_cast<int>(s.kind));
   LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what,
            who.c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
   // them that long to write their own line before the job is torn down.
   std::this_thread::sleep_for(grace);
-  // If MPI_Abort cannot make progress (e.g. an MPI without thread support
-  // blocked in the stuck call), the process still ends.
-  std::thread([] {
-    std::this_thread::sleep_for(std::chrono::seconds(30));
+  // Exactly one rank per node calls MPI_Abort. Open MPI 4.1's mpirun was
+  // seen to stay 60 s and more after MPI_Abort (fault_skip_np3: two ranks
+  // fired, the first aborted, the second was to abort 5 s later, the rank
+  // that skipped sat in MPI_Finalize); what the launcher waited for was not
+  // pinned down, so the end of the job no longer depends on it. The others
+  // never call MPI_Abort and leave by _exit if nothing has ended them; the
+  // leader's last resort kills this node's other ranks of the communicator
+  // (their pids are on the board; only processes with our parent, so a
+  // reused pid is never hit) and exits, which every launcher notices.
+  if (!LeadsAbort(c)) {
+    std::this_thread::sleep_for(std::chrono::seconds(kFollowerExitSec));
+    _exit(kWatchdogExitCode);
+  }
+  std::vector<int> peers;
+  if (c.board() != nullptr) peers = c.board()->PeerPids();
+  std::thread([peers] {
+    std::this_thread::sleep_for(std::chrono::seconds(kLastResortSec));
+    // Seen under MPICH when the wait was a grouped Recv (fault_group_skip_np3,
+    // 8 runs in 20): MPI_Abort from this thread did not end the job.
+    LogError(
+        "watchdog: MPI_Abort has not ended the job after %d s; killing this "
+        "node's %zu other rank(s) of the communicator and exiting (code %d)",
+        kLastResortSec, peers.size(), kWatchdogExitCode);
+    const int parent = static_cast<int>(getppid());
+    for (int pid : peers)
+      if (ParentOf(pid) == parent) kill(pid, SIGKILL);
     _exit(kWatchdogExitCode);
   }).detach();
-  // One rank aborts, the others only if it has not ended the job within a
-  // few seconds: Open MPI 4.1's mpirun was seen (rarely) to hang after two
-  // ranks called MPI_Abort at the same moment. The first rank of this node
-  // to get here leads; without a board every rank leads.
-  if (!LeadsAbort(c)) std::this_thread::sleep_for(std::chrono::seconds(5));
   MPI_Abort(c.mpi_comm(), kWatchdogExitCode);
   _exit(kWatchdogExitCode);
 }
@@ -182,6 +283,10 @@ void Watchdog::Unwatch(Communicator *comm) {
       return;
     }
   }
+}
+
+std::string Watchdog::DescribeOthers(const Communicator &comm, uint64_t seq, int kind) {
+  return Stragglers(comm, seq, kind);
 }
 
 void Watchdog::Stop() {

@@ -5,14 +5,20 @@
 // the calling thread's side) every min(1 s, timeout/4). A call whose token
 // it has seen for the whole timeout gets one ERROR line on this rank
 // (operation, communicator, sequence number, count, dtype, op, root, path,
-// and the ranks that have not reached it per the node's SeqBoard), then the
-// job ends through MPI_Abort on that communicator with exit code
-// kWatchdogExitCode. A backstop _exit()s the process if MPI_Abort itself
-// does not return control to the launcher in time.
+// and what the node's SeqBoard says of the others: who has not reached it,
+// who sits in a different operation at the same number, who returned from
+// it early, who has left the communicator or is gone). Then exactly one rank
+// per node ends the job through MPI_Abort on that communicator with exit
+// code kWatchdogExitCode; the others _exit after a grace period, and the
+// aborting rank's last resort kills the node's other ranks and exits should
+// the launcher not end the job.
 //
 // The thread starts lazily with the first communicator and is joined by
 // infinicclFinalize; with INFINICCL_TIMEOUT_SEC=0 it never starts.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 namespace infiniccl {
 
@@ -27,6 +33,9 @@ class Watchdog {
   static void Unwatch(Communicator *comm);
   // Stops and joins the thread (a later Watch starts it again).
   static void Stop();
+  // The part of the ERROR line about the other ranks, for collective `seq`
+  // of kind `kind` (a CollKind) on `comm`; exposed for tests.
+  static std::string DescribeOthers(const Communicator &comm, uint64_t seq, int kind);
 };
 
 }  // namespace infiniccl

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -34,19 +35,23 @@ std::string Others() {
 
 // The call's result on this rank is `rc`; every rank but `rejected_rank`
 // expects InvalidUsage with "INFINICCL_CHECK: <detail>" in its message.
-void ExpectMismatch(const char *what, infinicclResult_t rc, const std::string &detail,
-                    int rejected_rank = -1) {
+void ExpectMismatchOn(infinicclComm_t comm, const char *what, infinicclResult_t rc,
+                      const std::string &detail, int rejected_rank = -1) {
   if (g_rank == rejected_rank) {
     CHECK(rc == infinicclInvalidArgument, "%s: rejected rank got %d", what, int(rc));
     return;
   }
   CHECK(rc == infinicclInvalidUsage, "%s: got %d (%s)", what, int(rc), ResultName(rc));
-  const std::string msg = infinicclGetLastError(g_comm);
+  const std::string msg = infinicclGetLastError(comm);
   const std::string want = "INFINICCL_CHECK: " + detail;
   CHECK(msg.find(want) != std::string::npos, "%s: message \"%s\" lacks \"%s\"", what,
         msg.c_str(), want.c_str());
   const std::string me = "this is rank " + std::to_string(g_rank);
   CHECK(msg.find(me) != std::string::npos, "%s: message lacks \"%s\"", what, me.c_str());
+}
+void ExpectMismatch(const char *what, infinicclResult_t rc, const std::string &detail,
+                    int rejected_rank = -1) {
+  ExpectMismatchOn(g_comm, what, rc, detail, rejected_rank);
 }
 
 infinicclResult_t AllReduce(size_t count, infinicclDataType_t dt, infinicclRedOp_t op) {
@@ -56,6 +61,17 @@ infinicclResult_t AllReduce(size_t count, infinicclDataType_t dt, infinicclRedOp
 infinicclResult_t Bcast(size_t count, int root) {
   std::vector<int32_t> buf(8, 1);
   return infinicclBcast(buf.data(), count, infinicclInt32, root, g_comm, nullptr);
+}
+
+// The sequence number this rank's next collective on `comm` will carry (its
+// own count of collective calls there, plus one).
+uint64_t NextSeqOf(infinicclComm_t comm) {
+  std::shared_ptr<infiniccl::Communicator> c;
+  if (!infiniccl::Runtime::Lookup(comm, &c).ok() || !c) return 0;
+  return c->seq() + 1;
+}
+std::string Num(uint64_t n) {
+  return std::to_string(n);
 }
 
 // A matching AllReduce after a mismatch: the communicator still works.
@@ -71,10 +87,11 @@ void ExpectWorks(const char *after) {
 void FieldMismatches() {
   const bool last = g_rank == g_last;
   const std::string L = std::to_string(g_last);
+  const std::string n = Num(NextSeqOf(g_comm));
   infinicclResult_t rc = last ? Bcast(4, 0) : AllReduce(4, infinicclInt32, infinicclSum);
-  ExpectMismatch(
-      "operation", rc,
-      "operation differs: rank " + Others() + " AllReduce, rank " + L + " Broadcast");
+  ExpectMismatch("operation", rc,
+                 "operation differs: rank " + Others() + " AllReduce #" + n + ", rank " +
+                     L + " Broadcast #" + n);
   ExpectWorks("operation");
 
   rc = AllReduce(last ? 8 : 4, infinicclInt32, infinicclSum);
@@ -158,6 +175,7 @@ void SkippedCollective() {
     int64_t v = g_rank + round;
     infinicclResult_t rc = infinicclSuccess;
     const bool skip = round == 1 && g_rank == g_last;
+    const std::string n = Num(NextSeqOf(g_comm));
     if (!skip) {
       rc = infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, g_comm, nullptr);
       const int64_t want = int64_t(g_n) * (g_n - 1) / 2 + int64_t(g_n) * round;
@@ -172,13 +190,128 @@ void SkippedCollective() {
         CHECK(b == 1000 + round, "round %d: Bcast gave %lld", round, (long long)b);
     }
     if (round == 1) {
-      ExpectMismatch(
-          "skipped AllReduce", rc,
-          "operation differs: rank " + Others() + " AllReduce, rank " + L + " Broadcast");
+      ExpectMismatch("skipped AllReduce", rc,
+                     "operation differs: rank " + Others() + " AllReduce #" + n +
+                         ", rank " + L + " Broadcast #" + n);
     } else {
       CHECK(rc == infinicclSuccess, "round %d: %s", round, infinicclGetLastError(g_comm));
     }
   }
+}
+
+// The loop of issue 19: the last rank skips iteration 3 of ten identical
+// AllReduces. MPI matches each rank's n-th call with the others' n-th, and
+// those look alike (same operation, count, dtype and sequence number: each
+// rank numbers the calls it makes), so iterations 3-8 are summed across
+// iterations and no check can tell (documented). Where the ranks' calls
+// first differ, every rank must learn it: the others' tenth AllReduce meets
+// the last rank's CommDestroy. Before CommDestroy took part in the check,
+// the others waited there forever.
+void SkipLoop() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  const std::string L = std::to_string(g_last);
+  const bool skipper = g_rank == g_last;
+  int calls = 0;
+  for (int it = 0; it < 10; it++) {
+    if (skipper && it == 3) continue;  // the last rank skips one
+    int v = it, out = -1;
+    const infinicclResult_t rc =
+        infinicclAllReduce(&v, &out, 1, infinicclInt32, infinicclSum, comm, nullptr);
+    ++calls;
+    if (it < 3) {
+      CHECK(rc == infinicclSuccess && out == g_n * it, "it %d: rc %d out %d", it, int(rc),
+            out);
+    } else if (it < 9 || skipper) {
+      CHECK(rc == infinicclSuccess, "it %d: rc %d (%s)", it, int(rc),
+            infinicclGetLastError(comm));
+    } else {
+      // The ranks that did not skip, in their tenth call.
+      ExpectMismatchOn(comm, "skip loop, tenth AllReduce", rc,
+                       "operation differs: rank " + Others() + " AllReduce #10, rank " +
+                           L + " CommDestroy after #9");
+      // The communicator is now known to be out of step: further calls are
+      // refused at once instead of waiting for a rank that has left.
+      int w = 0;
+      const infinicclResult_t again =
+          infinicclAllReduce(&w, &w, 1, infinicclInt32, infinicclSum, comm, nullptr);
+      CHECK(again == infinicclInvalidUsage, "call after divergence: %d", int(again));
+      CHECK(std::string(infinicclGetLastError(comm)).find("no longer agree") !=
+                std::string::npos,
+            "%s", infinicclGetLastError(comm));
+    }
+  }
+  CHECK(calls == (skipper ? 9 : 10), "%d calls", calls);
+  const infinicclResult_t destroyed = infinicclCommDestroy(comm);
+  if (skipper) {
+    // Told too, and the communicator is released all the same.
+    CHECK(destroyed == infinicclInvalidUsage, "CommDestroy on the skipper: %d",
+          int(destroyed));
+    const std::string msg = infinicclGetLastError(nullptr);
+    const std::string want = "INFINICCL_CHECK: operation differs: rank " + Others() +
+                             " AllReduce #10, rank " + L + " CommDestroy after #9";
+    CHECK(msg.find(want) != std::string::npos, "\"%s\" lacks \"%s\"", msg.c_str(),
+          want.c_str());
+    CHECK(msg.find("this is rank " + L) != std::string::npos, "%s", msg.c_str());
+  } else {
+    CHECK(destroyed == infinicclSuccess, "CommDestroy: %d (%s)", int(destroyed),
+          infinicclGetLastError(nullptr));
+  }
+  CHECK(infinicclCommDestroy(comm) == infinicclInvalidUsage, "handle still live");
+}
+
+// A skip followed by a different collective: caught at that collective, on
+// every rank, with the sequence numbers; the rank that skipped retries its
+// Broadcast (which the others are now making) and all is in step again.
+void SkipThenBroadcast() {
+  const std::string L = std::to_string(g_last);
+  const bool skipper = g_rank == g_last;
+  const uint64_t first = NextSeqOf(g_comm);
+  for (int it = 0; it < 5; ++it) {
+    if (skipper && it == 2) continue;
+    int64_t v = it;
+    const infinicclResult_t rc =
+        infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, g_comm, nullptr);
+    if (it < 2) CHECK(rc == infinicclSuccess && v == int64_t(g_n) * it, "it %d", it);
+    if (it == 4 && !skipper) {
+      const std::string n = Num(first + 4);
+      ExpectMismatch("AllReduce met Broadcast", rc,
+                     "operation differs: rank " + Others() + " AllReduce #" + n +
+                         ", rank " + L + " Broadcast #" + n);
+    }
+  }
+  int64_t b = g_rank == 0 ? 4242 : -1;
+  infinicclResult_t rc = infinicclBcast(&b, 1, infinicclInt64, 0, g_comm, nullptr);
+  if (skipper) {
+    const std::string n = Num(first + 4);
+    ExpectMismatch("Broadcast met AllReduce", rc,
+                   "operation differs: rank " + Others() + " AllReduce #" + n +
+                       ", rank " + L + " Broadcast #" + n);
+    rc = infinicclBcast(&b, 1, infinicclInt64, 0, g_comm, nullptr);  // the retry
+  }
+  CHECK(rc == infinicclSuccess && b == 4242, "Broadcast: rc %d b %lld (%s)", int(rc),
+        (long long)b, infinicclGetLastError(g_comm));
+  ExpectWorks("skip then Broadcast");
+}
+
+// INFINICCL_CHECK=1 on every rank but the last: agreed when the communicator
+// is made (on everywhere), so a mismatch is still reported on every rank
+// instead of the checking ranks waiting for an exchange the last never makes.
+void CheckOnSomeRanks() {
+  setenv("INFINICCL_CHECK", g_rank == g_last ? "0" : "1", 1);
+  infiniccl::ReloadGlobalConfig();
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  std::vector<int32_t> buf(8, 1);
+  const infinicclResult_t rc =
+      infinicclAllReduce(buf.data(), buf.data(), g_rank == g_last ? 8 : 4, infinicclInt32,
+                         infinicclSum, comm, nullptr);
+  ExpectMismatchOn(comm, "check on some ranks", rc,
+                   "count differs: rank " + Others() + " count=4, rank " +
+                       std::to_string(g_last) + " count=8");
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+  setenv("INFINICCL_CHECK", "1", 1);
+  infiniccl::ReloadGlobalConfig();
 }
 
 // With the check on, matching calls give exact results.
@@ -232,7 +365,10 @@ int main(int argc, char **argv) {
     FieldMismatches();
     SequenceMismatch();
     SkippedCollective();
+    SkipThenBroadcast();
     MatchingCalls();
+    SkipLoop();
+    CheckOnSomeRanks();
   }
   CHECK_RC(infinicclCommDestroy(g_comm), infinicclSuccess);
   long total = 0;

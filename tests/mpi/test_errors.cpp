@@ -194,6 +194,34 @@ void CheckCommAndQueryArgs(infinicclComm_t comm) {
                 infinicclCommInitRank(&out, g_n, id, g_rank), {infinicclNotSupported});
 }
 
+// Handles are not small integers nor guessable from a live one: small values,
+// neighbours of a live handle and its counter part alone are all refused,
+// and GetLastError on them says "unknown communicator" rather than the
+// thread's last (unrelated) message.
+void CheckForgedHandles(infinicclComm_t comm) {
+  const uintptr_t live = reinterpret_cast<uintptr_t>(comm);
+  CHECK(live > 0xffff, "handle %#zx is a small integer", size_t(live));
+  std::vector<uintptr_t> forged;
+  for (uintptr_t h = 1; h <= 64; ++h) forged.push_back(h);
+  forged.push_back(live + 1000);                  // never issued (live + 1 may be)
+  forged.push_back(live & 0xffffffffu);           // the counter part alone
+  forged.push_back(live ^ (uintptr_t{1} << 40));  // another salt
+  for (uintptr_t h : forged) {
+    if (h == live) continue;
+    infinicclComm_t f = reinterpret_cast<infinicclComm_t>(h);
+    int v = -1;
+    // Something else fails first on this thread, so its message is there.
+    (void)infinicclGetRank(nullptr);
+    const infinicclResult_t rc = infinicclCommCount(f, &v);
+    CHECK(rc == infinicclInvalidArgument, "forged handle %#zx: CommCount gave %s",
+          size_t(h), ResultName(rc));
+    (void)infinicclGetRank(nullptr);
+    const std::string msg = infinicclGetLastError(f);
+    CHECK(msg == "unknown communicator", "GetLastError(%#zx) = \"%s\"", size_t(h),
+          msg.c_str());
+  }
+}
+
 // Every argument error of one collective, on a live communicator.
 void CheckCollectiveArgs(const Coll &c, infinicclComm_t comm, infinicclComm_t destroyed) {
   constexpr size_t kCount = 16;
@@ -310,6 +338,9 @@ void CheckAfterFinalize(infinicclComm_t old_comm) {
   ExpectFailure("after Finalize", "AllReduce",
                 infinicclAllReduce(&x, &x, 1, infinicclInt64, infinicclSum, old_comm, nullptr), usage);
   ExpectFailure("after Finalize", "Finalize", infinicclFinalize(), usage);
+  infinicclStagingStats stats{};
+  ExpectFailure("after Finalize", "GetStagingStats", infinicclGetStagingStats(&stats),
+                usage);
   CHECK_RC(infinicclGetVersion(&v), infinicclSuccess);
   CHECK(infinicclGetErrorString(infinicclSuccess) != nullptr);
 }
@@ -343,6 +374,7 @@ int main(int argc, char **argv) {
 
   CheckResultStrings();
   CheckCommAndQueryArgs(comm);
+  CheckForgedHandles(comm);
   ExpectWorks(comm, "query errors");
   for (const Coll &c : kColls) {
     CheckCollectiveArgs(c, comm, doomed);

@@ -16,11 +16,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/mpi/mpi_thread.h"
+#include "core/runtime.h"
 #include "test_util.h"
 
 using namespace itest;
@@ -53,6 +55,41 @@ void Worker(infinicclComm_t comm, int t, long *failures) {
     for (int r = 0; r < g_n; ++r) bad += all[r] != 100 * r + t + it;
   }
   *failures = bad;
+}
+
+// CommDestroy while another thread of this rank is blocked in a call on the
+// communicator: refused with InvalidUsage (the call and the communicator
+// stay as they were), and accepted once the call has returned. Rank 0's
+// second thread enters an AllReduce the other ranks join only after rank 0
+// has tried the destroy.
+void DestroyWhileInFlight() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  int64_t v = g_rank + 1;
+  infinicclResult_t call_rc = infinicclInternalError;
+  if (g_rank == 0) {
+    std::shared_ptr<infiniccl::Communicator> c;
+    CHECK(infiniccl::Runtime::Lookup(comm, &c).ok());
+    std::thread caller([&] {
+      call_rc =
+          infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
+    });
+    // Inside the call (counted on entry, before it reaches MPI).
+    while (c && c->calls_in_flight() == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const infinicclResult_t rc = infinicclCommDestroy(comm);
+    CHECK(rc == infinicclInvalidUsage, "CommDestroy with a call in flight: %d", int(rc));
+    const std::string msg = infinicclGetLastError(nullptr);
+    CHECK(msg.find("in flight") != std::string::npos, "message: %s", msg.c_str());
+    MPI_Barrier(MPI_COMM_WORLD);  // now the others join the AllReduce
+    caller.join();
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+    call_rc = infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
+  }
+  CHECK(call_rc == infinicclSuccess && v == int64_t(g_n) * (g_n + 1) / 2,
+        "AllReduce: rc %d v %lld", int(call_rc), (long long)v);
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
 }
 
 int CountLines(const std::string &path, const char *needle) {
@@ -104,6 +141,8 @@ int main(int argc, char **argv) {
         "wrong results or errors: thread 0 %ld, thread 1 %ld", failures[0], failures[1]);
   CHECK_RC(infinicclCommDestroy(comms[0]), infinicclSuccess);
   CHECK_RC(infinicclCommDestroy(comms[1]), infinicclSuccess);
+  // Needs MPI_Barrier beside a blocked library call: MULTIPLE only.
+  if (!expect_serialised) DestroyWhileInFlight();
   CHECK_RC(infinicclFinalize(), infinicclSuccess);
 
   const int said = CountLines(log, "serialises its MPI calls");

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "core/binding.h"
+#include "core/config.h"
+#include "core/log.h"
 #include "device/registry.h"
 
 namespace {
@@ -99,6 +101,26 @@ TEST(ChooseDevice, DevlistShorterThanTheLocalRankFallsBackToItsOwn) {
   ASSERT_TRUE(ChooseDevice(2, 4, 1, short_list, false, &c).ok());
   EXPECT_EQ(c.device, 2);
   EXPECT_FALSE(c.from_devlist);
+}
+
+// CommInitAll(&c, 1, {999}) on a host without devices used to succeed
+// silently: it still succeeds, with a WARN naming the devices.
+TEST(Devlist, WithoutDevicesWarns) {
+  const int devlist[] = {999, 3};
+  infiniccl::Config warn;  // the default level (ctest runs with INFINICCL_DEBUG=NONE)
+  infiniccl::ConfigureLogging(warn);
+  testing::internal::CaptureStderr();
+  infiniccl::WarnDevlistWithoutDevices(2, devlist);
+  infiniccl::WarnDevlistWithoutDevices(0, nullptr);  // no devlist: nothing to say
+  infiniccl::WarnDevlistWithoutDevices(4, nullptr);  // upstream's (size, NULL): nothing
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("WARN devlist names 2 device(s) (999,3) but no device runtime has a "
+                     "device"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("devlist names 0"), std::string::npos) << err;
+  EXPECT_EQ(err.find("devlist names 4"), std::string::npos) << err;
+  infiniccl::ConfigureLogging(infiniccl::Config::FromEnvironment());
 }
 
 TEST(ChooseDevice, BadDevlist) {

@@ -284,4 +284,17 @@ TEST(Config, WatchdogTimeout) {
   ASSERT_EQ(bad.warnings.size(), 1u);
   FakeEnv none;
   EXPECT_EQ(none.Parse().timeout_sec, 1800);
+  // An integer too large for the range is said to be out of range, with the
+  // range; a word is still "not a number".
+  for (const char *big : {"2147483648", "1073741825", "99999999999999999999999"}) {
+    const Config huge = ParseWith("INFINICCL_TIMEOUT_SEC", big);
+    EXPECT_EQ(huge.timeout_sec, 1800);
+    ASSERT_EQ(huge.warnings.size(), 1u);
+    EXPECT_NE(huge.warnings[0].find("out of range (0 to 1073741824 seconds"),
+              std::string::npos)
+        << huge.warnings[0];
+  }
+  const Config word = ParseWith("INFINICCL_TIMEOUT_SEC", "soon");
+  ASSERT_EQ(word.warnings.size(), 1u);
+  EXPECT_NE(word.warnings[0].find("not a non-negative number"), std::string::npos);
 }
