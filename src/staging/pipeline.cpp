@@ -198,6 +198,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     CollArgs host = a;
     host.count = n;
     host.in_place = false;  // staging buffers are always separate
+    host.staged = true;     // a chunk already: not cut again into host pieces
     host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
     // The output half starts after the widest chunk's input half, so no
     // chunk's input copy reaches an output still being copied out.
