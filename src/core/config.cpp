@@ -180,12 +180,12 @@ const std::vector<Config::Entry> &Config::Table() {
       {kChunkBytes, "4M",
        "Pipeline chunk: staged operations larger than this are split into chunks "
        "so device copies overlap MPI. Suffixes K, M, G."},
-      {kHostPiece, "1M",
-       "Host-buffer AllReduce, Reduce and ReduceScatter through MPI larger than "
+      {kHostPiece, "16M",
+       "Host-buffer AllReduce and Reduce through MPI larger than "
        "INFINICCL_HOST_PIECE_THRESHOLD run as a sequence of MPI calls on pieces of at "
        "most this many bytes (MPI's per-call temporary stays small enough to be "
-       "reused instead of mapped and faulted in on every call). 0 = never cut. "
-       "Suffixes K, M, G."},
+       "reused instead of mapped and faulted in on every call); ReduceScatter then "
+       "takes the library's ring. 0 = never cut. Suffixes K, M, G."},
       {kHostPieceThreshold, "16M",
        "Host-buffer reductions larger than this many bytes (of the widest buffer) are "
        "cut into INFINICCL_HOST_PIECE_BYTES pieces; smaller ones are one MPI call. "
@@ -295,7 +295,7 @@ Config Config::Parse(const Lookup &lookup) {
       c.host_piece_bytes = b;
     } else {
       c.warnings.push_back(std::string(kHostPiece) + "='" + v +
-                           "' is not a size (0 = never cut); using 1M");
+                           "' is not a size (0 = never cut); using 16M");
     }
   }
   if (const char *v = lookup(kHostPieceThreshold)) {

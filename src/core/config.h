@@ -30,7 +30,7 @@ struct Config {
   std::string staging_pinned = "auto";   // INFINICCL_STAGING_PINNED: auto|1|0
   size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
   size_t pipeline_chunk_bytes = size_t{4} << 20;   // INFINICCL_PIPELINE_CHUNK_BYTES
-  size_t host_piece_bytes = size_t{1} << 20;       // INFINICCL_HOST_PIECE_BYTES (0 = never cut)
+  size_t host_piece_bytes = size_t{16} << 20;      // INFINICCL_HOST_PIECE_BYTES (0 = never cut)
   size_t host_piece_threshold = size_t{16} << 20;  // INFINICCL_HOST_PIECE_THRESHOLD
   std::string mpi_device_direct = "auto";        // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
   BackendChoice backend = BackendChoice::kAuto;  // INFINICCL_BACKEND: auto|mpi|ccl
