@@ -13,8 +13,13 @@ HostPiecePlan PlanHostPieces(size_t count, size_t elem, size_t blocks, size_t pi
   plan.count = count;
   plan.piece = count;
   if (piece_bytes == 0 || count == 0 || elem == 0 || blocks == 0) return plan;
-  // count * elem * blocks <= threshold, without overflowing.
-  if (count <= threshold_bytes / elem / blocks) return plan;
+  // count * elem * blocks <= threshold (an overflow is above any threshold).
+  // Multiplications, not divisions: this runs on every host reduction.
+  size_t bytes = 0;
+  if (!__builtin_mul_overflow(count, elem, &bytes) &&
+      !__builtin_mul_overflow(bytes, blocks, &bytes) && bytes <= threshold_bytes) {
+    return plan;
+  }
   plan.piece = std::min(count, std::max<size_t>(1, piece_bytes / elem));
   return plan;
 }
