@@ -44,6 +44,10 @@ struct CollArgs {
   // device runtime that only MPI itself reads, so the backend must not touch
   // them on the CPU; its own copies go through the runtime, on `stream`.
   DeviceRuntime *device = nullptr;
+  // Set by the staging pipeline on the calls it makes on its own host
+  // buffers: already cut into chunks, so the MPI backend does not cut them
+  // again into host pieces (backend/mpi/host_pieces.h).
+  bool staged = false;
 };
 
 inline bool IsReduction(CollKind k) {

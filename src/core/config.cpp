@@ -29,6 +29,8 @@ const char *kSimPinned = "INFINICCL_SIM_PINNED";
 const char *kStagingPinned = "INFINICCL_STAGING_PINNED";
 const char *kCacheBytes = "INFINICCL_STAGING_CACHE_BYTES";
 const char *kChunkBytes = "INFINICCL_PIPELINE_CHUNK_BYTES";
+const char *kHostPiece = "INFINICCL_HOST_PIECE_BYTES";
+const char *kHostPieceThreshold = "INFINICCL_HOST_PIECE_THRESHOLD";
 const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
 const char *kBackend = "INFINICCL_BACKEND";
 const char *kTimeout = "INFINICCL_TIMEOUT_SEC";
@@ -263,6 +265,16 @@ const std::vector<Config::Entry> &Config::Table() {
        "so device copies overlap MPI. auto = the device runtime's own: 1M on "
        "CUDA-like devices (measured on an H200), 4M on the emulated device (its "
        "own sweep). Suffixes K, M, G."},
+      {kHostPiece, "16M",
+       "Host-buffer AllReduce and Reduce through MPI larger than "
+       "INFINICCL_HOST_PIECE_THRESHOLD run as a sequence of MPI calls on pieces of at "
+       "most this many bytes (MPI's per-call temporary stays small enough to be "
+       "reused instead of mapped and faulted in on every call); ReduceScatter then "
+       "takes the library's ring. 0 = never cut. Suffixes K, M, G."},
+      {kHostPieceThreshold, "16M",
+       "Host-buffer reductions larger than this many bytes (of the widest buffer) are "
+       "cut into INFINICCL_HOST_PIECE_BYTES pieces; smaller ones are one MPI call. "
+       "Suffixes K, M, G."},
       {kDirect, "auto",
        "Device buffers straight to MPI (no staging): auto = when the MPI reports "
        "itself GPU-aware for the device kind, 1 = always (for an MPI the query gets "
@@ -382,6 +394,24 @@ Config Config::Parse(const Lookup &lookup) {
                            "' is not auto or a positive size; using auto");
     }
   }
+  if (const char *v = lookup(kHostPiece)) {
+    size_t b = 0;
+    if (ParseBytes(v, &b)) {
+      c.host_piece_bytes = b;
+    } else {
+      c.warnings.push_back(std::string(kHostPiece) + "='" + v +
+                           "' is not a size (0 = never cut); using 16M");
+    }
+  }
+  if (const char *v = lookup(kHostPieceThreshold)) {
+    size_t b = 0;
+    if (ParseBytes(v, &b)) {
+      c.host_piece_threshold = b;
+    } else {
+      c.warnings.push_back(std::string(kHostPieceThreshold) + "='" + v +
+                           "' is not a size; using 16M");
+    }
+  }
   if (const char *v = lookup(kDirect)) {
     if (!ParseTriState(v, &c.mpi_device_direct)) {
       c.warnings.push_back(std::string(kDirect) + "='" + v +
@@ -465,6 +495,8 @@ std::vector<std::string> Config::Describe() const {
       std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
       std::string(kChunkBytes) + "=" +
           (pipeline_chunk_bytes == 0 ? std::string("auto") : std::to_string(pipeline_chunk_bytes)),
+      std::string(kHostPiece) + "=" + std::to_string(host_piece_bytes),
+      std::string(kHostPieceThreshold) + "=" + std::to_string(host_piece_threshold),
       std::string(kDirect) + "=" + mpi_device_direct,
       std::string(kBackend) + "=" + BackendChoiceName(backend),
       std::string(kTimeout) + "=" + std::to_string(timeout_sec),

@@ -55,6 +55,8 @@ struct Config {
   size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
   // INFINICCL_PIPELINE_CHUNK_BYTES; 0 (auto) = the device runtime's default.
   size_t pipeline_chunk_bytes = 0;
+  size_t host_piece_bytes = size_t{16} << 20;      // INFINICCL_HOST_PIECE_BYTES (0 = never cut)
+  size_t host_piece_threshold = size_t{16} << 20;  // INFINICCL_HOST_PIECE_THRESHOLD
   std::string mpi_device_direct = "auto";        // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
   BackendChoice backend = BackendChoice::kAuto;  // INFINICCL_BACKEND: auto|mpi|ccl
   int timeout_sec = 1800;  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)

@@ -179,6 +179,7 @@ Status RunOneChunk(Backend &host_backend, DeviceRuntime &device, StagingPool &po
   t.Add(&t.copy_in);
   CollArgs host = a;
   host.in_place = false;  // the staging buffer is always separate
+  host.staged = true;     // a chunk already: not cut again into host pieces
   host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
   host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.count * p.elem : nullptr;
   INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
@@ -267,6 +268,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     CollArgs host = a;
     host.count = n;
     host.in_place = false;  // staging buffers are always separate
+    host.staged = true;     // a chunk already: not cut again into host pieces
     host.sendbuff = p.send_blocks > 0 ? slot : nullptr;
     // The output half starts after the widest chunk's input half, so no
     // chunk's input copy reaches an output still being copied out.

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 
+#include "backend/mpi/host_pieces.h"
 #include "backend/mpi/large_count.h"
 #include "backend/mpi/mpi_error.h"
 #include "backend/mpi/mpi_thread.h"
@@ -32,6 +33,16 @@ const void *SendOrInPlace(const CollArgs &a) {
   return a.in_place ? MPI_IN_PLACE : a.sendbuff;
 }
 
+// `p` advanced by `bytes`; MPI_IN_PLACE and nullptr stay what they are.
+const void *At(const void *p, size_t bytes) {
+  if (p == MPI_IN_PLACE || p == nullptr) return p;
+  return static_cast<const char *>(p) + bytes;
+}
+void *At(void *p, size_t bytes) {
+  if (p == nullptr) return p;
+  return static_cast<char *>(p) + bytes;
+}
+
 }  // namespace
 
 Status MpiBackend::Run(const CollArgs &a) {
@@ -52,11 +63,20 @@ Status MpiBackend::Run(const CollArgs &a) {
 }
 
 Status MpiBackend::AllReduce(const CollArgs &a) {
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      mpi::Allreduce(SendOrInPlace(a), a.recvbuff, a.count, MpiTypeTable::Type(a.dtype),
-                     DataTypeSize(a.dtype), MpiTypeTable::Op(a.dtype, a.op), comm_),
-      "MPI_Allreduce"));
-  if (a.op == infinicclAvg) return Average(a, a.recvbuff, a.count);
+  const size_t elem = DataTypeSize(a.dtype);
+  const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
+  const MPI_Op op = MpiTypeTable::Op(a.dtype, a.op);
+  // Large host buffers: one MPI call per piece (host_pieces.h); Avg divides
+  // each piece while it is still in cache.
+  const HostPiecePlan plan = HostPiecesFor(a, 1);
+  for (size_t k = 0; k < plan.pieces(); ++k) {
+    const size_t off = plan.offset(k) * elem, n = plan.size(k);
+    INFINICCL_RETURN_IF_ERROR(MpiCheck(mpi::Allreduce(At(SendOrInPlace(a), off),
+                                                      At(a.recvbuff, off), n, type, elem, op,
+                                                      comm_),
+                                       "MPI_Allreduce"));
+    if (a.op == infinicclAvg) INFINICCL_RETURN_IF_ERROR(Average(a, At(a.recvbuff, off), n));
+  }
   return Status::Ok();
 }
 
@@ -146,30 +166,38 @@ Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
 
 Status MpiBackend::Reduce(const CollArgs &a) {
   const bool root = rank_ == a.root;
+  const size_t elem = DataTypeSize(a.dtype);
+  const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
+  const MPI_Op op = MpiTypeTable::Op(a.dtype, a.op);
   const void *send = root && a.in_place ? MPI_IN_PLACE : a.sendbuff;
+  void *recv = root ? a.recvbuff : nullptr;
+  // Large host buffers: one MPI call per piece (host_pieces.h).
+  const HostPiecePlan plan = HostPiecesFor(a, 1);
+  Status reduced;
+  for (size_t k = 0; k < plan.pieces() && reduced.ok(); ++k) {
+    const size_t off = plan.offset(k) * elem, n = plan.size(k);
+    const void *piece_send = At(send, off);
 #ifdef MPICH_VERSION
-  // MPICH 4.0 dereferences MPI_IN_PLACE in MPI_Reduce at a root other than 0
-  // once the message exceeds 2 KiB (segfault). Give it a copy instead.
-  if (send == MPI_IN_PLACE && a.root != 0) {
-    const size_t bytes = a.count * DataTypeSize(a.dtype);
-    void *copy = Scratch(bytes);
-    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, copy, a.recvbuff, bytes, CopyKind::kDeviceToHost));
-    send = copy;
-  }
+    // MPICH 4.0 dereferences MPI_IN_PLACE in MPI_Reduce at a root other than 0
+    // once the message exceeds 2 KiB (segfault). Give it a copy instead (of
+    // one piece at a time when cut).
+    if (send == MPI_IN_PLACE && a.root != 0) {
+      void *copy = Scratch(n * elem);
+      reduced = LocalCopy(a, copy, At(a.recvbuff, off), n * elem, CopyKind::kDeviceToHost);
+      if (!reduced.ok()) break;
+      piece_send = copy;
+    }
 #endif
-  const Status reduced = MpiCheck(
-      mpi::Reduce(send,
-                  root ? a.recvbuff : nullptr, a.count, MpiTypeTable::Type(a.dtype),
-                  DataTypeSize(a.dtype), MpiTypeTable::Op(a.dtype, a.op), a.root, comm_),
-      "MPI_Reduce");
+    reduced = MpiCheck(mpi::Reduce(piece_send, At(recv, off), n, type, elem, op, a.root, comm_),
+                       "MPI_Reduce");
+    if (reduced.ok() && root && a.op == infinicclAvg) reduced = Average(a, At(recv, off), n);
+  }
 #ifdef MPICH_VERSION
-  // The workaround's copy is as large as the message: not kept beyond the
-  // little the other users of the scratch need.
+  // The workaround's copy is as large as the message (or piece): not kept
+  // beyond the little the other users of the scratch need.
   if (scratch_.size() > kKeptScratchBytes) std::vector<char>().swap(scratch_);
 #endif
-  INFINICCL_RETURN_IF_ERROR(reduced);
-  if (root && a.op == infinicclAvg) return Average(a, a.recvbuff, a.count);
-  return Status::Ok();
+  return reduced;
 }
 
 Status MpiBackend::AllGather(const CollArgs &a) {
@@ -202,7 +230,13 @@ Status MpiBackend::ReduceScatter(const CollArgs &a) {
   const MPI_Op op = MpiTypeTable::Op(a.dtype, a.op);
   // The ring combines on the CPU, so device memory read by MPI itself keeps
   // the MPI call.
-  if (a.device == nullptr && UseReduceScatterRing(size_, a.count, elem)) {
+  // Above the host piece threshold the ring is also how MPICH's ReduceScatter
+  // is cut (its MPI_Reduce_scatter_block allocates a message-sized temporary
+  // per call, host_pieces.h): the ring works in kRingChunkBytes columns, and
+  // a piece of a ReduceScatter is not contiguous in sendbuff.
+  if (a.device == nullptr && size_ > 1 &&
+      (UseReduceScatterRing(size_, a.count, elem) ||
+       HostPiecesFor(a, static_cast<size_t>(size_)).cut())) {
     INFINICCL_RETURN_IF_ERROR(ReduceScatterRing(a, type, op, comm_, rank_, size_,
                                                 Scratch(2 * kRingChunkBytes)));
   } else {
