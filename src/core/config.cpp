@@ -123,7 +123,9 @@ bool ParseSubsys(const char *v, unsigned *out) {
 }
 
 // Variables with the prefix that the tools, not the library, read.
-constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN"};
+// icclrun reads the first two, the Python package the third.
+constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN",
+                                          "INFINICCL_LIBRARY"};
 
 size_t EditDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> row(b.size() + 1);

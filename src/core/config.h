@@ -81,7 +81,8 @@ struct Config {
   };
   static const std::vector<Entry> &Table();
   // For each name that starts with INFINICCL_ and is neither in Table() nor
-  // one the tools read (icclrun's INFINICCL_MPI, INFINICCL_MPIRUN), a
+  // one the tools read (icclrun's INFINICCL_MPI, INFINICCL_MPIRUN, the
+  // Python package's INFINICCL_LIBRARY), a
   // warning naming it and the nearest known name.
   static std::vector<std::string> UnknownVariables(const std::vector<std::string> &names);
   // "NAME=value" for each entry, as this config resolved it.
