@@ -11,7 +11,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/status.h"
 
 namespace infiniccl {

@@ -8,8 +8,8 @@
 #include "api/cross_check.h"
 #include "api/validate.h"
 #include "core/config.h"
-#include "core/group.h"
-#include "core/runtime.h"
+#include "comm/group.h"
+#include "comm/runtime.h"
 #include "route/route.h"
 
 using namespace infiniccl;

@@ -11,7 +11,7 @@
 #include "api/api_call.h"
 #include "backend/ccl/ccl_attach.h"
 #include "core/log.h"
-#include "core/runtime.h"
+#include "comm/runtime.h"
 
 using namespace infiniccl;
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/mpi/large_count.h"
-#include "backend/mpi/mpi_error.h"
+#include "mpi/large_count.h"
+#include "mpi/mpi_error.h"
 #include "core/dtype.h"
 
 namespace infiniccl {

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "core/coll_args.h"
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/status.h"
 
 namespace infiniccl {

@@ -1,7 +1,7 @@
 // infinicclGroupStart / infinicclGroupEnd. The state is per thread
-// (core/group.h); like NCCL's, the calls need no infinicclInit, so a group
+// (comm/group.h); like NCCL's, the calls need no infinicclInit, so a group
 // may also surround communicator creation.
-#include "core/group.h"
+#include "comm/group.h"
 
 #include <infiniccl/infiniccl.h>
 

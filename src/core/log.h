@@ -39,13 +39,13 @@ constexpr unsigned LogSubsysOfFile(const char *file) {
   const auto is = [f](const char *prefix) { return log_detail::StartsWith(f, prefix); };
   if (is("staging/")) return kSubsysStaging;
   if (is("backend/ccl/")) return kSubsysCcl;
-  if (is("backend/mpi/")) return kSubsysMpi;
+  if (is("backend/mpi/") || is("mpi/")) return kSubsysMpi;
   if (is("device/")) return kSubsysDevice;
-  if (is("core/binding")) return kSubsysBind;
-  if (is("core/watchdog") || is("core/inflight") || is("core/seq_board"))
+  if (is("comm/binding")) return kSubsysBind;
+  if (is("comm/watchdog") || is("comm/inflight") || is("comm/seq_board"))
     return kSubsysWatchdog;
   if (is("api/lifecycle")) return kSubsysInit;
-  if (is("route/") || is("api/") || is("core/group") || is("core/coll_args"))
+  if (is("route/") || is("api/") || is("comm/group") || is("core/coll_args"))
     return kSubsysColl;
   return kSubsysInit;
 }

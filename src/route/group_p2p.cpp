@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <set>
 
-#include "backend/mpi/large_count.h"
+#include "mpi/large_count.h"
 #include "backend/mpi/mpi_backend.h"
-#include "backend/mpi/mpi_error.h"
-#include "backend/mpi/mpi_thread.h"
-#include "backend/mpi/mpi_types.h"
+#include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
+#include "mpi/mpi_types.h"
 #include "core/dtype.h"
 
 namespace infiniccl {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/coll_args.h"
-#include "core/communicator.h"
-#include "core/group.h"
+#include "comm/communicator.h"
+#include "comm/group.h"
 #include "device/device_runtime.h"
 #include "staging/staging_pool.h"
 

@@ -9,7 +9,7 @@
 #include "core/config.h"
 #include "staging/pipeline.h"
 #include "staging/staging_pool.h"
-#include "core/group.h"
+#include "comm/group.h"
 #include "route/group_p2p.h"
 #include "route/route_decision.h"
 

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "core/coll_args.h"
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/status.h"
 
 namespace infiniccl {

@@ -15,7 +15,7 @@
 
 #include "api/cross_check.h"
 #include "core/config.h"
-#include "core/runtime.h"
+#include "comm/runtime.h"
 #include "test_util.h"
 
 using namespace itest;

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/runtime.h"
+#include "comm/runtime.h"
 #include "test_util.h"
 
 using namespace itest;

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend/mpi/mpi_thread.h"
-#include "core/runtime.h"
+#include "mpi/mpi_thread.h"
+#include "comm/runtime.h"
 #include "test_util.h"
 
 using namespace itest;

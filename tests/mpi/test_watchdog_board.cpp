@@ -17,8 +17,8 @@
 #include <string>
 
 #include "core/coll_args.h"
-#include "core/runtime.h"
-#include "core/watchdog.h"
+#include "comm/runtime.h"
+#include "comm/watchdog.h"
 #include "test_util.h"
 
 using namespace itest;

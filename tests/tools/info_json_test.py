@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 LAUNCHER_VAR = {"openmpi": "OMPI_COMM_WORLD_LOCAL_RANK", "mpich": "MPI_LOCALRANKID"}
-# Every variable the library may take a local rank from (core/binding.cpp):
+# Every variable the library may take a local rank from (comm/binding.cpp):
 # none of them may leak in from the environment ctest runs in.
 LOCAL_RANK_VARS = ["INFINICCL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                    "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "PMI_LOCAL_RANK",

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "core/binding.h"
+#include "comm/binding.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "device/registry.h"

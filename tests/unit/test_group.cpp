@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/group.h"
+#include "comm/group.h"
 
 using infiniccl::CclGroupHook;
 using infiniccl::DeferredWork;

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "core/inflight.h"
+#include "comm/inflight.h"
 
 using namespace infiniccl;
 

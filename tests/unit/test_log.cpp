@@ -88,13 +88,13 @@ TEST(Log, SubsystemOfEachSourceFolder) {
   static_assert(LogSubsysOfFile("/x/src/backend/mpi/mpi_backend.cpp") ==
                 infiniccl::kSubsysMpi);
   static_assert(LogSubsysOfFile("src/device/registry.cpp") == infiniccl::kSubsysDevice);
-  static_assert(LogSubsysOfFile("/x/src/core/binding.cpp") == infiniccl::kSubsysBind);
-  static_assert(LogSubsysOfFile("/x/src/core/watchdog.cpp") ==
+  static_assert(LogSubsysOfFile("/x/src/comm/binding.cpp") == infiniccl::kSubsysBind);
+  static_assert(LogSubsysOfFile("/x/src/comm/watchdog.cpp") ==
                 infiniccl::kSubsysWatchdog);
   static_assert(LogSubsysOfFile("/x/src/route/route.cpp") == infiniccl::kSubsysColl);
   static_assert(LogSubsysOfFile("/x/src/api/collectives.cpp") == infiniccl::kSubsysColl);
   static_assert(LogSubsysOfFile("/x/src/api/lifecycle.cpp") == infiniccl::kSubsysInit);
-  static_assert(LogSubsysOfFile("/x/src/core/runtime.cpp") == infiniccl::kSubsysInit);
+  static_assert(LogSubsysOfFile("/x/src/comm/runtime.cpp") == infiniccl::kSubsysInit);
   // The last src/ component counts: a checkout inside another src/ tree.
   static_assert(LogSubsysOfFile("/home/src/device/repo/src/staging/a.cpp") ==
                 infiniccl::kSubsysStaging);

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "backend/mpi/mpi_types.h"
+#include "mpi/mpi_types.h"
 #include "reference.h"
 
 namespace {

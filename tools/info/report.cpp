@@ -9,9 +9,9 @@
 
 #include "backend/ccl/ccl_provider.h"
 #include "backend/mpi/gpu_aware.h"
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/config.h"
-#include "core/runtime.h"
+#include "comm/runtime.h"
 #include "device/registry.h"
 
 namespace info {

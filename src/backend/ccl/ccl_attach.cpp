@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "backend/ccl/ccl_provider.h"
-#include "backend/mpi/mpi_error.h"
+#include "mpi/mpi_error.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "route/route_decision.h"

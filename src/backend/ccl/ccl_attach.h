@@ -5,7 +5,7 @@
 // without such a device) all stay on MPI instead of hanging in the CCL.
 #pragma once
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/status.h"
 
 namespace infiniccl {

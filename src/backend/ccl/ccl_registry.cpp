@@ -1,5 +1,5 @@
 #include "backend/ccl/ccl_provider.h"
-#include "core/group.h"
+#include "comm/group.h"
 #include "device/registry.h"
 
 namespace infiniccl {

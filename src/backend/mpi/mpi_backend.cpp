@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "backend/mpi/host_pieces.h"
-#include "backend/mpi/large_count.h"
-#include "backend/mpi/mpi_error.h"
-#include "backend/mpi/mpi_thread.h"
-#include "backend/mpi/mpi_types.h"
+#include "mpi/large_count.h"
+#include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
+#include "mpi/mpi_types.h"
 #include "backend/mpi/reduce_scatter_ring.h"
 #include "core/dtype.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/mpi/mpi_error.h"
+#include "mpi/mpi_error.h"
 #include "core/dtype.h"
 
 namespace infiniccl {

@@ -1,10 +1,10 @@
-#include "backend/mpi/large_count.h"
+#include "mpi/large_count.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 
-#include "backend/mpi/mpi_thread.h"
+#include "mpi/mpi_thread.h"
 
 namespace infiniccl::mpi {
 

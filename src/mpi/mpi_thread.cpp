@@ -1,4 +1,4 @@
-#include "backend/mpi/mpi_thread.h"
+#include "mpi/mpi_thread.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,15 +1,15 @@
-#include "core/communicator.h"
+#include "comm/communicator.h"
 
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "backend/mpi/mpi_backend.h"
-#include "backend/mpi/mpi_error.h"
-#include "backend/mpi/mpi_thread.h"
+#include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/watchdog.h"
+#include "comm/watchdog.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {

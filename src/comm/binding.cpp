@@ -1,9 +1,9 @@
-#include "core/binding.h"
+#include "comm/binding.h"
 
 #include <cstdlib>
 #include <string>
 
-#include "backend/mpi/mpi_error.h"
+#include "mpi/mpi_error.h"
 #include "core/log.h"
 
 namespace infiniccl {

@@ -1,8 +1,8 @@
-#include "backend/mpi/mpi_types.h"
+#include "mpi/mpi_types.h"
 
 #include <cstdint>
 
-#include "backend/mpi/mpi_error.h"
+#include "mpi/mpi_error.h"
 #include "core/float16.h"
 
 namespace infiniccl {

@@ -1,4 +1,4 @@
-#include "core/watchdog.h"
+#include "comm/watchdog.h"
 
 #include <mpi.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/log.h"

@@ -1,4 +1,4 @@
-#include "core/runtime.h"
+#include "comm/runtime.h"
 
 #include <mpi.h>
 #include <unistd.h>
@@ -12,11 +12,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backend/mpi/mpi_error.h"
-#include "backend/mpi/mpi_thread.h"
-#include "backend/mpi/mpi_types.h"
+#include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
+#include "mpi/mpi_types.h"
 #include "core/log.h"
-#include "core/watchdog.h"
+#include "comm/watchdog.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {

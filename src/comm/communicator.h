@@ -14,10 +14,10 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "core/binding.h"
+#include "comm/binding.h"
 #include "core/coll_args.h"
-#include "core/inflight.h"
-#include "core/seq_board.h"
+#include "comm/inflight.h"
+#include "comm/seq_board.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
 

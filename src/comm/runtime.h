@@ -12,7 +12,7 @@
 
 #include <memory>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/status.h"
 
 namespace infiniccl {

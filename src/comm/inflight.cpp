@@ -1,4 +1,4 @@
-#include "core/inflight.h"
+#include "comm/inflight.h"
 
 namespace infiniccl {
 

@@ -1,4 +1,4 @@
-#include "core/seq_board.h"
+#include "comm/seq_board.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backend/mpi/mpi_error.h"
+#include "mpi/mpi_error.h"
 
 namespace infiniccl {
 

@@ -1,4 +1,4 @@
-#include "backend/mpi/mpi_error.h"
+#include "mpi/mpi_error.h"
 
 namespace infiniccl {
 

@@ -1,9 +1,9 @@
-#include "core/group.h"
+#include "comm/group.h"
 
 #include <algorithm>
 #include <mutex>
 
-#include "core/communicator.h"
+#include "comm/communicator.h"
 #include "core/log.h"
 
 namespace infiniccl {
