@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "api/api_call.h"
-#include "backend/ccl/ccl_attach.h"
+#include "comm/comm_init.h"
 #include "core/log.h"
 #include "comm/runtime.h"
 
@@ -39,15 +39,7 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
     // collective, and the other ranks would otherwise wait for this one.
     std::unique_ptr<Communicator> child;
     INFINICCL_RETURN_IF_ERROR(
-        Communicator::Split(*ctx.comm, newcomm == nullptr ? -1 : color, key, &child));
-    // The child keeps the parent's native CCL, split by the CCL itself where
-    // it can. Every rank of the parent takes part (the CCL's split is
-    // collective over it), those without a color included; the parent's
-    // ranks agreed at creation on having a CCL, so all take this together.
-    if (ctx.comm->has_mpi() && ctx.comm->ccl_backend() != nullptr) {
-      INFINICCL_RETURN_IF_ERROR(SplitCclUnderMpi(*ctx.comm, newcomm == nullptr ? -1 : color,
-                                                 key, child.get()));
-    }
+        SplitComm(*ctx.comm, newcomm == nullptr ? -1 : color, key, &child));
     if (newcomm == nullptr) {
       return Status(infinicclInvalidArgument,
                     "newcomm is NULL (this rank took part in the split without a color)");

@@ -8,15 +8,10 @@
 
 #include "api/api_call.h"
 #include "api/cross_check.h"
-#include "backend/ccl/ccl_attach.h"
 #include "backend/ccl/ccl_provider.h"
-#include "mpi/mpi_error.h"
-#include "mpi/mpi_thread.h"
-#include "comm/binding.h"
+#include "comm/comm_init.h"
 #include "comm/group.h"
-#include "core/log.h"
 #include "comm/runtime.h"
-#include "device/registry.h"
 #include "staging/staging_pool.h"
 
 using namespace infiniccl;
@@ -25,41 +20,6 @@ namespace {
 
 Status CheckOut(const void *p, const char *name) {
   if (p == nullptr) return MakeStatus(infinicclInvalidArgument, "%s is NULL", name);
-  return Status::Ok();
-}
-
-// Binds this rank to a device of the first active device runtime (vendor
-// runtimes before the emulated one); host-only when there is none.
-Status BindDevice(Communicator &c, int ndev, const int *devlist) {
-  Communicator::Binding b;
-  INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank));
-  const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
-  if (active.empty()) {
-    WarnDevlistWithoutDevices(ndev, devlist);
-    INFINICCL_INFO("local rank %d (from %s); no device runtime has a device: host memory "
-                   "only",
-                   b.local_rank.rank, b.local_rank.source.c_str());
-    c.set_binding(b);
-    return Status::Ok();
-  }
-  DeviceRuntime &rt = *active.front();
-  DeviceChoice choice;
-  INFINICCL_RETURN_IF_ERROR(ChooseDevice(b.local_rank.rank, rt.DeviceCount(), ndev, devlist,
-                                         GlobalConfig().strict_binding, &choice));
-  if (choice.wrapped) {
-    INFINICCL_WARN("local rank %d but only %d %s devices: sharing device %d "
-                   "(INFINICCL_STRICT_BINDING=1 makes this an error)",
-                   b.local_rank.rank, rt.DeviceCount(), DeviceKindName(rt.kind()),
-                   choice.device);
-  }
-  INFINICCL_RETURN_IF_ERROR(rt.SetDevice(choice.device));
-  b.kind = rt.kind();
-  b.device = choice.device;
-  b.shared = choice.wrapped;
-  INFINICCL_INFO("bound to %s device %d of %d (local rank %d from %s%s)",
-                 rt.description(), b.device, rt.DeviceCount(), b.local_rank.rank,
-                 b.local_rank.source.c_str(), choice.from_devlist ? ", via devlist" : "");
-  c.set_binding(b);
   return Status::Ok();
 }
 
@@ -121,19 +81,8 @@ infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
       return MakeStatus(infinicclInvalidArgument, "rank %d / nranks %d is out of range",
                         rank, nranks);
     }
-    std::string why;
-    CclProvider *ccl = FirstUsableCcl(&why);
-    if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
-    // The CCL uses the calling thread's current device, as ncclCommInitRank does.
-    Communicator::Binding b;
-    b.kind = ccl->kind();
-    INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Get(b.kind)->GetDevice(&b.device));
     std::unique_ptr<Communicator> c;
-    INFINICCL_RETURN_IF_ERROR(Communicator::CreateWithoutMpi(rank, nranks, &c));
-    c->set_binding(b);
-    std::unique_ptr<Backend> backend;
-    INFINICCL_RETURN_IF_ERROR(ccl->CreateComm(nranks, id, rank, &backend));
-    c->set_ccl_backend(std::move(backend));
+    INFINICCL_RETURN_IF_ERROR(InitWithUniqueId(nranks, id, rank, &c));
     *comm = Runtime::Register(std::move(c));
     return Status::Ok();
   });
@@ -155,9 +104,7 @@ infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
     }
     INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
     std::unique_ptr<Communicator> c;
-    INFINICCL_RETURN_IF_ERROR(Communicator::Create(MPI_COMM_WORLD, &c));
-    INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
-    INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*c));
+    INFINICCL_RETURN_IF_ERROR(InitUnderMpi(MPI_COMM_WORLD, ndev, devlist, &c));
     *comm = Runtime::Register(std::move(c));
     return Status::Ok();
   });
@@ -182,21 +129,8 @@ infinicclResult_t infinicclCommInitMpi(infinicclComm_t *comm, long mpi_comm_fint
                         "mpi_comm_fint %ld is MPI_COMM_NULL or not a communicator",
                         mpi_comm_fint);
     }
-    int inter = 0;
-    {
-      mpi::SerialLock lock;
-      INFINICCL_RETURN_IF_ERROR(
-          MpiCheck(MPI_Comm_test_inter(parent, &inter), "MPI_Comm_test_inter"));
-    }
-    if (inter) {
-      return Status(infinicclInvalidArgument,
-                    "mpi_comm_fint is an inter-communicator; collectives need an "
-                    "intra-communicator");
-    }
     std::unique_ptr<Communicator> c;
-    INFINICCL_RETURN_IF_ERROR(Communicator::Create(parent, &c));
-    INFINICCL_RETURN_IF_ERROR(BindDevice(*c, 0, nullptr));
-    INFINICCL_RETURN_IF_ERROR(AttachCclUnderMpi(*c));
+    INFINICCL_RETURN_IF_ERROR(InitUnderMpi(parent, 0, nullptr, &c));
     *comm = Runtime::Register(std::move(c));
     return Status::Ok();
   });

@@ -3,12 +3,35 @@
 // (NCCL, MCCL) join behind the same interface. route/ picks one per call.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/coll_args.h"
 #include "core/status.h"
+#include "device/device_runtime.h"
 
 namespace infiniccl {
+
+// Send/Recv inside a group (infinicclGroupStart/End): each is started when
+// called and finished at the outermost GroupEnd, so a ring in which every
+// rank sends before it receives works for any message size (blocking sends
+// deadlock there once messages pass the eager limit). One batch per backend
+// per group.
+class P2pBatch {
+ public:
+  virtual ~P2pBatch() = default;
+  // Starts `a`, a validated Send/Recv, on `buf`: its own buffer or a host
+  // buffer standing in for it, valid until Complete returns. An operation
+  // that failed after part of it started still counts in ops().
+  virtual Status Post(const CollArgs &a, const void *buf) = 0;
+  virtual size_t ops() const = 0;
+  // Waits for every operation in the order posted (all were started, so
+  // none can wait for a later one), calling `waiting(k)` before operation
+  // k; `ok[k]` says whether it completed. Returns the first failure.
+  virtual Status Complete(const std::function<void(size_t)> &waiting,
+                          std::vector<bool> *ok) = 0;
+};
 
 class Backend {
  public:
@@ -19,6 +42,12 @@ class Backend {
   // nullptr when Run can take `args` with InfiniCCL's semantics, otherwise
   // why not (route/ then picks another path or reports it).
   virtual const char *Unsupported(const CollArgs &) const { return nullptr; }
+  // Whether Run may be given memory of `kind` itself (a GPU-aware MPI); a
+  // backend that cannot gets host buffers from staging/.
+  virtual bool ReadsDeviceMemory(DeviceKind) const { return false; }
+  // A batch for grouped Send/Recv; nullptr when this backend has none (a
+  // CCL's own group calls defer its Send/Recv instead).
+  virtual std::unique_ptr<P2pBatch> NewP2pBatch() { return nullptr; }
   // A native CCL's own split of its communicator (ncclCommSplit), collective
   // over every rank of this backend's communicator. A negative color takes
   // part and gets no backend. `*rank`/`*size`: this rank's place in the new

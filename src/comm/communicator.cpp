@@ -2,124 +2,12 @@
 
 #include <cstring>
 #include <string>
-#include <vector>
 
-#include "backend/mpi/mpi_backend.h"
-#include "mpi/mpi_error.h"
-#include "mpi/mpi_thread.h"
-#include "core/config.h"
-#include "core/log.h"
 #include "comm/watchdog.h"
+#include "mpi/mpi_thread.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
-
-// Everything after the MPI communicator exists: error handler, rank, size,
-// backend, the node's sequence board, the watchdog. Collective over comm_
-// (the board is shared memory among the node's ranks).
-Status Communicator::FinishSetup() {
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN),
-                                     "MPI_Comm_set_errhandler"));
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank"));
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(comm_, &size_), "MPI_Comm_size"));
-  MPI_Comm_set_name(comm_, "infiniccl");
-  mpi_backend_ = std::make_unique<MpiBackend>(comm_, rank_, size_);
-  INFINICCL_RETURN_IF_ERROR(AgreeOnCheck());
-  std::string why;
-  INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm_, &board_, &why));
-  if (!board_) {
-    INFINICCL_INFO(
-        "no node-local sequence board (%s): the watchdog will not be able to "
-        "name ranks that have not reached a call",
-        why.c_str());
-  }
-  Watchdog::Watch(this);
-  return Status::Ok();
-}
-
-// INFINICCL_CHECK set on some ranks only would leave the checking ranks
-// waiting in an exchange the others never make. One small Allgather at
-// creation makes every rank check when any rank asked for it, with a
-// warning that names the ranks.
-Status Communicator::AgreeOnCheck() {
-  const int mine = GlobalConfig().check ? 1 : 0;
-  std::vector<int> all(static_cast<size_t>(size_), 0);
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm_), "MPI_Allgather"));
-  std::string on, off;
-  for (int r = 0; r < size_; ++r) {
-    std::string &list = all[static_cast<size_t>(r)] ? on : off;
-    list += (list.empty() ? "" : ",") + std::to_string(r);
-  }
-  check_ = !on.empty();
-  if (!on.empty() && !off.empty() && rank_ == 0) {
-    INFINICCL_WARN(
-        "INFINICCL_CHECK differs between the ranks of a new communicator "
-        "(1 on rank %s, 0 on rank %s): the check is on for this communicator "
-        "on every rank; set it alike everywhere",
-        on.c_str(), off.c_str());
-  }
-  return Status::Ok();
-}
-
-Status Communicator::Create(MPI_Comm parent, std::unique_ptr<Communicator> *out) {
-  std::unique_ptr<Communicator> c(new Communicator());
-  mpi::SerialLock lock;
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_dup(parent, &c->comm_), "MPI_Comm_dup"));
-  INFINICCL_RETURN_IF_ERROR(c->FinishSetup());
-  *out = std::move(c);
-  return Status::Ok();
-}
-
-Status Communicator::CreateWithoutMpi(int rank, int size,
-                                      std::unique_ptr<Communicator> *out) {
-  std::unique_ptr<Communicator> c(new Communicator());
-  c->rank_ = rank;
-  c->size_ = size;
-  *out = std::move(c);
-  return Status::Ok();
-}
-
-Status Communicator::Split(const Communicator &parent, int color, int key,
-                           std::unique_ptr<Communicator> *out) {
-  if (!parent.has_mpi()) {
-    // Made by infinicclCommInitRank: only its CCL can split it, and the
-    // child's place comes from the CCL (ncclCommUserRank / ncclCommCount).
-    if (parent.ccl_backend_ == nullptr) {
-      return Status(infinicclInternalError, "communicator with neither MPI nor a CCL");
-    }
-    int rank = -1, size = 0;
-    std::unique_ptr<Backend> backend;
-    Status st = parent.ccl_backend_->SplitNative(color, key, &rank, &size, &backend);
-    if (!st.ok()) {
-      return Status(st.code(),
-                    "splitting a communicator made without MPI (infinicclCommInitRank) "
-                    "takes the CCL's own split: " +
-                        st.message());
-    }
-    if (backend == nullptr) return Status::Ok();  // no color: no communicator
-    INFINICCL_RETURN_IF_ERROR(CreateWithoutMpi(rank, size, out));
-    (*out)->binding_ = parent.binding_;
-    (*out)->set_ccl_backend(std::move(backend));
-    return Status::Ok();
-  }
-  std::unique_ptr<Communicator> c(new Communicator());
-  mpi::SerialLock lock;
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      MPI_Comm_split(parent.comm_, color < 0 ? MPI_UNDEFINED : color, key, &c->comm_),
-      "MPI_Comm_split"));
-  if (c->comm_ == MPI_COMM_NULL) return Status::Ok();  // no color: no communicator
-  INFINICCL_RETURN_IF_ERROR(c->FinishSetup());
-  // Same process, same device: the binding is copied, not redone (SetDevice
-  // already ran for the parent). The staging pool is process-wide, so the
-  // child shares it as it is.
-  c->binding_ = parent.binding_;
-  // The parent's CCL communicator is split by infinicclCommSplit afterwards
-  // (ccl_attach: ncclCommSplit where the CCL has it, else a CCL communicator
-  // of the child's own, made the way CommInitAll makes one).
-  *out = std::move(c);
-  return Status::Ok();
-}
 
 Communicator::~Communicator() {
   Watchdog::Unwatch(this);
@@ -196,7 +84,7 @@ void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
   inflight_.dtype.store(dtype, std::memory_order_relaxed);
   inflight_.op.store(op, std::memory_order_relaxed);
   inflight_.root.store(a.root, std::memory_order_relaxed);
-  inflight_.path.store(static_cast<int>(CallPath::kNone), std::memory_order_relaxed);
+  inflight_.path.store(static_cast<int>(Path::kNone), std::memory_order_relaxed);
   inflight_.token.store(++calls_, std::memory_order_release);
   if (board_ && call_seq != 0) board_->Enter(call_seq, static_cast<int>(a.kind));
 }

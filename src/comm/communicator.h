@@ -1,4 +1,5 @@
-// Communicator: what an infinicclComm_t names. Owns its MPI communicator and
+// Communicator: what an infinicclComm_t names. Built in one place,
+// comm/comm_init.h. Owns its MPI communicator and
 // backends (MPI always when made under MPI; a native CCL when its ranks are
 // bound to devices that have one); keeps the message of its last failed
 // call, the sequence number of its collectives, what is in flight, and
@@ -25,15 +26,7 @@ namespace infiniccl {
 
 class Communicator {
  public:
-  // Duplicates `parent` (collective over it) with MPI_ERRORS_RETURN set.
-  static Status Create(MPI_Comm parent, std::unique_ptr<Communicator> *out);
-  // MPI_Comm_split of `parent` (collective over it): ranks ordered by key,
-  // then by rank in parent. color < 0 takes part but gets no communicator
-  // (*out stays null). The child keeps the parent's device binding.
-  static Status Split(const Communicator &parent, int color, int key,
-                      std::unique_ptr<Communicator> *out);
-  // Without MPI (infinicclCommInitRank): only a CCL backend, set next.
-  static Status CreateWithoutMpi(int rank, int size, std::unique_ptr<Communicator> *out);
+  // Made only by comm/comm_init.cpp (CommFactory).
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -141,9 +134,8 @@ class Communicator {
   int group_users() const { return group_users_.load(); }
 
  private:
+  friend class CommFactory;
   Communicator() = default;
-  Status FinishSetup();
-  Status AgreeOnCheck();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

@@ -1,37 +1,10 @@
 #include "comm/group.h"
 
-#include <algorithm>
-#include <mutex>
-
+#include "backend/ccl/ccl_provider.h"
 #include "comm/communicator.h"
 #include "core/log.h"
 
 namespace infiniccl {
-
-namespace {
-
-std::mutex &HookMutex() {
-  static std::mutex m;
-  return m;
-}
-std::vector<CclGroupHook *> &Hooks() {
-  static std::vector<CclGroupHook *> hooks;
-  return hooks;
-}
-
-}  // namespace
-
-void RegisterCclGroupHook(CclGroupHook *hook) {
-  std::lock_guard<std::mutex> lock(HookMutex());
-  if (std::find(Hooks().begin(), Hooks().end(), hook) == Hooks().end()) {
-    Hooks().push_back(hook);
-  }
-}
-
-void UnregisterCclGroupHook(CclGroupHook *hook) {
-  std::lock_guard<std::mutex> lock(HookMutex());
-  std::erase(Hooks(), hook);
-}
 
 Group &Group::Current() {
   thread_local Group group;
@@ -47,21 +20,11 @@ Status Group::Start() {
     ++depth_;
     return Status::Ok();
   }
-  {
-    std::lock_guard<std::mutex> lock(HookMutex());
-    hooks_ = Hooks();
-  }
-  for (size_t i = 0; i < hooks_.size(); ++i) {
-    Status st = hooks_[i]->GroupStart();
-    if (!st.ok()) {
-      // Close the hooks already opened, so no CCL is left inside a group.
-      for (size_t j = 0; j < i; ++j) hooks_[j]->GroupEnd();
-      hooks_.clear();
-      return st;
-    }
-  }
+  // A failed start closes the CCLs it had opened (ccl_registry.cpp).
+  INFINICCL_RETURN_IF_ERROR(CclGroupStart());
+  ccl_open_ = true;
   depth_ = 1;
-  INFINICCL_TRACE("group started (%zu native CCL hooks)", hooks_.size());
+  INFINICCL_TRACE("group started");
   return Status::Ok();
 }
 
@@ -82,11 +45,11 @@ Status Group::End() {
                    "first: %s",
                    call_errors_, call_errors_ == 1 ? "" : "s", first.message().c_str());
   }
-  for (CclGroupHook *hook : hooks_) {
-    Status st = hook->GroupEnd();
+  if (ccl_open_) {
+    ccl_open_ = false;
+    Status st = CclGroupEnd();
     if (!st.ok() && first.ok()) {
-      first =
-          MakeStatus(st.code(), "%s group end: %s", hook->Name(), st.message().c_str());
+      first = MakeStatus(st.code(), "native CCL group end: %s", st.message().c_str());
     }
   }
   for (DeferredWork *work : order_) {
@@ -117,7 +80,7 @@ void Group::Clear() {
   works_.clear();  // leases and requests are released here
   for (const auto &comm : comms_) comm->RemoveGroupUser();
   comms_.clear();
-  hooks_.clear();
+  ccl_open_ = false;
   first_call_error_ = Status::Ok();
   call_errors_ = 0;
   depth_ = 0;

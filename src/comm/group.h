@@ -7,10 +7,10 @@
 //   outermost End (the MPI path's nonblocking Send/Recv: MPI_Wait, then
 //   the host-to-device copies of staged receives). One object per key per
 //   group, created by the path on first use.
-// - CclGroupHook: a native collective library with its own group calls
-//   (ncclGroupStart/End). A CCL backend registers one hook for the process;
-//   the outermost Start calls its GroupStart, the outermost End its GroupEnd
-//   (before the MPI work is waited for: a CCL's GroupEnd only enqueues).
+// - The native collective libraries' own group calls (ncclGroupStart/End,
+//   backend/ccl/ccl_provider.h): the outermost Start opens the group of
+//   every CCL in use, the outermost End closes them (before the MPI work is
+//   waited for: a CCL's GroupEnd only enqueues).
 #pragma once
 
 #include <map>
@@ -33,20 +33,6 @@ class DeferredWork {
   virtual Status Complete() = 0;
 };
 
-class CclGroupHook {
- public:
-  virtual ~CclGroupHook() = default;
-  virtual const char *Name() const = 0;
-  virtual Status GroupStart() = 0;
-  virtual Status GroupEnd() = 0;
-};
-
-// Process-wide hook registry. A hook must stay alive until it is removed;
-// hooks registered while a thread is inside a group join that thread's
-// next group, never a group already started.
-void RegisterCclGroupHook(CclGroupHook *hook);
-void UnregisterCclGroupHook(CclGroupHook *hook);
-
 class Group {
  public:
   // The calling thread's group state.
@@ -56,8 +42,7 @@ class Group {
   int depth() const { return depth_; }
 
   Status Start();
-  // InvalidUsage without a Start. The outermost End runs the CCL hooks'
-  // GroupEnd, completes every DeferredWork, and returns the first error of
+  // InvalidUsage without a Start. The outermost End closes the CCLs' groups, completes every DeferredWork, and returns the first error of
   // the group: a call that failed inside it (as NCCL: the failing call
   // returned it too) or a failure at completion. Either way everything
   // deferred is completed and the state is cleared, so the thread can start
@@ -91,7 +76,7 @@ class Group {
   void Clear();
 
   int depth_ = 0;
-  std::vector<CclGroupHook *> hooks_;  // started by the outermost Start
+  bool ccl_open_ = false;  // the outermost Start opened the CCLs' groups
   std::map<const void *, std::unique_ptr<DeferredWork>> works_;
   std::vector<DeferredWork *> order_;
   std::set<std::shared_ptr<Communicator>> comms_;

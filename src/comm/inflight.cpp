@@ -2,18 +2,6 @@
 
 namespace infiniccl {
 
-const char *CallPathName(CallPath p) {
-  switch (p) {
-    case CallPath::kNone: return "not yet routed";
-    case CallPath::kHost: return "host";
-    case CallPath::kDirect: return "direct";
-    case CallPath::kStaged: return "staged";
-    case CallPath::kCcl: return "CCL";
-    case CallPath::kCopy: return "local copy";
-  }
-  return "?";
-}
-
 bool InFlight::Read(Snapshot *out) const {
   const uint64_t t1 = token.load(std::memory_order_acquire);
   if (t1 == 0) return false;
@@ -25,7 +13,7 @@ bool InFlight::Read(Snapshot *out) const {
   s.dtype = static_cast<infinicclDataType_t>(dtype.load(std::memory_order_relaxed));
   s.op = static_cast<infinicclRedOp_t>(op.load(std::memory_order_relaxed));
   s.root = root.load(std::memory_order_relaxed);
-  s.path = static_cast<CallPath>(path.load(std::memory_order_relaxed));
+  s.path = static_cast<Path>(path.load(std::memory_order_relaxed));
   std::atomic_thread_fence(std::memory_order_acquire);
   if (token.load(std::memory_order_relaxed) != t1) return false;
   *out = s;

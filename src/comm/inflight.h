@@ -17,10 +17,6 @@
 
 namespace infiniccl {
 
-// The path route.cpp chose; kNone until it has decided.
-enum class CallPath : int { kNone = 0, kHost, kDirect, kStaged, kCcl, kCopy };
-const char *CallPathName(CallPath p);  // "host", "direct", "staged", "CCL", "local copy"
-
 struct InFlight {
   std::atomic<uint64_t> token{0};  // 0: idle; otherwise unique per call
   std::atomic<uint64_t> seq{0};    // the collective's sequence number (0 for Send/Recv)
@@ -38,11 +34,11 @@ struct InFlight {
     infinicclDataType_t dtype;
     infinicclRedOp_t op;
     int root;
-    CallPath path;
+    Path path;
   };
   bool Read(Snapshot *out) const;
 
-  void SetPath(CallPath p) { path.store(static_cast<int>(p), std::memory_order_relaxed); }
+  void SetPath(Path p) { path.store(static_cast<int>(p), std::memory_order_relaxed); }
 };
 
 }  // namespace infiniccl

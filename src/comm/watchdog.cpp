@@ -189,7 +189,7 @@ constexpr int kFollowerExitSec = 15;
                 c.rank(), c.size(), seconds, timeout,
                 static_cast<unsigned long long>(s.count), DataTypeName(s.dtype),
                 IsReduction(s.kind) ? " op=" : "",
-                IsReduction(s.kind) ? RedOpName(s.op) : "", where, CallPathName(s.path));
+                IsReduction(s.kind) ? RedOpName(s.op) : "", where, PathName(s.path));
   const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
                               : Stragglers(c, s.seq, static_cast<int>(s.kind));
   LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what,

@@ -18,4 +18,30 @@ const char *CollKindName(CollKind kind) {
   return "?";
 }
 
+const char *PathName(Path p) {
+  switch (p) {
+    case Path::kNone: return "not yet routed";
+    case Path::kHostMpi: return "host";
+    case Path::kDirectMpi: return "direct";
+    case Path::kStagedMpi: return "staged";
+    case Path::kCcl: return "CCL";
+    case Path::kLocalCopy: return "local copy";
+  }
+  return "?";
+}
+
+const char *PathDescription(Path p) {
+  switch (p) {
+    case Path::kNone: return "not yet routed";
+    case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
+    case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
+    case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
+    case Path::kCcl: return "device buffers -> native CCL on the caller's stream";
+    case Path::kLocalCopy:
+      return "one-rank reduction of device buffers -> one device copy on the caller's "
+             "stream (no CCL, no MPI)";
+  }
+  return "?";
+}
+
 }  // namespace infiniccl

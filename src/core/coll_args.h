@@ -50,6 +50,13 @@ struct CollArgs {
   bool staged = false;
 };
 
+// The path the route chose for a call (route/route_decision.h decides it);
+// kNone until it has decided. Published to the watchdog while the call runs.
+enum class Path : int { kNone = 0, kHostMpi, kDirectMpi, kStagedMpi, kCcl, kLocalCopy };
+inline constexpr int kNumPaths = 6;
+const char *PathName(Path p);         // "host", "direct", "staged", "CCL", "local copy"
+const char *PathDescription(Path p);  // what the path does, for INFO
+
 inline bool IsReduction(CollKind k) {
   return k == CollKind::kAllReduce || k == CollKind::kReduce ||
          k == CollKind::kReduceScatter;

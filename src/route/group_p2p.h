@@ -1,25 +1,18 @@
-// Send/Recv inside a group on the MPI path: posted as MPI_Isend/MPI_Irecv
-// when called, completed at the outermost
-// infinicclGroupEnd. So a ring in which every rank sends before it receives
-// works for any message size: with blocking MPI_Send it deadlocks once the
-// messages exceed MPI's eager limit, because every rank waits in its send
-// for a receive that its peer has not posted yet.
-//
-// Staged device buffers: a Send copies its data to a pooled host buffer
-// (on the user's stream, waited for) before MPI_Isend; a Recv receives into
-// a pooled host buffer and copies it to the device after the wait, at
-// GroupEnd. The leases live in this object, so until the group ends.
+// Send/Recv inside a group: each is started when called (on the path the
+// route chose for it) and finished at the outermost infinicclGroupEnd, so a
+// ring in which every rank sends before it receives works for any message
+// size. The posting is the backend's (P2pBatch), the staging of device
+// buffers staging/'s (P2pStaging); this work only keeps one of each per
+// communicator in the group and shows each wait to the watchdog.
 #pragma once
 
-#include <mpi.h>
-
+#include <memory>
 #include <vector>
 
-#include "core/coll_args.h"
+#include "backend/backend.h"
 #include "comm/communicator.h"
 #include "comm/group.h"
-#include "device/device_runtime.h"
-#include "staging/staging_pool.h"
+#include "staging/p2p_staging.h"
 
 namespace infiniccl {
 
@@ -28,39 +21,27 @@ class GroupP2p final : public DeferredWork {
   // This thread's batch in its open group (made on first use).
   static GroupP2p &OfCurrentGroup();
 
-  ~GroupP2p() override;
-
-  // `a` is a validated Send/Recv whose buffers MPI can access.
-  Status Post(Communicator &comm, const CollArgs &a);
-  // `a` is a validated Send/Recv on `device` memory, staged through host memory.
-  Status PostStaged(Communicator &comm, DeviceRuntime &device, const CollArgs &a);
+  // `a` is a validated Send/Recv on `comm`, routed to `path` (host, direct
+  // or staged MPI); `device` is its buffer's runtime on the device paths.
+  Status Post(Communicator &comm, const CollArgs &a, Path path, DeviceRuntime *device);
 
   Status Complete() override;
 
  private:
-  struct Op {
+  struct Op {  // what the watchdog shows while GroupEnd waits for it
     CollKind kind;
     int peer;
     size_t count;
-    // Published to the watchdog while GroupEnd waits for this operation.
-    Communicator *comm = nullptr;  // kept alive by the group until it clears
-    infinicclDataType_t dtype = infinicclInt8;
-    CallPath path = CallPath::kNone;
-    size_t first_req, end_req;  // its requests in reqs_
-    // Staged Recv: host buffer -> device buffer after the wait.
-    DeviceRuntime *device = nullptr;
-    void *device_dst = nullptr;
-    const char *host_src = nullptr;
-    size_t bytes = 0;
-    void *stream = nullptr;
+    infinicclDataType_t dtype;
+    Path path;
   };
-  class PublishWait;
-  Status PostRequests(Communicator &comm, const CollArgs &a, const void *buf, Op op);
-  Status Unstage(const std::vector<bool> &ok);
-
-  std::vector<MPI_Request> reqs_;
-  std::vector<Op> ops_;
-  std::vector<StagingLease> leases_;
+  struct PerComm {
+    Communicator *comm;  // kept alive by the group until it clears
+    P2pStaging staging;  // declared first: its leases outlive the requests
+    std::unique_ptr<P2pBatch> batch;
+    std::vector<Op> ops;
+  };
+  std::vector<std::unique_ptr<PerComm>> comms_;
 };
 
 }  // namespace infiniccl

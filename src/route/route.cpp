@@ -1,70 +1,34 @@
 #include "route/route.h"
 
-#include <atomic>
-
+#include "comm/group.h"
+#include "core/config.h"
 #include "core/dtype.h"
 #include "core/log.h"
 #include "device/registry.h"
-#include "backend/mpi/gpu_aware.h"
-#include "core/config.h"
-#include "staging/pipeline.h"
-#include "staging/staging_pool.h"
-#include "comm/group.h"
 #include "route/group_p2p.h"
 #include "route/route_decision.h"
+#include "staging/pipeline.h"
 
 namespace infiniccl {
 
 namespace {
 
 // Communicator::FirstUse bits: one per (kind, path), then one per kind for
-// "the CCL could not take it".
-static_assert(kNumCollKinds * (kNumPaths + 1) <= 64, "FirstUse has 64 bits");
-
-// INFINICCL_MPI_DEVICE_DIRECT: 1 forces, 0 forbids, auto asks the MPI once
-// per device kind.
-bool DirectAllowed(DeviceKind kind) {
-  const std::string &mode = GlobalConfig().mpi_device_direct;
-  if (mode == "1") return true;
-  if (mode == "0") return false;
-  static std::atomic<int> answers[kNumDeviceKinds];  // 0 unknown, 1 no, 2 yes
-  std::atomic<int> &answer = answers[static_cast<int>(kind)];
-  if (answer.load() == 0) {
-    const GpuAwareness g = QueryMpiGpuAware(kind);
-    INFINICCL_INFO("MPI GPU-aware for %s memory: %s (%s)", DeviceKindName(kind),
-                   g.supported ? "yes" : "no", g.how);
-    answer.store(g.supported ? 2 : 1);
-  }
-  return answer.load() == 2;
-}
-
-// Path::kLocalCopy: recvbuff = sendbuff, on the caller's stream. Waited for
-// unless the communicator has the device's CCL, whose calls return once
-// queued (the MPI paths return with the result in place).
-Status RunLocalCopy(Communicator &comm, DeviceRuntime &device, const CollArgs &a,
-                    bool send_dev, bool recv_dev) {
-  if (a.sendbuff == a.recvbuff) return Status::Ok();
-  const CopyKind kind = send_dev && recv_dev ? CopyKind::kDeviceToDevice
-                        : send_dev           ? CopyKind::kDeviceToHost
-                                             : CopyKind::kHostToDevice;
-  INFINICCL_RETURN_IF_ERROR(
-      device.MemcpyAsync(a.recvbuff, a.sendbuff, a.recv_bytes, kind, a.stream));
-  const bool stream_ordered = comm.ccl_backend() != nullptr &&
-                              comm.binding().kind == device.kind() && send_dev && recv_dev;
-  return stream_ordered ? Status::Ok() : device.StreamSynchronize(a.stream);
-}
+// "the CCL could not take it" (kNone is never announced).
+constexpr int kRoutedPaths = kNumPaths - 1;
+static_assert(kNumCollKinds * (kRoutedPaths + 1) <= 64, "FirstUse has 64 bits");
 
 void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
-  const int bit = static_cast<int>(a.kind) * kNumPaths + static_cast<int>(path);
+  const int bit = static_cast<int>(a.kind) * kRoutedPaths + static_cast<int>(path) - 1;
   if (LogEnabled(LogLevel::kInfo) && comm.FirstUse(bit)) {
     INFINICCL_INFO("%s on comm of %d ranks: %s%s%s (logged once per kind and path; "
                    "TRACE logs every call)",
-                   CollKindName(a.kind), comm.size(), PathName(path),
+                   CollKindName(a.kind), comm.size(), PathDescription(path),
                    *device ? ", device " : "", device);
   }
   INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d%s: %s %s", CollKindName(a.kind),
                   a.count, DataTypeName(a.dtype), RedOpName(a.op), a.root,
-                  a.in_place ? " in-place" : "", PathName(path), device);
+                  a.in_place ? " in-place" : "", PathDescription(path), device);
 }
 
 }  // namespace
@@ -111,53 +75,50 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
 
   Path path = Path::kHostMpi;
   INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
-  switch (path) {
-    case Path::kHostMpi:
-      // 1. Host buffers: straight to MPI, whatever devices exist.
-      comm.inflight().SetPath(CallPath::kHost);
-      Announce(comm, a, path, "");
-      if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
-      return comm.mpi_backend().Run(a);
-    case Path::kCcl:
-      // 2. Device buffers of a device with a CCL communicator: enqueued on
-      //    the caller's stream, returns without waiting (as NCCL does);
-      //    inside a group the CCL's own group (opened by the group hook)
-      //    defers it to GroupEnd.
-      comm.inflight().SetPath(CallPath::kCcl);
-      Announce(comm, a, path, kind == DeviceKind::kMaca ? "maca via MCCL" : "cuda via NCCL");
-      return ccl->Run(a);
-    case Path::kLocalCopy:
-      comm.inflight().SetPath(CallPath::kCopy);
-      Announce(comm, a, path, DeviceKindName(kind));
-      return RunLocalCopy(comm, *device, a, send_dev, recv_dev);
-    case Path::kDirectMpi:
-    case Path::kStagedMpi: break;
+  // The MPI path for device buffers: direct when the MPI reads them.
+  if (path == Path::kStagedMpi && comm.mpi_backend().ReadsDeviceMemory(kind)) {
+    path = Path::kDirectMpi;
   }
+  comm.inflight().SetPath(path);
+  Announce(comm, a, path,
+           path == Path::kHostMpi ? ""
+           : path != Path::kCcl   ? DeviceKindName(kind)
+           : kind == DeviceKind::kMaca ? "maca via MCCL"
+                                       : "cuda via NCCL");
   // Why the CCL was passed over, once per kind of call (bits above the paths').
-  if (facts.has_ccl && facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&
-      comm.FirstUse(kNumCollKinds * kNumPaths + static_cast<int>(a.kind))) {
+  if ((path == Path::kDirectMpi || path == Path::kStagedMpi) && facts.has_ccl &&
+      facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&
+      comm.FirstUse(kNumCollKinds * kRoutedPaths + static_cast<int>(a.kind))) {
     INFINICCL_INFO("%s cannot run %s (%s): taking MPI instead", facts.ccl_name,
                    CollKindName(a.kind), facts.ccl_unsupported);
   }
-
-  // 3. Device buffers and an MPI that reads them: direct, after the work
-  //    already queued on the stream (the producer of sendbuff).
-  if (DirectAllowed(kind)) {
-    comm.inflight().SetPath(CallPath::kDirect);
-    Announce(comm, a, Path::kDirectMpi, DeviceKindName(kind));
-    INFINICCL_RETURN_IF_ERROR(device->StreamSynchronize(a.stream));
-    StagingPool::Global().CountDirect();
-    if (grouped) return GroupP2p::OfCurrentGroup().Post(comm, a);
-    CollArgs direct = a;
-    direct.device = device;
-    return comm.mpi_backend().Run(direct);
+  if (grouped && path != Path::kCcl) {
+    return GroupP2p::OfCurrentGroup().Post(comm, a, path, device);
   }
-
-  // 4. Device buffers otherwise: staged through pooled host buffers,
-  //    pipelined when large.
-  comm.inflight().SetPath(CallPath::kStaged);
-  Announce(comm, a, Path::kStagedMpi, DeviceKindName(kind));
-  if (grouped) return GroupP2p::OfCurrentGroup().PostStaged(comm, *device, a);
+  switch (path) {
+    case Path::kHostMpi:
+      // Host buffers: straight to MPI, whatever devices exist.
+      return comm.mpi_backend().Run(a);
+    case Path::kCcl:
+      // Device buffers of a device with a CCL communicator: enqueued on the
+      // caller's stream, returns without waiting (as NCCL does); inside a
+      // group the CCL's own group (opened by Group::Start) defers it.
+      return ccl->Run(a);
+    case Path::kLocalCopy:
+      // Waited for unless the communicator has the device's CCL, whose
+      // calls return once queued (the MPI paths return with the result).
+      return RunLocalCopy(*device, a, BufferPlacement{send_dev, recv_dev},
+                          /*stream_ordered=*/comm.ccl_backend() != nullptr &&
+                              comm.binding().kind == kind && send_dev && recv_dev);
+    case Path::kDirectMpi:
+      // Device buffers and an MPI that reads them.
+      return RunDirect(comm.mpi_backend(), *device, a);
+    case Path::kStagedMpi:
+    case Path::kNone:
+      break;
+  }
+  // Device buffers otherwise: staged through pooled host buffers,
+  // pipelined when large.
   return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
                    comm.size(), &comm);
 }

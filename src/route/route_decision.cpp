@@ -2,19 +2,6 @@
 
 namespace infiniccl {
 
-const char *PathName(Path p) {
-  switch (p) {
-    case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
-    case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
-    case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
-    case Path::kCcl: return "device buffers -> native CCL on the caller's stream";
-    case Path::kLocalCopy:
-      return "one-rank reduction of device buffers -> one device copy on the caller's "
-             "stream (no CCL, no MPI)";
-  }
-  return "?";
-}
-
 namespace {
 constexpr const char *kNoMpi =
     "this communicator was made by infinicclCommInitRank and has no MPI";

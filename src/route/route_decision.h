@@ -2,14 +2,12 @@
 // communicator has, so it is tested without MPI, devices or a CCL.
 #pragma once
 
+#include "core/coll_args.h"  // Path
 #include "core/config.h"  // BackendChoice (INFINICCL_BACKEND, parsed with the config)
 #include "core/status.h"
 
 namespace infiniccl {
 
-enum class Path { kHostMpi = 0, kDirectMpi = 1, kStagedMpi = 2, kCcl = 3, kLocalCopy = 4 };
-inline constexpr int kNumPaths = 5;
-const char *PathName(Path path);
 
 struct RouteFacts {
   bool device_buffers = false;  // either buffer is device memory

@@ -79,7 +79,7 @@ struct Plan {
 
 // Moves the send slices of columns [col, col+n) into the slot (device memory
 // by an async copy on the stream, host memory by memcpy).
-Status StageIn(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, const Plan &p,
+Status StageIn(DeviceRuntime &device, const CollArgs &a, const Plan &p,
                bool on_device, char *slot, size_t col, size_t n) {
   const char *src = static_cast<const char *>(a.sendbuff);
   for (size_t b = 0; b < p.send_blocks; ++b) {
@@ -87,8 +87,7 @@ Status StageIn(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, cons
     char *to = slot + b * n * p.elem;
     if (on_device) {
       INFINICCL_RETURN_IF_ERROR(
-          device.MemcpyAsync(to, from, n * p.elem, CopyKind::kDeviceToHost, a.stream));
-      pool.CountCopy(CopyKind::kDeviceToHost, n * p.elem);
+          StageCopy(device, to, from, n * p.elem, CopyKind::kDeviceToHost, a.stream));
     } else {
       std::memcpy(to, from, n * p.elem);
     }
@@ -96,7 +95,7 @@ Status StageIn(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, cons
   return Status::Ok();
 }
 
-Status StageOut(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, const Plan &p,
+Status StageOut(DeviceRuntime &device, const CollArgs &a, const Plan &p,
                 bool on_device, const char *slot, size_t col, size_t n) {
   char *dst = static_cast<char *>(a.recvbuff);
   for (size_t b = 0; b < p.recv_blocks; ++b) {
@@ -104,8 +103,7 @@ Status StageOut(DeviceRuntime &device, StagingPool &pool, const CollArgs &a, con
     const char *from = slot + b * n * p.elem;
     if (on_device) {
       INFINICCL_RETURN_IF_ERROR(
-          device.MemcpyAsync(to, from, n * p.elem, CopyKind::kHostToDevice, a.stream));
-      pool.CountCopy(CopyKind::kHostToDevice, n * p.elem);
+          StageCopy(device, to, from, n * p.elem, CopyKind::kHostToDevice, a.stream));
     } else {
       std::memcpy(to, from, n * p.elem);
     }
@@ -174,7 +172,7 @@ Status RunOneChunk(Backend &host_backend, DeviceRuntime &device, StagingPool &po
   Breakdown t;
   char *slot = lease.data();
   INFINICCL_RETURN_IF_ERROR(
-      StageIn(device, pool, a, p, placement.send_on_device, slot, 0, p.count));
+      StageIn(device, a, p, placement.send_on_device, slot, 0, p.count));
   INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(a.stream));
   t.Add(&t.copy_in);
   CollArgs host = a;
@@ -184,7 +182,7 @@ Status RunOneChunk(Backend &host_backend, DeviceRuntime &device, StagingPool &po
   host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.count * p.elem : nullptr;
   INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
   t.Add(&t.mpi);
-  INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, a, p, placement.recv_on_device,
+  INFINICCL_RETURN_IF_ERROR(StageOut(device, a, p, placement.recv_on_device,
                                      static_cast<char *>(host.recvbuff), 0, p.count));
   sync.Disarm();
   INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(a.stream));
@@ -194,6 +192,34 @@ Status RunOneChunk(Backend &host_backend, DeviceRuntime &device, StagingPool &po
 }
 
 }  // namespace
+
+Status StageCopy(DeviceRuntime &device, void *dst, const void *src, size_t bytes,
+                 CopyKind kind, void *stream) {
+  INFINICCL_RETURN_IF_ERROR(device.MemcpyAsync(dst, src, bytes, kind, stream));
+  StagingPool::Global().CountCopy(kind, bytes);
+  return Status::Ok();
+}
+
+Status RunLocalCopy(DeviceRuntime &device, const CollArgs &a, BufferPlacement placement,
+                    bool stream_ordered) {
+  if (a.sendbuff == a.recvbuff) return Status::Ok();
+  const CopyKind kind = placement.send_on_device && placement.recv_on_device
+                            ? CopyKind::kDeviceToDevice
+                        : placement.send_on_device ? CopyKind::kDeviceToHost
+                                                   : CopyKind::kHostToDevice;
+  INFINICCL_RETURN_IF_ERROR(
+      device.MemcpyAsync(a.recvbuff, a.sendbuff, a.recv_bytes, kind, a.stream));
+  return stream_ordered ? Status::Ok() : device.StreamSynchronize(a.stream);
+}
+
+Status RunDirect(Backend &backend, DeviceRuntime &device, const CollArgs &a) {
+  // After the work already queued on the stream (the producer of sendbuff).
+  INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(a.stream));
+  StagingPool::Global().CountDirect();
+  CollArgs direct = a;
+  direct.device = &device;
+  return backend.Run(direct);
+}
 
 ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem,
                          size_t chunk_bytes, size_t cap_bytes) {
@@ -245,7 +271,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   auto stage_in = [&](size_t k) -> Status {
     char *slot = lease[k % slots].data();
     const ChunkSchedule::Piece piece = plan.at(k);
-    INFINICCL_RETURN_IF_ERROR(StageIn(device, pool, a, p, placement.send_on_device, slot,
+    INFINICCL_RETURN_IF_ERROR(StageIn(device, a, p, placement.send_on_device, slot,
                                       piece.offset, piece.cols));
     return device.EventRecord(ready[k % slots].get(), in);
   };
@@ -277,7 +303,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     host.recv_bytes = p.recv_blocks * n * p.elem;
     INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
     t.Add(&t.mpi);
-    INFINICCL_RETURN_IF_ERROR(StageOut(device, pool, out_args, p, placement.recv_on_device,
+    INFINICCL_RETURN_IF_ERROR(StageOut(device, out_args, p, placement.recv_on_device,
                                        static_cast<char *>(host.recvbuff), piece.offset, n));
     INFINICCL_RETURN_IF_ERROR(device.EventRecord(done[k % slots].get(), out));
     t.Add(&t.waits);

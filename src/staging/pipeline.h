@@ -36,6 +36,22 @@ struct BufferPlacement {
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &args,
                  BufferPlacement placement, int nranks, const void *owner);
 
+// A one-rank reduction of device buffers (Path::kLocalCopy): recvbuff =
+// sendbuff on the caller's stream, waited for unless `stream_ordered`.
+Status RunLocalCopy(DeviceRuntime &device, const CollArgs &args, BufferPlacement placement,
+                    bool stream_ordered);
+
+// The direct path: device buffers handed as they are to a backend that reads
+// them (ReadsDeviceMemory), after the work queued on the caller's stream;
+// counted in the staging statistics as a direct call.
+Status RunDirect(Backend &backend, DeviceRuntime &device, const CollArgs &args);
+
+// One staging copy between device and host memory on `stream` (not waited
+// for), counted in the staging statistics: every copy the staging layer
+// makes goes through here.
+Status StageCopy(DeviceRuntime &device, void *dst, const void *src, size_t bytes,
+                 CopyKind kind, void *stream);
+
 // How an operation of `count` columns is cut into chunks: `chunks` balanced
 // pieces (widths differ by at most one column), each at most about
 // INFINICCL_PIPELINE_CHUNK_BYTES of the widest buffer, with both slots

@@ -116,9 +116,10 @@ struct FakeApi {
     ++g_group_depth;
     return kSuccess;
   }
+  static inline Result group_end_result = kSuccess;  // what GroupEnd returns
   static Result GroupEnd() {
     --g_group_depth;
-    return kSuccess;
+    return group_end_result;
   }
   static Result Log(Comm c, const char *call, const void *buf, size_t n, DataType t,
                     int peer) {

@@ -9,9 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "backend/ccl/ccl_provider.h"
 #include "comm/group.h"
+#include "fake_ccl.h"
 
-using infiniccl::CclGroupHook;
 using infiniccl::DeferredWork;
 using infiniccl::Group;
 using infiniccl::Status;
@@ -20,17 +21,24 @@ namespace {
 
 std::vector<std::string> g_log;
 
-struct FakeHook : CclGroupHook {
-  Status end_status;
-  const char *Name() const override { return "FakeCCL"; }
-  Status GroupStart() override {
-    g_log.push_back("ccl start");
-    return Status::Ok();
+// The stand-in CCL (emulated device kind) in use in this process: Group's
+// Start/End open and close its group; its depth shows when they did.
+class InUseCcl {
+ public:
+  InUseCcl() {
+    infiniccl::SetCclProviderForTesting(&provider_);
+    infinicclUniqueId id{};
+    std::unique_ptr<infiniccl::Backend> backend;
+    EXPECT_TRUE(provider_.CreateComm(1, id, 0, &backend).ok());  // now used()
+    infiniccl::g_group_depth = 0;
   }
-  Status GroupEnd() override {
-    g_log.push_back("ccl end");
-    return end_status;
+  ~InUseCcl() {
+    infiniccl::SetCclProviderForTesting(nullptr);
+    infiniccl::FakeApi::group_end_result = infiniccl::FakeApi::kSuccess;
   }
+
+ private:
+  infiniccl::ccl::CclProviderImpl<infiniccl::FakeApi> provider_;
 };
 
 struct FakeWork : DeferredWork {
@@ -39,7 +47,8 @@ struct FakeWork : DeferredWork {
   explicit FakeWork(std::string n, Status r = Status::Ok())
       : name(std::move(n)), result(std::move(r)) {}
   Status Complete() override {
-    g_log.push_back(name);
+    // The CCL's group is closed before any deferred work completes.
+    g_log.push_back(name + (infiniccl::g_group_depth == 0 ? "" : " (CCL group open)"));
     return result;
   }
 };
@@ -48,24 +57,25 @@ const char kA = 0, kB = 0;
 
 TEST(Group, NestsAndCompletesOnceAtOutermostEnd) {
   g_log.clear();
-  FakeHook hook;
-  infiniccl::RegisterCclGroupHook(&hook);
+  InUseCcl ccl;
   Group &g = Group::Current();
   ASSERT_TRUE(g.Start().ok());
+  EXPECT_EQ(infiniccl::g_group_depth, 1);
   ASSERT_TRUE(g.Start().ok());
   EXPECT_EQ(g.depth(), 2);
+  EXPECT_EQ(infiniccl::g_group_depth, 1);  // only the outermost Start opens it
   g.Deferred<FakeWork>(&kB, [] { return std::make_unique<FakeWork>("work b"); });
   g.Deferred<FakeWork>(&kA, [] { return std::make_unique<FakeWork>("work a"); });
   // Same key: the same object, not a second one.
   g.Deferred<FakeWork>(&kB, [] { return std::make_unique<FakeWork>("work b2"); });
   ASSERT_TRUE(g.End().ok());
-  EXPECT_EQ(g_log, (std::vector<std::string>{"ccl start"}));
+  EXPECT_TRUE(g_log.empty());
+  EXPECT_EQ(infiniccl::g_group_depth, 1);
   ASSERT_TRUE(g.End().ok());
   EXPECT_FALSE(g.active());
   // CCL end first (it only enqueues), then the works in creation order.
-  EXPECT_EQ(g_log,
-            (std::vector<std::string>{"ccl start", "ccl end", "work b", "work a"}));
-  infiniccl::UnregisterCclGroupHook(&hook);
+  EXPECT_EQ(infiniccl::g_group_depth, 0);
+  EXPECT_EQ(g_log, (std::vector<std::string>{"work b", "work a"}));
 }
 
 TEST(Group, EndWithoutStartIsInvalidUsage) {
@@ -94,9 +104,8 @@ TEST(Group, CallErrorIsReportedAfterEverythingCompleted) {
 
 TEST(Group, CompletionAndHookErrors) {
   g_log.clear();
-  FakeHook hook;
-  hook.end_status = Status(infinicclSystemError, "launch failed");
-  infiniccl::RegisterCclGroupHook(&hook);
+  InUseCcl ccl;
+  infiniccl::FakeApi::group_end_result = 5;  // the CCL's GroupEnd fails
   Group &g = Group::Current();
   ASSERT_TRUE(g.Start().ok());
   g.Deferred<FakeWork>(&kA, [] {
@@ -104,10 +113,10 @@ TEST(Group, CompletionAndHookErrors) {
                                       Status(infinicclRemoteError, "truncated"));
   });
   const Status st = g.End();
-  EXPECT_EQ(st.code(), infinicclSystemError);  // the first failure wins
-  EXPECT_NE(st.message().find("FakeCCL"), std::string::npos);
-  EXPECT_EQ(g_log, (std::vector<std::string>{"ccl start", "ccl end", "work a"}));
-  infiniccl::UnregisterCclGroupHook(&hook);
+  EXPECT_NE(st.code(), infinicclRemoteError);  // the first failure wins: the CCL's
+  EXPECT_NE(st.message().find("native CCL group end"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("GroupEnd"), std::string::npos) << st.message();
+  EXPECT_EQ(g_log, (std::vector<std::string>{"work a"}));
 }
 
 TEST(Group, StateBelongsToTheThread) {

@@ -37,7 +37,7 @@ TEST(InFlight, IdleReadsNothing) {
 TEST(InFlight, PublishedCallReadsBack) {
   InFlight f;
   Publish(f, 7, 42, 1000, 3);
-  f.SetPath(CallPath::kStaged);
+  f.SetPath(Path::kStagedMpi);
   InFlight::Snapshot s;
   ASSERT_TRUE(f.Read(&s));
   EXPECT_EQ(s.token, 7u);
@@ -47,16 +47,16 @@ TEST(InFlight, PublishedCallReadsBack) {
   EXPECT_EQ(s.dtype, infinicclFloat32);
   EXPECT_EQ(s.op, infinicclMax);
   EXPECT_EQ(s.root, 3);
-  EXPECT_EQ(s.path, CallPath::kStaged);
+  EXPECT_EQ(s.path, Path::kStagedMpi);
   f.token.store(0, std::memory_order_release);  // EndCall
   EXPECT_FALSE(f.Read(&s));
 }
 
 TEST(InFlight, PathNames) {
-  EXPECT_STREQ(CallPathName(CallPath::kHost), "host");
-  EXPECT_STREQ(CallPathName(CallPath::kDirect), "direct");
-  EXPECT_STREQ(CallPathName(CallPath::kStaged), "staged");
-  EXPECT_STREQ(CallPathName(CallPath::kCcl), "CCL");
+  EXPECT_STREQ(PathName(Path::kHostMpi), "host");
+  EXPECT_STREQ(PathName(Path::kDirectMpi), "direct");
+  EXPECT_STREQ(PathName(Path::kStagedMpi), "staged");
+  EXPECT_STREQ(PathName(Path::kCcl), "CCL");
 }
 
 // Every field of call t is derived from t, so a snapshot mixing two calls

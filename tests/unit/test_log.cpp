@@ -83,8 +83,10 @@ TEST(Log, SubsystemOfEachSourceFolder) {
   using infiniccl::LogSubsysOfFile;
   static_assert(LogSubsysOfFile("/x/src/staging/pipeline.cpp") ==
                 infiniccl::kSubsysStaging);
-  static_assert(LogSubsysOfFile("/x/src/backend/ccl/ccl_attach.cpp") ==
+  static_assert(LogSubsysOfFile("/x/src/backend/ccl/ccl_registry.cpp") ==
                 infiniccl::kSubsysCcl);
+  static_assert(LogSubsysOfFile("/x/src/mpi/mpi_types.cpp") == infiniccl::kSubsysMpi);
+  static_assert(LogSubsysOfFile("/x/src/comm/comm_init.cpp") == infiniccl::kSubsysInit);
   static_assert(LogSubsysOfFile("/x/src/backend/mpi/mpi_backend.cpp") ==
                 infiniccl::kSubsysMpi);
   static_assert(LogSubsysOfFile("src/device/registry.cpp") == infiniccl::kSubsysDevice);

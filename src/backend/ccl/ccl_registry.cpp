@@ -1,5 +1,4 @@
 #include "backend/ccl/ccl_provider.h"
-#include "comm/group.h"
 #include "device/registry.h"
 
 namespace infiniccl {
@@ -54,26 +53,20 @@ namespace {
 // The CCLs whose group the calling thread opened at its outermost
 // infinicclGroupStart, so its GroupEnd closes exactly those (a CCL whose
 // first communicator appears inside the group joins the next group).
-thread_local bool opened[2] = {false, false};
-constexpr DeviceKind kCclKinds[2] = {DeviceKind::kCuda, DeviceKind::kMaca};
-
-class CclHook final : public CclGroupHook {
- public:
-  CclHook() { RegisterCclGroupHook(this); }
-  const char *Name() const override { return "native CCL"; }
-  Status GroupStart() override { return CclGroupStart(); }
-  Status GroupEnd() override { return CclGroupEnd(); }
-};
-const CclHook hook;  // registered for the life of the process
+thread_local bool opened[kNumDeviceKinds] = {};
 
 }  // namespace
 
 Status CclGroupStart() {
-  for (int i = 0; i < 2; ++i) {
-    CclProvider *p = CclForKind(kCclKinds[i]);
+  for (int i = 0; i < kNumDeviceKinds; ++i) {
+    CclProvider *p = CclForKind(static_cast<DeviceKind>(i));
     opened[i] = false;
     if (p == nullptr || !p->used()) continue;
-    INFINICCL_RETURN_IF_ERROR(p->GroupStart());
+    const Status st = p->GroupStart();
+    if (!st.ok()) {
+      CclGroupEnd();  // close those already opened: no CCL left inside a group
+      return st;
+    }
     opened[i] = true;
   }
   return Status::Ok();
@@ -81,10 +74,10 @@ Status CclGroupStart() {
 
 Status CclGroupEnd() {
   Status first = Status::Ok();
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < kNumDeviceKinds; ++i) {
     if (!opened[i]) continue;
     opened[i] = false;
-    auto *p = CclForKind(kCclKinds[i]);
+    CclProvider *p = CclForKind(static_cast<DeviceKind>(i));
     // Never null when opened, but a build without any CCL lets gcc prove
     // CclForKind returns null and reject the call (-Werror=nonnull).
     if (p == nullptr) continue;

@@ -1,6 +1,11 @@
 #include "backend/mpi/gpu_aware.h"
 
 #include <mpi.h>
+
+#include <atomic>
+
+#include "core/config.h"
+#include "core/log.h"
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
@@ -26,6 +31,21 @@ GpuAwareness QueryMpiGpuAware(DeviceKind kind) {
   g.how = "this MPI has no GPU-awareness query";
 #endif
   return g;
+}
+
+bool MpiReadsDeviceMemory(DeviceKind kind) {
+  const std::string &mode = GlobalConfig().mpi_device_direct;
+  if (mode == "1") return true;
+  if (mode == "0") return false;
+  static std::atomic<int> answers[kNumDeviceKinds];  // 0 unknown, 1 no, 2 yes
+  std::atomic<int> &answer = answers[static_cast<int>(kind)];
+  if (answer.load() == 0) {
+    const GpuAwareness g = QueryMpiGpuAware(kind);
+    INFINICCL_INFO("MPI GPU-aware for %s memory: %s (%s)", DeviceKindName(kind),
+                   g.supported ? "yes" : "no", g.how);
+    answer.store(g.supported ? 2 : 1);
+  }
+  return answer.load() == 2;
 }
 
 }  // namespace infiniccl

@@ -15,4 +15,8 @@ struct GpuAwareness {
 
 GpuAwareness QueryMpiGpuAware(DeviceKind kind);
 
+// INFINICCL_MPI_DEVICE_DIRECT: 1 forces, 0 forbids, auto asks the MPI once
+// per device kind (and says at INFO what it answered).
+bool MpiReadsDeviceMemory(DeviceKind kind);
+
 }  // namespace infiniccl

@@ -4,7 +4,9 @@
 #include <climits>
 #include <cstring>
 
+#include "backend/mpi/gpu_aware.h"
 #include "backend/mpi/host_pieces.h"
+#include "backend/mpi/p2p_batch.h"
 #include "mpi/large_count.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
@@ -44,6 +46,14 @@ void *At(void *p, size_t bytes) {
 }
 
 }  // namespace
+
+bool MpiBackend::ReadsDeviceMemory(DeviceKind kind) const {
+  return MpiReadsDeviceMemory(kind);
+}
+
+std::unique_ptr<P2pBatch> MpiBackend::NewP2pBatch() {
+  return std::make_unique<MpiP2pBatch>(comm_);
+}
 
 Status MpiBackend::Run(const CollArgs &a) {
   switch (a.kind) {

@@ -30,6 +30,8 @@ class MpiBackend final : public Backend {
       : comm_(comm), rank_(rank), size_(size) {}
   const char *Name() const override { return "MPI"; }
   Status Run(const CollArgs &args) override;
+  bool ReadsDeviceMemory(DeviceKind kind) const override;
+  std::unique_ptr<P2pBatch> NewP2pBatch() override;
 
  private:
   Status AllReduce(const CollArgs &a);

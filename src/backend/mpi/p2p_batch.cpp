@@ -1,0 +1,112 @@
+#include "backend/mpi/p2p_batch.h"
+
+#include <cstdio>
+
+#include "backend/mpi/mpi_backend.h"
+#include "core/dtype.h"
+#include "mpi/large_count.h"
+#include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
+#include "mpi/mpi_types.h"
+
+namespace infiniccl {
+
+namespace {
+
+// MPICH 4.0 reports a failed MPI_Wait (MPI_ERR_TRUNCATE, say) through the
+// error handler of MPI_COMM_WORLD, fatal by default, rather than that of the
+// request's communicator (MPI_ERRORS_RETURN on ours), as Open MPI does. So
+// while the batch's requests are waited for, MPI_COMM_WORLD returns errors;
+// its own handler is put back afterwards.
+class WorldErrorsReturn {
+ public:
+  WorldErrorsReturn() {
+#ifdef MPICH_VERSION
+    mpi::SerialLock lock;
+    if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved_) == MPI_SUCCESS) {
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    } else {
+      saved_ = MPI_ERRHANDLER_NULL;
+    }
+#endif
+  }
+  ~WorldErrorsReturn() {
+    if (saved_ != MPI_ERRHANDLER_NULL) {
+      mpi::SerialLock lock;
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved_);
+      MPI_Errhandler_free(&saved_);
+    }
+  }
+  WorldErrorsReturn(const WorldErrorsReturn &) = delete;
+  WorldErrorsReturn &operator=(const WorldErrorsReturn &) = delete;
+
+ private:
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
+
+}  // namespace
+
+MpiP2pBatch::~MpiP2pBatch() {
+  // Only reached with requests outstanding when a thread exits inside a
+  // group (Complete always waits): release them rather than leak them.
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  mpi::SerialLock lock;
+  for (const Op &op : ops_) {
+    for (size_t i = op.first_req; i < op.end_req; ++i) {
+      if (reqs_[i] == MPI_REQUEST_NULL) continue;
+      if (op.kind == CollKind::kRecv) MPI_Cancel(&reqs_[i]);
+      MPI_Request_free(&reqs_[i]);
+    }
+  }
+}
+
+Status MpiP2pBatch::Post(const CollArgs &a, const void *buf) {
+  Op op{a.kind, a.root, a.count, reqs_.size(), 0};
+  const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
+  const size_t elem = DataTypeSize(a.dtype);
+  const int rc =
+      a.kind == CollKind::kSend
+          ? mpi::Isend(buf, a.count, type, elem, a.root, kMpiP2pTag, comm_, &reqs_)
+          : mpi::Irecv(const_cast<void *>(buf), a.count, type, elem, a.root, kMpiP2pTag,
+                       comm_, &reqs_);
+  op.end_req = reqs_.size();
+  // Requests already started (one chunk of several) are waited for at End.
+  if (op.end_req > op.first_req) ops_.push_back(op);
+  return MpiCheck(rc, a.kind == CollKind::kSend ? "MPI_Isend" : "MPI_Irecv");
+}
+
+Status MpiP2pBatch::Complete(const std::function<void(size_t)> &waiting,
+                             std::vector<bool> *ok) {
+  // Waited for one by one, so each failure is attributed to its operation.
+  // One MPI_Waitall would do the same, but Open MPI 4.1 was seen to hang in
+  // it when one request fails (MPI_ERR_TRUNCATE) with three or more ranks.
+  Status first;
+  ok->assign(ops_.size(), true);
+  WorldErrorsReturn errors_return;
+  for (size_t k = 0; k < ops_.size(); ++k) {
+    const Op &op = ops_[k];
+    waiting(k);
+    for (size_t i = op.first_req; i < op.end_req; ++i) {
+      // Serialised (below MPI_THREAD_MULTIPLE): polled under the library's
+      // lock, never held across the wait (mpi_thread.h).
+      const int rc = mpi::Serialized() ? mpi::WaitSerialized(&reqs_[i])
+                                       : MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS) continue;
+      (*ok)[k] = false;
+      if (first.ok()) {
+        char what[160];
+        std::snprintf(what, sizeof what, "completing %s of %zu elements %s peer %d",
+                      CollKindName(op.kind), op.count,
+                      op.kind == CollKind::kSend ? "to" : "from", op.peer);
+        first = MpiError(rc, what);
+      }
+      // A failed request is freed by MPI; make sure it is not touched again.
+      reqs_[i] = MPI_REQUEST_NULL;
+    }
+  }
+  return first;
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,38 @@
+// The one place communicators are made, as NCCL's init.cc: the MPI
+// communicator (errors returned, not fatal), the device binding, the
+// agreement on INFINICCL_CHECK, the node's sequence board, the watchdog, and
+// the native CCL communicator where every rank can have one. api/ calls
+// these from thin C frames; route/ only ever sees finished communicators.
+#pragma once
+
+#include <infiniccl/infiniccl.h>
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+// infinicclCommInitAll (parent MPI_COMM_WORLD) and infinicclCommInitMpi:
+// collective over `parent`, which must be an intra-communicator. Each rank
+// binds a device per ndev/devlist (upstream's convention, comm/binding.h;
+// ndev 0 and devlist NULL: its local rank's device) and the ranks get a CCL
+// communicator when all can have one (INFINICCL_BACKEND permitting).
+Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
+                    std::unique_ptr<Communicator> *out);
+
+// infinicclCommInitRank: no MPI, only the CCL of the first active device
+// kind, on the calling thread's current device (as ncclCommInitRank).
+Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
+                        std::unique_ptr<Communicator> *out);
+
+// infinicclCommSplit, collective over every rank of `parent`: ranks
+// ordered by key, then by rank in parent; color < 0 takes part and gets no
+// communicator (*out stays null). The child keeps the parent's binding and
+// gets its CCL communicator from the CCL's own split where it has one.
+Status SplitComm(Communicator &parent, int color, int key,
+                 std::unique_ptr<Communicator> *out);
+
+}  // namespace infiniccl
