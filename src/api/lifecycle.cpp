@@ -8,7 +8,6 @@
 
 #include "api/api_call.h"
 #include "api/cross_check.h"
-#include "backend/ccl/ccl_provider.h"
 #include "comm/comm_init.h"
 #include "comm/group.h"
 #include "comm/runtime.h"
@@ -65,10 +64,7 @@ infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id) {
   // without infinicclInit (torchrun-style launchers exchange the id).
   return ApiCall("infinicclGetUniqueId", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(id, "id"));
-    std::string why;
-    CclProvider *ccl = FirstUsableCcl(&why);
-    if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
-    return ccl->GetUniqueId(id);
+    return NewUniqueId(id);
   });
 }
 

@@ -283,6 +283,13 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
   return Status::Ok();
 }
 
+Status NewUniqueId(infinicclUniqueId *id) {
+  std::string why;
+  CclProvider *ccl = FirstUsableCcl(&why);
+  if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
+  return ccl->GetUniqueId(id);
+}
+
 Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
                         std::unique_ptr<Communicator> *out) {
   std::string why;

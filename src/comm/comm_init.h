@@ -23,6 +23,9 @@ namespace infiniccl {
 Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
                     std::unique_ptr<Communicator> *out);
 
+// infinicclGetUniqueId: the first usable CCL's id (ncclGetUniqueId).
+Status NewUniqueId(infinicclUniqueId *id);
+
 // infinicclCommInitRank: no MPI, only the CCL of the first active device
 // kind, on the calling thread's current device (as ncclCommInitRank).
 Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
