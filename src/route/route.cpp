@@ -24,9 +24,8 @@ static_assert(kNumCollKinds * (kNumPaths + 1) <= 64, "FirstUse has 64 bits");
 // INFINICCL_MPI_DEVICE_DIRECT: 1 forces, 0 forbids, auto asks the MPI once
 // per device kind.
 bool DirectAllowed(DeviceKind kind) {
-  const std::string &mode = GlobalConfig().mpi_device_direct;
-  if (mode == "1") return true;
-  if (mode == "0") return false;
+  const Tristate mode = GlobalConfig().mpi_device_direct;
+  if (mode != Tristate::kAuto) return mode == Tristate::kOn;
   static std::atomic<int> answers[kNumDeviceKinds];  // 0 unknown, 1 no, 2 yes
   std::atomic<int> &answer = answers[static_cast<int>(kind)];
   if (answer.load() == 0) {
