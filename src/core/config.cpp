@@ -1,12 +1,16 @@
 #include "core/config.h"
 
+#include <strings.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
-#include <unistd.h>
+#include <limits>
+#include <type_traits>
 
 extern char **environ;  // POSIX; declared by <unistd.h> only under _GNU_SOURCE
 
@@ -14,113 +18,118 @@ namespace infiniccl {
 
 namespace {
 
-const char *kDebug = "INFINICCL_DEBUG";
-const char *kDebugFile = "INFINICCL_DEBUG_FILE";
-const char *kDebugSubsys = "INFINICCL_DEBUG_SUBSYS";
-const char *kAbort = "INFINICCL_ABORT_ON_ERROR";
-const char *kCheck = "INFINICCL_CHECK";
-const char *kDevice = "INFINICCL_DEVICE";
-const char *kLocalRank = "INFINICCL_LOCAL_RANK";
-const char *kStrict = "INFINICCL_STRICT_BINDING";
-const char *kSimGbps = "INFINICCL_SIM_COPY_GBPS";
-const char *kSimLatency = "INFINICCL_SIM_COPY_LATENCY_US";
-const char *kSimCount = "INFINICCL_SIM_DEVICE_COUNT";
-const char *kSimPinned = "INFINICCL_SIM_PINNED";
-const char *kStagingPinned = "INFINICCL_STAGING_PINNED";
-const char *kCacheBytes = "INFINICCL_STAGING_CACHE_BYTES";
-const char *kChunkBytes = "INFINICCL_PIPELINE_CHUNK_BYTES";
-const char *kHostPiece = "INFINICCL_HOST_PIECE_BYTES";
-const char *kHostPieceThreshold = "INFINICCL_HOST_PIECE_THRESHOLD";
-const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
-const char *kBackend = "INFINICCL_BACKEND";
-const char *kTimeout = "INFINICCL_TIMEOUT_SEC";
+using Word = Config::Word;
 
-
-bool ParseDouble(const char *v, double *out) {
-  char *end = nullptr;
-  const double d = std::strtod(v, &end);
-  if (end == v || *end != '\0' || !(d >= 0)) return false;
-  *out = d;
-  return true;
-}
-
-bool ParseInt(const char *v, int lo, int hi, int *out) {
-  char *end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || n < lo || n > hi) return false;
-  *out = static_cast<int>(n);
-  return true;
-}
-
-bool ParseBool(const char *v, bool *out) {
-  static const char *const kTrue[] = {"1", "true", "yes", "on"};
-  static const char *const kFalse[] = {"0", "false", "no", "off", ""};
-  for (const char *t : kTrue)
-    if (strcasecmp(v, t) == 0) return *out = true, true;
-  for (const char *f : kFalse)
-    if (strcasecmp(v, f) == 0) return *out = false, true;
-  return false;
-}
-
-bool ParseTriState(const char *v, std::string *out) {
-  bool b = false;
-  if (strcasecmp(v, "auto") == 0) return *out = "auto", true;
-  if (!ParseBool(v, &b) || *v == '\0') return false;
-  *out = b ? "1" : "0";
-  return true;
-}
-
-bool ParseLevel(const char *v, LogLevel *out) {
-  struct {
-    const char *name;
-    LogLevel level;
-  } static const kLevels[] = {{"NONE", LogLevel::kNone},
-                              {"VERSION", LogLevel::kVersion},
-                              {"WARN", LogLevel::kWarn},
-                              {"INFO", LogLevel::kInfo},
-                              {"TRACE", LogLevel::kTrace}};
-  for (const auto &l : kLevels) {
-    if (strcasecmp(v, l.name) == 0) return *out = l.level, true;
-  }
-  return false;
-}
-
-struct SubsysName {
-  const char *name;
-  unsigned bit;
-};
-constexpr SubsysName kSubsysNames[] = {
+// The first spelling of each value is the one Describe() shows.
+// The values are the enums' (LogLevel, Tristate, BackendChoice).
+constexpr Word kBool[] = {{"0", 0},  {"1", 1},   {"false", 0}, {"true", 1}, {"no", 0},
+                          {"yes", 1}, {"off", 0}, {"on", 1},   {"", 0}};
+constexpr Word kTristate[] = {{"auto", 2}, {"1", 1}, {"0", 0},  {"true", 1}, {"false", 0},
+                              {"yes", 1},  {"no", 0}, {"on", 1}, {"off", 0}};
+// "" (unset): WARN, without the errors returned to the caller.
+constexpr Word kLevels[] = {{"NONE", 0}, {"VERSION", 1}, {"WARN", 2},
+                            {"INFO", 3}, {"TRACE", 4},   {"", 2}};
+constexpr Word kSubsystems[] = {
     {"INIT", kSubsysInit},       {"BIND", kSubsysBind},   {"COLL", kSubsysColl},
     {"STAGING", kSubsysStaging}, {"CCL", kSubsysCcl},     {"MPI", kSubsysMpi},
-    {"DEVICE", kSubsysDevice},   {"WATCHDOG", kSubsysWatchdog},
-};
+    {"DEVICE", kSubsysDevice},   {"WATCHDOG", kSubsysWatchdog}, {"ALL", kSubsysAll}};
+constexpr Word kBackends[] = {{"auto", 0}, {"mpi", 1}, {"ccl", 2}};
+constexpr Word kDevices[] = {{"auto", 0}, {"sim", 1}, {"cpu", 2}};
+constexpr Word kAutoIsZero[] = {{"auto", 0}};
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+
+const Word *Find(std::span<const Word> words, const char *text, bool exact_case) {
+  for (const Word &w : words)
+    if ((exact_case ? std::strcmp(w.text, text) : strcasecmp(w.text, text)) == 0)
+      return &w;
+  return nullptr;
+}
+
+const char *WordFor(std::span<const Word> words, int value) {
+  for (const Word &w : words)
+    if (w.value == value) return w.text;
+  return "?";
+}
+
+// "auto, 1 or 0 (or true, false, yes, no, on, off)": what a warning lists.
+std::string Alternatives(std::span<const Word> words) {
+  std::string shown, others;
+  for (const Word &w : words) {
+    std::string &list = WordFor(words, w.value) == w.text ? shown : others;
+    if (*w.text != '\0') list += (list.empty() ? "" : ", ") + std::string(w.text);
+  }
+  if (const size_t last = shown.rfind(", "); last != std::string::npos)
+    shown.replace(last, 2, " or ");
+  return others.empty() ? shown : shown + " (or " + others + ")";
+}
+
+bool Fail(std::string *why, const std::string &text) { return *why = text, false; }
+
+// "0 to 1073741824 seconds", "at least 4096 bytes".
+std::string RangeText(const Config::Range &r) {
+  char buf[64];
+  if (std::isinf(r.hi)) {
+    std::snprintf(buf, sizeof buf, "at least %.15g", r.lo);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.15g to %.15g", r.lo, r.hi);
+  }
+  return buf + std::string(*r.unit ? " " : "") + r.unit;
+}
+
+// A number in e.range (a size_t: a size with suffixes, ParseBytes); *out is
+// written only when `v` is one.
+template <typename T>
+bool ReadNumber(const Config::Entry &e, const char *v, T *out, std::string *why) {
+  char *end = nullptr;
+  size_t bytes = 0;
+  double d = 0;
+  bool ok = false;
+  if constexpr (std::is_same_v<T, size_t>) {
+    ok = ParseBytes(v, &bytes);
+    d = static_cast<double>(bytes);
+  } else {
+    d = std::is_integral_v<T> ? std::strtol(v, &end, 10) : std::strtod(v, &end);
+    ok = end != v && *end == '\0';
+  }
+  if (!ok) {
+    return Fail(why, "is not " + (e.words.empty() ? "" : Alternatives(e.words) + " or ") +
+                         (std::is_same_v<T, size_t>
+                              ? std::string("a size (such as 4096, 64K, 16M or 1G)")
+                              : "a non-negative number (" + RangeText(e.range) + ")"));
+  }
+  if (!(d >= e.range.lo && d <= e.range.hi))
+    return Fail(why, "is out of range (" + RangeText(e.range) + ")");
+  if constexpr (std::is_same_v<T, size_t>) {
+    *out = bytes;
+  } else {
+    *out = static_cast<T>(d);
+  }
+  return true;
+}
 
 // NCCL_DEBUG_SUBSYS's syntax: "INIT,COLL" enables those; a leading '^'
 // ("^CCL,MPI") enables all but those; ALL names every one.
-bool ParseSubsys(const char *v, unsigned *out) {
-  std::string text = v;
-  const bool invert = !text.empty() && text[0] == '^';
-  if (invert) text.erase(0, 1);
+bool ReadSubsystems(const Config::Entry &e, const char *v, unsigned *out,
+                    std::string *why) {
+  const bool invert = *v == '^';
+  const std::string text = v + (invert ? 1 : 0);
   unsigned mask = 0;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string word = text.substr(start, comma - start);
-    bool known = false;
-    if (strcasecmp(word.c_str(), "ALL") == 0) {
-      mask = kSubsysAll;
-      known = true;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const Word *w = Find(e.words, text.substr(start, comma - start).c_str(), false);
+    if (w == nullptr) {
+      return Fail(why,
+                  "is not a list of " + Alternatives(e.words) + " (optionally after ^)");
     }
-    for (const SubsysName &s : kSubsysNames) {
-      if (strcasecmp(word.c_str(), s.name) == 0) mask |= s.bit, known = true;
-    }
-    if (!known) return false;
+    mask |= static_cast<unsigned>(w->value);
     start = comma + 1;
   }
   *out = invert ? (kSubsysAll & ~mask) : mask;
   return true;
 }
+
+template <typename T>
+constexpr bool kIsChoice = std::is_enum_v<T> || std::is_same_v<T, bool>;
 
 // Variables with the prefix that the tools, not the library, read.
 // icclrun reads the first two, the Python package the third.
@@ -142,306 +151,224 @@ size_t EditDistance(const std::string &a, const std::string &b) {
   return row[b.size()];
 }
 
-bool ParseBackendChoice(const char *v, BackendChoice *out) {
-  for (BackendChoice b : {BackendChoice::kAuto, BackendChoice::kMpi, BackendChoice::kCcl}) {
-    if (strcasecmp(v, BackendChoiceName(b)) == 0) return *out = b, true;
-  }
-  return false;
-}
-
 Config &Storage() {
   static Config config = Config::FromEnvironment();
   return config;
 }
 
-std::string FormatNumber(double d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", d);
-  return buf;
-}
-
 }  // namespace
 
-bool ParseBytes(const char *text, size_t *out) {
-  char *end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(text, &end, 10);
-  if (end == text || errno != 0 || *text == '-') return false;
-  unsigned shift = 0;
-  switch (*end) {
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    default: break;
-  }
-  if (shift != 0 && (*end == 'i' || *end == 'I')) ++end;
-  if (shift != 0 && (*end == 'b' || *end == 'B')) ++end;
-  if (shift == 0 && (*end == 'b' || *end == 'B')) ++end;
-  if (*end != '\0') return false;
-  if (shift != 0 && n > (~0ull >> shift)) return false;
-  *out = static_cast<size_t>(n << shift);
-  return true;
+bool Config::Entry::Read(const char *v, Config *c, std::string *why) const {
+  return std::visit(
+      [&](auto field) {
+        using T = std::remove_reference_t<decltype(c->*field)>;
+        const Word *w = Find(words, v, std::is_same_v<T, std::string>);
+        if constexpr (std::is_same_v<T, unsigned>) {
+          return ReadSubsystems(*this, v, &(c->*field), why);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          int n = 0;  // INFINICCL_LOCAL_RANK: checked, kept as text
+          if (!words.empty() && w == nullptr)
+            return Fail(why, "is not " + Alternatives(words));
+          if (range.hi > 0 && *v != '\0' && !ReadNumber(*this, v, &n, why)) return false;
+          return c->*field = v, true;
+        } else if constexpr (kIsChoice<T>) {
+          if (w == nullptr) return Fail(why, "is not " + Alternatives(words));
+          if constexpr (std::is_same_v<T, LogLevel>) c->log_level_set = *v != '\0';
+          return c->*field = static_cast<T>(w->value), true;
+        } else {
+          if (w != nullptr) return c->*field = static_cast<T>(w->value), true;
+          return ReadNumber(*this, v, &(c->*field), why);
+        }
+      },
+      field);
 }
 
-std::string LogSubsysNames(unsigned mask) {
-  if ((mask & kSubsysAll) == kSubsysAll) return "ALL";
-  std::string out;
-  for (const SubsysName &s : kSubsysNames) {
-    if (mask & s.bit) out += (out.empty() ? "" : ",") + std::string(s.name);
-  }
-  return out;
-}
-
-const char *LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kNone: return "NONE";
-    case LogLevel::kVersion: return "VERSION";
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-  }
-  return "?";
-}
-
-const char *BackendChoiceName(BackendChoice choice) {
-  switch (choice) {
-    case BackendChoice::kAuto: return "auto";
-    case BackendChoice::kMpi: return "mpi";
-    case BackendChoice::kCcl: return "ccl";
-  }
-  return "?";
+std::string Config::Entry::Value(const Config &c) const {
+  return std::visit(
+      [&](auto field) -> std::string {
+        using T = std::remove_cvref_t<decltype(c.*field)>;
+        const T &v = c.*field;
+        if constexpr (std::is_same_v<T, unsigned>) {
+          return LogSubsysNames(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, LogLevel>) {
+          return c.log_level_set ? WordFor(words, static_cast<int>(v)) : "";
+        } else if constexpr (kIsChoice<T>) {
+          return WordFor(words, static_cast<int>(v));
+        } else {
+          for (const Word &w : words)
+            if (static_cast<T>(w.value) == v) return w.text;
+          if constexpr (std::is_integral_v<T>) {
+            return std::to_string(v);
+          } else {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g", v);
+            return buf;
+          }
+        }
+      },
+      field);
 }
 
 const std::vector<Config::Entry> &Config::Table() {
+  // name, default, field, range, words, meaning (see Entry).
   static const std::vector<Entry> kTable = {
-      {kDebug, "",
-       "Log level: NONE, VERSION (the version line at Init), WARN, INFO or TRACE. "
-       "Unset: the library's own warnings only; errors returned to the caller are "
-       "printed (at WARN) only when this is WARN or more, as with NCCL_DEBUG, and are "
-       "always in infinicclGetLastError. Lines go to stderr, prefixed with "
-       "host:pid:rank."},
-      {kDebugFile, "",
-       "Write the log to this file instead of stderr; %h is replaced by the "
-       "host name and %p by the pid."},
-      {kDebugSubsys, "ALL",
-       "Which parts log at INFO/TRACE (WARN is never filtered): comma-separated "
-       "INIT, BIND, COLL, STAGING, CCL, MPI, DEVICE, WATCHDOG or ALL; a leading ^ "
-       "excludes the ones named (NCCL_DEBUG_SUBSYS's syntax)."},
-      {kAbort, "0",
-       "1: abort the job (MPI_Abort) on the first failed call instead of "
-       "returning an error code (fail-fast, for debugging)."},
-      {kCheck, "0",
-       "1: before each collective the ranks compare operation, sequence number, "
-       "count, datatype, op and root (one small MPI_Allgather); a mismatch returns "
-       "InvalidUsage on every rank, naming the field and the ranks."},
-      {kDevice, "auto",
-       "auto: use the vendor runtimes compiled in that find a device. sim: also "
-       "enable the emulated device (host memory tracked as device memory, for "
-       "testing staging without an accelerator). cpu: use no device runtime."},
-      {kLocalRank, "",
-       "Overrides the node-local rank read from the launcher (device binding)."},
-      {kStrict, "0",
-       "1: more local ranks than devices is an error instead of a WARN and a "
-       "modulo mapping."},
-      {kSimGbps, "0",
-       "Emulated device only: copy-engine bandwidth in GB/s (emulates a PCIe "
-       "link: copies take bytes/bandwidth, sleeping, not spinning); 0 = "
-       "memcpy speed."},
-      {kSimLatency, "0",
-       "Emulated device only: fixed cost of each host<->device copy in microseconds, "
-       "on top of bytes / INFINICCL_SIM_COPY_GBPS (an H200 measured about 8 us per "
-       "device-to-host and 3 us per host-to-device copy; docs/PERFORMANCE.md §4)."},
-      {kSimCount, "8", "Emulated device only: number of devices it reports (1..1024)."},
-      {kSimPinned, "1",
-       "Emulated device only: 0 makes pinned host allocation unavailable, to "
-       "exercise the pageable fallback."},
-      {kStagingPinned, "auto",
-       "Host staging memory: auto = pinned (page-locked) when the device runtime "
-       "offers it, 1 = ask for pinned (WARN once if it fails, then pageable), 0 = "
+      {"INFINICCL_DEBUG", "", &Config::log_level, {}, kLevels,
+       "Log level: `NONE`, `VERSION`, `WARN`, `INFO` or `TRACE` (case-insensitive). "
+       "Each line is prefixed with `host:pid:rank INFINICCL LEVEL`, as `NCCL_DEBUG` "
+       "does. Unset, the library prints only its own warnings (a setting it cannot "
+       "use, an unknown variable, a fallback such as two ranks sharing a device); an "
+       "error it returns to the caller is not printed, since the caller has the "
+       "code and `infinicclGetLastError` has the message, and a program that probes (a "
+       "feature test, a bootstrap that may find no device) must not get noise it did "
+       "not ask for: NCCL is silent unless `NCCL_DEBUG` asks. `WARN` or more also "
+       "prints each returned error as a WARN line. `VERSION` prints only `InfiniCCL "
+       "version X.Y.Z (built with ...; MPI: ...)`, once, from rank 0 at Init (NCCL's "
+       "habit; every level above prints it too). `INFO` adds initialisation facts and, "
+       "once per communicator and kind of call, the path the call took; `TRACE` logs "
+       "every call."},
+      {"INFINICCL_DEBUG_FILE", "", &Config::log_file, {}, {},
+       "Write the log to this file instead of stderr; `%h` becomes the host name and "
+       "`%p` the pid, so each rank can have its own file."},
+      {"INFINICCL_DEBUG_SUBSYS", "ALL", &Config::log_subsys, {}, kSubsystems,
+       "Which parts of the library log at `INFO` and `TRACE` (`WARN` is never "
+       "filtered), `NCCL_DEBUG_SUBSYS`'s syntax: a comma-separated list of `INIT` "
+       "(Init, config, communicators), `BIND` (device binding), `COLL` (collectives, "
+       "groups, the path chosen, `INFINICCL_CHECK`), `STAGING` (host staging and "
+       "pipeline), `CCL` (NCCL, MCCL), `MPI` (the MPI backend), `DEVICE` (device "
+       "runtimes), `WATCHDOG`, or `ALL`; a leading `^` enables all but those named "
+       "(`^STAGING,MPI`)."},
+      {"INFINICCL_ABORT_ON_ERROR", "0", &Config::abort_on_error, {}, kBool,
+       "`1`: the first failed call aborts the job (`MPI_Abort`) after logging, instead "
+       "of returning an error code. For debugging; the default never aborts."},
+      {"INFINICCL_CHECK", "0", &Config::check, {}, kBool,
+       "`1`: before each collective the ranks of the communicator compare the "
+       "operation, its sequence number on the communicator, count, datatype, op and "
+       "root (one `MPI_Allgather` of 56 bytes per rank); a mismatch returns "
+       "`infinicclInvalidUsage` on every rank, with a message naming the field and the "
+       "ranks that differ, and runs nothing. Send/Recv are not checked. For debugging, "
+       "like `NCCL_CHECK_MODE`; see docs/RELIABILITY.md."},
+      {"INFINICCL_DEVICE", "auto", &Config::device, {}, kDevices,
+       "`auto`: use the vendor runtimes compiled in (CUDA, MACA, ...) that find a "
+       "device. `sim`: also enable the emulated device (host memory tracked as "
+       "device memory; for exercising staging on machines without an accelerator). "
+       "`cpu`: use no device runtime at all."},
+      {"INFINICCL_LOCAL_RANK", "", &Config::local_rank, {0, 1 << 20}, {},
+       "Overrides the node-local rank used for device binding. Otherwise the first of "
+       "`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `MV2_COMM_WORLD_LOCAL_RANK`, "
+       "`PMI_LOCAL_RANK`, `PALS_LOCAL_RANKID`, `FLUX_TASK_LOCAL_ID`, "
+       "`JSM_NAMESPACE_LOCAL_RANK`, `MPT_LRANK`, `LOCAL_RANK`, `SLURM_LOCALID` that is "
+       "set, else the rank within `MPI_COMM_TYPE_SHARED`."},
+      {"INFINICCL_STRICT_BINDING", "0", &Config::strict_binding, {}, kBool,
+       "`1`: more local ranks than devices is an error (`infinicclInvalidUsage`) "
+       "instead of a WARN and a modulo mapping."},
+      {"INFINICCL_STAGING_PINNED", "auto", &Config::staging_pinned, {}, kTristate,
+       "Host staging memory: `auto` pinned (page-locked) when the device runtime "
+       "offers it; `1` ask for pinned and WARN once if it fails, then pageable; `0` "
        "pageable."},
-      {kCacheBytes, "256M",
-       "Bound on host staging memory, both kept between calls and held during "
-       "one: larger operations run in pieces. Suffixes K, M, G (powers of 1024)."},
-      {kChunkBytes, "auto",
-       "Pipeline chunk: staged operations larger than this are split into chunks "
-       "so device copies overlap MPI. auto = the device runtime's own: 1M on "
-       "CUDA-like devices (measured on an H200), 4M on the emulated device (its "
-       "own sweep). Suffixes K, M, G."},
-      {kHostPiece, "16M",
+      {"INFINICCL_STAGING_CACHE_BYTES", "256M", &Config::staging_cache_bytes,
+       {4096, kNoLimit, "bytes"}, {},
+       "Bound on host staging memory, both kept between calls and held during one "
+       "call: larger operations run in pieces. Suffixes `K`, `M`, `G` (powers of "
+       "1024)."},
+      {"INFINICCL_PIPELINE_CHUNK_BYTES", "auto", &Config::pipeline_chunk_bytes,
+       {1, kNoLimit, "bytes"}, kAutoIsZero,
+       "Staged operations larger than this are cut into equal chunks of at most this "
+       "many bytes (of the widest buffer), two in flight, so device copies overlap "
+       "MPI. `auto`: the device runtime's own default, `1M` on CUDA-like devices "
+       "(measured on an H200, docs/PERFORMANCE.md §5), `4M` on the emulated device "
+       "(its own sweep, §4)."},
+      {"INFINICCL_HOST_PIECE_BYTES", "16M", &Config::host_piece_bytes,
+       {0, kNoLimit, "bytes"}, {},
        "Host-buffer AllReduce and Reduce through MPI larger than "
-       "INFINICCL_HOST_PIECE_THRESHOLD run as a sequence of MPI calls on pieces of at "
-       "most this many bytes (MPI's per-call temporary stays small enough to be "
-       "reused instead of mapped and faulted in on every call); ReduceScatter then "
-       "takes the library's ring. 0 = never cut. Suffixes K, M, G."},
-      {kHostPieceThreshold, "16M",
-       "Host-buffer reductions larger than this many bytes (of the widest buffer) are "
-       "cut into INFINICCL_HOST_PIECE_BYTES pieces; smaller ones are one MPI call. "
-       "Suffixes K, M, G."},
-      {kDirect, "auto",
-       "Device buffers straight to MPI (no staging): auto = when the MPI reports "
-       "itself GPU-aware for the device kind, 1 = always (for an MPI the query gets "
-       "wrong), 0 = never."},
-      {kBackend, "auto",
-       "Path of device buffers: auto = the native CCL (NCCL/MCCL) where the communicator "
-       "has one, else MPI; mpi = never a CCL; ccl = only the CCL (other calls fail)."},
-      {kTimeout, "1800",
-       "Watchdog: a call not completed after this many seconds writes an ERROR line "
-       "(operation, sequence number, path, ranks not arrived) and ends the job with "
-       "MPI_Abort, exit code 124. 0 disables. See docs/RELIABILITY.md."},
+       "`INFINICCL_HOST_PIECE_THRESHOLD` run as a sequence of MPI calls, one per piece "
+       "of at most this many bytes (whole elements), still one call to the watchdog "
+       "and to `INFINICCL_CHECK`; a ReduceScatter that would be cut takes the "
+       "library's ring instead (1 MiB columns; Open MPI takes it from 4 MiB anyway). "
+       "The MPI libraries allocate a message-sized temporary per reduction; above "
+       "glibc's 32 MiB mmap limit it is mapped and page-faulted in again on every "
+       "call, which pieces avoid (docs/PERFORMANCE.md §1). `0`: never cut. Staged "
+       "device buffers are not cut again (their chunks are "
+       "`INFINICCL_PIPELINE_CHUNK_BYTES`). Every rank must use the same value."},
+      {"INFINICCL_HOST_PIECE_THRESHOLD", "16M", &Config::host_piece_threshold,
+       {0, kNoLimit, "bytes"}, {},
+       "Host-buffer reductions whose widest buffer is larger than this many bytes are "
+       "cut into `INFINICCL_HOST_PIECE_BYTES` pieces; smaller ones stay one MPI call "
+       "(below it pieces measured no faster). `0`: cut whatever is larger than one "
+       "piece. Every rank must use the same value."},
+      {"INFINICCL_MPI_DEVICE_DIRECT", "auto", &Config::mpi_device_direct, {}, kTristate,
+       "Device buffers straight to MPI, no staging: `auto` when the MPI reports itself "
+       "GPU-aware for that device kind (`MPIX_Query_cuda_support`, "
+       "`MPIX_GPU_query_support`), `1` always (for an MPI the query gets wrong), `0` "
+       "never."},
+      {"INFINICCL_BACKEND", "auto", &Config::backend, {}, kBackends,
+       "Path of device buffers: `auto` sends them to the native CCL (NCCL, MCCL) when "
+       "the communicator has one and the CCL can run the call, else to MPI; `mpi` "
+       "never uses a CCL (and `infinicclCommInitAll` makes no CCL communicator); `ccl` "
+       "only the CCL: a call it cannot take fails (`infinicclInvalidUsage` for host "
+       "buffers, `infinicclNotSupported` otherwise) instead of falling back. Host "
+       "buffers always go to MPI under `auto`/`mpi`."},
+      {"INFINICCL_TIMEOUT_SEC", "1800", &Config::timeout_sec, {0, 1 << 30, "seconds"}, {},
+       "Watchdog: a call (collective or Send/Recv) not completed after this many "
+       "seconds writes one `ERROR` line per rank (operation, communicator, sequence "
+       "number, count, dtype, op, root, path, and the ranks on this node that have not "
+       "reached the call) and ends the job through `MPI_Abort` with exit code 124. `0` "
+       "disables the watchdog. 30 minutes so that a rank legitimately late "
+       "(checkpoint, data loading, first-step compilation) is never killed; see "
+       "docs/RELIABILITY.md."},
+      {"INFINICCL_SIM_COPY_LATENCY_US", "0", &Config::sim_copy_latency_us,
+       {0, 1e6, "microseconds"}, {},
+       "Emulated device only: fixed cost of each host<->device copy in microseconds, "
+       "slept on the copy thread before the bandwidth term. Calibrated against an H200 "
+       "in docs/PERFORMANCE.md §4 (about 8 us per device-to-host and 3 us per "
+       "host-to-device copy)."},
+      {"INFINICCL_SIM_COPY_GBPS", "0", &Config::sim_copy_gbps, {0, kNoLimit, "GB/s"}, {},
+       "Emulated device only: copy-engine bandwidth in GB/s. Copies then take "
+       "bytes/bandwidth, spent sleeping on the copy thread (a simulation of a PCIe "
+       "link: time without CPU). `0`: memcpy speed."},
+      {"INFINICCL_SIM_DEVICE_COUNT", "8", &Config::sim_device_count,
+       {1, 1024, "devices"}, {},
+       "Emulated device only: how many devices it reports (1..1024)."},
+      {"INFINICCL_SIM_PINNED", "1", &Config::sim_pinned, {}, kBool,
+       "Emulated device only: `0` makes pinned host allocation unavailable, to "
+       "exercise the pageable fallback."},
   };
   return kTable;
 }
 
+Config::Config() {
+  std::string unused;
+  for (const Entry &e : Table()) e.Read(e.default_value, this, &unused);
+}
+
 Config Config::Parse(const Lookup &lookup) {
   Config c;
-  // Empty counts as unset, so "INFINICCL_DEBUG=" restores the default.
-  if (const char *v = lookup(kDebug); v != nullptr && *v != '\0') {
-    if (ParseLevel(v, &c.log_level)) {
-      c.log_level_set = true;
-    } else {
-      c.warnings.push_back(std::string(kDebug) + "='" + v +
-                           "' is not NONE, VERSION, WARN, INFO or TRACE; using the "
-                           "default (warnings only)");
-    }
-  }
-  if (const char *v = lookup(kDebugFile)) c.log_file = v;
-  if (const char *v = lookup(kDebugSubsys)) {
-    if (!ParseSubsys(v, &c.log_subsys)) {
-      c.warnings.push_back(std::string(kDebugSubsys) + "='" + v +
-                           "' is not a list of INIT, BIND, COLL, STAGING, CCL, MPI, "
-                           "DEVICE, WATCHDOG or ALL (optionally after ^); using ALL");
-    }
-  }
-  if (const char *v = lookup(kAbort)) {
-    if (!ParseBool(v, &c.abort_on_error)) {
-      c.warnings.push_back(std::string(kAbort) + "='" + v +
-                           "' is not 0/1 (or true/false, yes/no, on/off); using 0");
-    }
-  }
-  if (const char *v = lookup(kCheck)) {
-    if (!ParseBool(v, &c.check)) {
-      c.warnings.push_back(std::string(kCheck) + "='" + v + "' is not 0 or 1; using 0");
-    }
-  }
-  if (const char *v = lookup(kDevice)) {
-    const std::string d = v;
-    if (d == "auto" || d == "sim" || d == "cpu") {
-      c.device = d;
-    } else {
-      c.warnings.push_back(std::string(kDevice) + "='" + v +
-                           "' is not auto, sim or cpu; using auto");
-    }
-  }
-  if (const char *v = lookup(kLocalRank)) {
-    int r = 0;
-    if (ParseInt(v, 0, 1 << 20, &r)) {
-      c.local_rank = v;
-    } else if (*v != '\0') {
-      c.warnings.push_back(std::string(kLocalRank) + "='" + v +
-                           "' is not a non-negative integer; ignored");
-    }
-  }
-  if (const char *v = lookup(kStrict)) {
-    if (!ParseBool(v, &c.strict_binding)) {
-      c.warnings.push_back(std::string(kStrict) + "='" + v + "' is not 0 or 1; using 0");
-    }
-  }
-  if (const char *v = lookup(kSimGbps)) {
-    if (!ParseDouble(v, &c.sim_copy_gbps)) {
-      c.warnings.push_back(std::string(kSimGbps) + "='" + v +
-                           "' is not a non-negative number; using 0 (unthrottled)");
-    }
-  }
-  if (const char *v = lookup(kSimLatency)) {
-    if (!ParseDouble(v, &c.sim_copy_latency_us) || c.sim_copy_latency_us > 1e6) {
-      c.sim_copy_latency_us = 0;
-      c.warnings.push_back(std::string(kSimLatency) + "='" + v +
-                           "' is not a number of microseconds in 0..1000000; using 0");
-    }
-  }
-  if (const char *v = lookup(kSimCount)) {
-    if (!ParseInt(v, 1, 1024, &c.sim_device_count)) {
-      c.warnings.push_back(std::string(kSimCount) + "='" + v +
-                           "' is not an integer in 1..1024; using 8");
-    }
-  }
-  if (const char *v = lookup(kSimPinned)) {
-    if (!ParseBool(v, &c.sim_pinned)) {
-      c.warnings.push_back(std::string(kSimPinned) + "='" + v + "' is not 0 or 1; using 1");
-    }
-  }
-  if (const char *v = lookup(kStagingPinned)) {
-    if (!ParseTriState(v, &c.staging_pinned)) {
-      c.warnings.push_back(std::string(kStagingPinned) + "='" + v +
-                           "' is not auto, 1 or 0; using auto");
-    }
-  }
-  if (const char *v = lookup(kCacheBytes)) {
-    size_t b = 0;
-    if (ParseBytes(v, &b) && b >= 4096) {
-      c.staging_cache_bytes = b;
-    } else {
-      c.warnings.push_back(std::string(kCacheBytes) + "='" + v +
-                           "' is not a size of at least 4K; using 256M");
-    }
-  }
-  if (const char *v = lookup(kChunkBytes)) {
-    size_t b = 0;
-    if (strcasecmp(v, "auto") == 0) {
-      c.pipeline_chunk_bytes = 0;
-    } else if (ParseBytes(v, &b) && b >= 1) {
-      c.pipeline_chunk_bytes = b;
-    } else {
-      c.warnings.push_back(std::string(kChunkBytes) + "='" + v +
-                           "' is not auto or a positive size; using auto");
-    }
-  }
-  if (const char *v = lookup(kHostPiece)) {
-    size_t b = 0;
-    if (ParseBytes(v, &b)) {
-      c.host_piece_bytes = b;
-    } else {
-      c.warnings.push_back(std::string(kHostPiece) + "='" + v +
-                           "' is not a size (0 = never cut); using 16M");
-    }
-  }
-  if (const char *v = lookup(kHostPieceThreshold)) {
-    size_t b = 0;
-    if (ParseBytes(v, &b)) {
-      c.host_piece_threshold = b;
-    } else {
-      c.warnings.push_back(std::string(kHostPieceThreshold) + "='" + v +
-                           "' is not a size; using 16M");
-    }
-  }
-  if (const char *v = lookup(kDirect)) {
-    if (!ParseTriState(v, &c.mpi_device_direct)) {
-      c.warnings.push_back(std::string(kDirect) + "='" + v +
-                           "' is not auto, 1 or 0; using auto");
-    }
-  }
-  if (const char *v = lookup(kBackend)) {
-    if (!ParseBackendChoice(v, &c.backend)) {
-      c.warnings.push_back(std::string(kBackend) + "='" + v +
-                           "' is not auto, mpi or ccl; using auto");
-    }
-  }
-  if (const char *v = lookup(kTimeout)) {
-    if (!ParseInt(v, 0, 1 << 30, &c.timeout_sec)) {
-      // A well-formed integer outside the range deserves the range, not
-      // "not a number" (2147483648 was reported as not a number).
-      char *end = nullptr;
-      (void)std::strtoll(v, &end, 10);
-      const bool integer = end != v && *end == '\0';
-      c.warnings.push_back(
-          std::string(kTimeout) + "='" + v + "' " +
-          (integer ? "is out of range (0 to " + std::to_string(1 << 30) +
-                         " seconds; 0 disables the watchdog)"
-                   : std::string("is not a non-negative number of seconds")) +
-          "; using 1800");
-    }
+  for (const Entry &e : Table()) {
+    const char *v = lookup(e.name);
+    std::string why;
+    if (v == nullptr || e.Read(v, &c, &why)) continue;
+    c.warnings.push_back(std::string(e.name) + "='" + v + "' " + why + "; using " +
+                         (*e.default_value ? e.default_value : "the default"));
   }
   return c;
+}
+
+std::vector<std::string> Config::Describe() const {
+  std::vector<std::string> out;
+  for (const Entry &e : Table())
+    out.push_back(std::string(e.name) + "=" + e.Value(*this));
+  return out;
+}
+
+std::string Config::MarkdownTable() {
+  std::string s = "| Variable | Default | Meaning |\n|---|---|---|\n";
+  for (const Entry &e : Table()) {
+    const std::string def = *e.default_value ? "`" + std::string(e.default_value) + "`"
+                                             : "(unset)";
+    s += std::string("| `") + e.name + "` | " + def + " | " + e.doc + " |\n";
+  }
+  return s;
 }
 
 std::vector<std::string> Config::UnknownVariables(const std::vector<std::string> &names) {
@@ -479,35 +406,48 @@ Config Config::FromEnvironment() {
   return c;
 }
 
-std::vector<std::string> Config::Describe() const {
-  return {
-      std::string(kDebug) + "=" + (log_level_set ? LogLevelName(log_level) : ""),
-      std::string(kDebugFile) + "=" + log_file,
-      std::string(kDebugSubsys) + "=" + LogSubsysNames(log_subsys),
-      std::string(kAbort) + "=" + (abort_on_error ? "1" : "0"),
-      std::string(kCheck) + "=" + (check ? "1" : "0"),
-      std::string(kDevice) + "=" + device,
-      std::string(kLocalRank) + "=" + local_rank,
-      std::string(kStrict) + "=" + (strict_binding ? "1" : "0"),
-      std::string(kSimGbps) + "=" + FormatNumber(sim_copy_gbps),
-      std::string(kSimLatency) + "=" + FormatNumber(sim_copy_latency_us),
-      std::string(kSimCount) + "=" + std::to_string(sim_device_count),
-      std::string(kSimPinned) + "=" + (sim_pinned ? "1" : "0"),
-      std::string(kStagingPinned) + "=" + staging_pinned,
-      std::string(kCacheBytes) + "=" + std::to_string(staging_cache_bytes),
-      std::string(kChunkBytes) + "=" +
-          (pipeline_chunk_bytes == 0 ? std::string("auto") : std::to_string(pipeline_chunk_bytes)),
-      std::string(kHostPiece) + "=" + std::to_string(host_piece_bytes),
-      std::string(kHostPieceThreshold) + "=" + std::to_string(host_piece_threshold),
-      std::string(kDirect) + "=" + mpi_device_direct,
-      std::string(kBackend) + "=" + BackendChoiceName(backend),
-      std::string(kTimeout) + "=" + std::to_string(timeout_sec),
-  };
-}
-
 const Config &GlobalConfig() { return Storage(); }
 
 // Only infinicclInit calls this, before any collective can run.
 void ReloadGlobalConfig() { Storage() = Config::FromEnvironment(); }
+
+bool ParseBytes(const char *text, size_t *out) {
+  char *end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(text, &end, 10);
+  if (end == text || errno != 0 || *text == '-') return false;
+  unsigned shift = 0;
+  switch (*end) {
+    case 'k': case 'K': shift = 10; ++end; break;
+    case 'm': case 'M': shift = 20; ++end; break;
+    case 'g': case 'G': shift = 30; ++end; break;
+    default: break;
+  }
+  if (shift != 0 && (*end == 'i' || *end == 'I')) ++end;
+  if (shift != 0 && (*end == 'b' || *end == 'B')) ++end;
+  if (shift == 0 && (*end == 'b' || *end == 'B')) ++end;
+  if (*end != '\0') return false;
+  if (shift != 0 && n > (~0ull >> shift)) return false;
+  *out = static_cast<size_t>(n << shift);
+  return true;
+}
+
+std::string LogSubsysNames(unsigned mask) {
+  if ((mask & kSubsysAll) == kSubsysAll) return "ALL";
+  std::string out;
+  for (const Word &s : kSubsystems) {
+    if (s.value != kSubsysAll && (mask & static_cast<unsigned>(s.value)))
+      out += (out.empty() ? "" : ",") + std::string(s.text);
+  }
+  return out;
+}
+
+const char *LogLevelName(LogLevel level) {
+  return WordFor(kLevels, static_cast<int>(level));
+}
+
+const char *BackendChoiceName(BackendChoice choice) {
+  return WordFor(kBackends, static_cast<int>(choice));
+}
 
 }  // namespace infiniccl

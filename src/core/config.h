@@ -1,10 +1,12 @@
-// Config: every environment variable the library reads, in one place, with
-// its default and one line of documentation. docs/CONFIG.md and
-// infiniccl-info list the same table (Config::Table()).
+// Config: every environment variable the library reads. Each is declared
+// once, in config.cpp's Config::Table(): name, default, accepted values,
+// meaning and the field below that it fills.
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace infiniccl {
@@ -33,33 +35,37 @@ enum LogSubsys : unsigned {
 // Resolved once here, so a collective reads an enum, not a string.
 enum class BackendChoice { kAuto, kMpi, kCcl };
 
+// INFINICCL_STAGING_PINNED, INFINICCL_MPI_DEVICE_DIRECT: auto lets the
+// library decide; 1 (true, yes, on) forces, 0 (false, no, off) forbids.
+enum class Tristate { kOff = 0, kOn = 1, kAuto = 2 };
+
+// Each field's default is its entry's in Table(), set by Config().
 struct Config {
-  LogLevel log_level = LogLevel::kWarn;  // INFINICCL_DEBUG
+  LogLevel log_level;  // INFINICCL_DEBUG (unset: WARN)
   // INFINICCL_DEBUG was given. Unset, the library prints its own warnings
   // (settings, fallbacks) but not the errors it returns: the caller has the
   // code and infinicclGetLastError, and a program that probes must not get
   // noise it did not ask for (NCCL is silent unless NCCL_DEBUG asks).
-  bool log_level_set = false;
-  unsigned log_subsys = kSubsysAll;      // INFINICCL_DEBUG_SUBSYS
-  std::string log_file;                  // INFINICCL_DEBUG_FILE
-  bool abort_on_error = false;           // INFINICCL_ABORT_ON_ERROR
-  bool check = false;                    // INFINICCL_CHECK
-  std::string device = "auto";           // INFINICCL_DEVICE
-  std::string local_rank;                // INFINICCL_LOCAL_RANK ("" = launcher)
-  bool strict_binding = false;           // INFINICCL_STRICT_BINDING
-  double sim_copy_gbps = 0;              // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
-  double sim_copy_latency_us = 0;        // INFINICCL_SIM_COPY_LATENCY_US
-  int sim_device_count = 8;              // INFINICCL_SIM_DEVICE_COUNT
-  bool sim_pinned = true;                // INFINICCL_SIM_PINNED
-  std::string staging_pinned = "auto";   // INFINICCL_STAGING_PINNED: auto|1|0
-  size_t staging_cache_bytes = size_t{256} << 20;  // INFINICCL_STAGING_CACHE_BYTES
-  // INFINICCL_PIPELINE_CHUNK_BYTES; 0 (auto) = the device runtime's default.
-  size_t pipeline_chunk_bytes = 0;
-  size_t host_piece_bytes = size_t{16} << 20;      // INFINICCL_HOST_PIECE_BYTES (0 = never cut)
-  size_t host_piece_threshold = size_t{16} << 20;  // INFINICCL_HOST_PIECE_THRESHOLD
-  std::string mpi_device_direct = "auto";        // INFINICCL_MPI_DEVICE_DIRECT: auto|1|0
-  BackendChoice backend = BackendChoice::kAuto;  // INFINICCL_BACKEND: auto|mpi|ccl
-  int timeout_sec = 1800;  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
+  bool log_level_set;
+  std::string log_file;         // INFINICCL_DEBUG_FILE
+  unsigned log_subsys;          // INFINICCL_DEBUG_SUBSYS
+  bool abort_on_error;          // INFINICCL_ABORT_ON_ERROR
+  bool check;                   // INFINICCL_CHECK
+  std::string device;           // INFINICCL_DEVICE: auto|sim|cpu
+  std::string local_rank;       // INFINICCL_LOCAL_RANK ("" = launcher)
+  bool strict_binding;          // INFINICCL_STRICT_BINDING
+  Tristate staging_pinned;      // INFINICCL_STAGING_PINNED
+  size_t staging_cache_bytes;   // INFINICCL_STAGING_CACHE_BYTES
+  size_t pipeline_chunk_bytes;  // INFINICCL_PIPELINE_CHUNK_BYTES (0 = the runtime's)
+  size_t host_piece_bytes;      // INFINICCL_HOST_PIECE_BYTES (0 = never cut)
+  size_t host_piece_threshold;  // INFINICCL_HOST_PIECE_THRESHOLD
+  Tristate mpi_device_direct;   // INFINICCL_MPI_DEVICE_DIRECT
+  BackendChoice backend;        // INFINICCL_BACKEND
+  int timeout_sec;              // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
+  double sim_copy_latency_us;   // INFINICCL_SIM_COPY_LATENCY_US
+  double sim_copy_gbps;         // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
+  int sim_device_count;         // INFINICCL_SIM_DEVICE_COUNT
+  bool sim_pinned;              // INFINICCL_SIM_PINNED
 
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.
@@ -69,15 +75,43 @@ struct Config {
   // filled by FromEnvironment, logged at WARN by Init.
   std::vector<std::string> unknown_variables;
 
+  Config();  // every setting at its default
+
   using Lookup = std::function<const char *(const char *)>;
   // Parses from `lookup` (getenv in production, a map in tests).
   static Config Parse(const Lookup &lookup);
   static Config FromEnvironment();
 
+  // A spelling of a value (the first of each value is the one shown).
+  struct Word {
+    const char *text;
+    int value;
+  };
+  struct Range {
+    double lo = 0, hi = 0;
+    const char *unit = "";
+  };
+  // One setting, declared once in Table(): parsing, defaults, Describe(),
+  // infiniccl-info and docs/CONFIG.md's table all read it from there. The
+  // field's type says how a value is read: an enum or bool is one of `words`
+  // (any case); a number lies in `range` (a size_t takes K, M, G) unless it
+  // is one of `words`; the subsystem mask is a list of `words`; a string is
+  // one of `words` exactly if there are any, an integer in `range` if that
+  // is set, else any text. LogLevel also fills log_level_set.
   struct Entry {
     const char *name;
-    const char *default_value;
-    const char *doc;
+    const char *default_value;  // as documented; Config() parses it ("" = unset)
+    std::variant<bool Config::*, int Config::*, unsigned Config::*, size_t Config::*,
+                 double Config::*, std::string Config::*, LogLevel Config::*,
+                 Tristate Config::*, BackendChoice Config::*>
+        field;
+    Range range;
+    std::span<const Word> words;
+    const char *doc;  // docs/CONFIG.md's "Meaning" (Markdown)
+    // Reads `text` into the field of *c; when it cannot, leaves the field
+    // alone and says in *why what it accepts.
+    bool Read(const char *text, Config *c, std::string *why) const;
+    std::string Value(const Config &c) const;  // the field, as Describe() shows it
   };
   static const std::vector<Entry> &Table();
   // For each name that starts with INFINICCL_ and is neither in Table() nor
@@ -87,6 +121,8 @@ struct Config {
   static std::vector<std::string> UnknownVariables(const std::vector<std::string> &names);
   // "NAME=value" for each entry, as this config resolved it.
   std::vector<std::string> Describe() const;
+  // docs/CONFIG.md's table (Markdown), as infiniccl-info --markdown prints it.
+  static std::string MarkdownTable();
 };
 
 // The process-wide config, parsed once on first use.

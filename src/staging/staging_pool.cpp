@@ -44,8 +44,8 @@ StagingBlock StagingPool::AllocateLocked(size_t bytes, DeviceRuntime &runtime,
                                          Status *status) {
   StagingBlock b;
   b.bytes = RoundUp(bytes);
-  const std::string &policy = GlobalConfig().staging_pinned;
-  if (policy != "0") {
+  const Tristate policy = GlobalConfig().staging_pinned;
+  if (policy != Tristate::kOff) {
     void *p = nullptr;
     const Status st = runtime.MallocHost(&p, b.bytes);
     if (st.ok()) {
@@ -54,7 +54,7 @@ StagingBlock StagingPool::AllocateLocked(size_t bytes, DeviceRuntime &runtime,
       b.runtime = &runtime;
     } else if (!warned_pinned_) {
       warned_pinned_ = true;
-      if (policy == "1" || st.code() != infinicclNotSupported) {
+      if (policy == Tristate::kOn || st.code() != infinicclNotSupported) {
         INFINICCL_WARN("pinned staging memory unavailable (%s); using pageable memory",
                        st.message().c_str());
       } else {

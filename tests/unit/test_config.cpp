@@ -1,6 +1,7 @@
 // Config::Parse from a map (no environment), Describe() and Table().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -298,3 +299,215 @@ TEST(Config, WatchdogTimeout) {
   ASSERT_EQ(word.warnings.size(), 1u);
   EXPECT_NE(word.warnings[0].find("not a non-negative number"), std::string::npos);
 }
+
+// The declarations of Config::Table(), checked against values written out
+// here, not derived from the table: a wrong default, range, spelling or
+// field in a declaration fails one of these.
+namespace {
+
+using infiniccl::Tristate;
+
+const Config::Entry &EntryNamed(const std::string &name) {
+  for (const Config::Entry &e : Config::Table())
+    if (name == e.name) return e;
+  ADD_FAILURE() << name << " is not in Config::Table()";
+  return Config::Table().front();
+}
+
+TEST(ConfigTable, DefaultConstructedIsTheUnsetEnvironment) {
+  const Config made;
+  EXPECT_EQ(made.Describe(), FakeEnv().Parse().Describe());
+  EXPECT_TRUE(made.warnings.empty());
+  EXPECT_EQ(made.log_level, LogLevel::kWarn);
+  EXPECT_FALSE(made.log_level_set);
+  EXPECT_EQ(made.log_subsys, infiniccl::kSubsysAll);
+  EXPECT_FALSE(made.abort_on_error || made.check || made.strict_binding);
+  EXPECT_EQ(made.device, "auto");
+  EXPECT_EQ(made.local_rank, "");
+  EXPECT_EQ(made.staging_pinned, Tristate::kAuto);
+  EXPECT_EQ(made.staging_cache_bytes, size_t{256} << 20);
+  EXPECT_EQ(made.pipeline_chunk_bytes, 0u);
+  EXPECT_EQ(made.host_piece_bytes, size_t{16} << 20);
+  EXPECT_EQ(made.host_piece_threshold, size_t{16} << 20);
+  EXPECT_EQ(made.mpi_device_direct, Tristate::kAuto);
+  EXPECT_EQ(made.backend, infiniccl::BackendChoice::kAuto);
+  EXPECT_EQ(made.timeout_sec, 1800);
+  EXPECT_EQ(made.sim_copy_gbps, 0.0);
+  EXPECT_EQ(made.sim_copy_latency_us, 0.0);
+  EXPECT_EQ(made.sim_device_count, 8);
+  EXPECT_TRUE(made.sim_pinned);
+}
+
+// What each setting shows for its default, as infiniccl-info prints it.
+TEST(ConfigTable, EachDefaultAsShown) {
+  const std::map<std::string, std::pair<std::string, std::string>> want = {
+      // name: {documented default, value shown}
+      {"INFINICCL_DEBUG", {"", ""}},
+      {"INFINICCL_DEBUG_FILE", {"", ""}},
+      {"INFINICCL_DEBUG_SUBSYS", {"ALL", "ALL"}},
+      {"INFINICCL_ABORT_ON_ERROR", {"0", "0"}},
+      {"INFINICCL_CHECK", {"0", "0"}},
+      {"INFINICCL_DEVICE", {"auto", "auto"}},
+      {"INFINICCL_LOCAL_RANK", {"", ""}},
+      {"INFINICCL_STRICT_BINDING", {"0", "0"}},
+      {"INFINICCL_STAGING_PINNED", {"auto", "auto"}},
+      {"INFINICCL_STAGING_CACHE_BYTES", {"256M", "268435456"}},
+      {"INFINICCL_PIPELINE_CHUNK_BYTES", {"auto", "auto"}},
+      {"INFINICCL_HOST_PIECE_BYTES", {"16M", "16777216"}},
+      {"INFINICCL_HOST_PIECE_THRESHOLD", {"16M", "16777216"}},
+      {"INFINICCL_MPI_DEVICE_DIRECT", {"auto", "auto"}},
+      {"INFINICCL_BACKEND", {"auto", "auto"}},
+      {"INFINICCL_TIMEOUT_SEC", {"1800", "1800"}},
+      {"INFINICCL_SIM_COPY_LATENCY_US", {"0", "0"}},
+      {"INFINICCL_SIM_COPY_GBPS", {"0", "0"}},
+      {"INFINICCL_SIM_DEVICE_COUNT", {"8", "8"}},
+      {"INFINICCL_SIM_PINNED", {"1", "1"}},
+  };
+  ASSERT_EQ(Config::Table().size(), want.size());
+  const Config defaults;
+  for (const Config::Entry &e : Config::Table()) {
+    ASSERT_TRUE(want.count(e.name)) << e.name;
+    EXPECT_EQ(e.default_value, want.at(e.name).first) << e.name;
+    EXPECT_EQ(e.Value(defaults), want.at(e.name).second) << e.name;
+  }
+}
+
+// Every value shown reads back as itself (infiniccl-info's values can be
+// pasted into the environment).
+TEST(ConfigTable, ShownValuesReadBack) {
+  FakeEnv env;
+  env.vars = {{"INFINICCL_DEBUG", "info"},
+              {"INFINICCL_DEBUG_SUBSYS", "^ccl"},
+              {"INFINICCL_CHECK", "yes"},
+              {"INFINICCL_DEVICE", "sim"},
+              {"INFINICCL_LOCAL_RANK", "3"},
+              {"INFINICCL_STAGING_PINNED", "off"},
+              {"INFINICCL_STAGING_CACHE_BYTES", "1G"},
+              {"INFINICCL_PIPELINE_CHUNK_BYTES", "3001"},
+              {"INFINICCL_MPI_DEVICE_DIRECT", "ON"},
+              {"INFINICCL_BACKEND", "Mpi"},
+              {"INFINICCL_SIM_COPY_GBPS", "12.5"},
+              {"INFINICCL_SIM_PINNED", "false"}};
+  for (const Config &c : {FakeEnv().Parse(), env.Parse()}) {
+    ASSERT_TRUE(c.warnings.empty()) << c.warnings[0];
+    for (const Config::Entry &e : Config::Table()) {
+      const Config again = ParseWith(e.name, e.Value(c));
+      EXPECT_TRUE(again.warnings.empty()) << e.name << "=" << e.Value(c);
+      EXPECT_EQ(e.Value(again), e.Value(c)) << e.name;
+    }
+  }
+}
+
+// A number out of its range is refused with the range in the message; the
+// bounds themselves are accepted. Every setting with a range is listed.
+TEST(ConfigTable, NumbersOutOfRangeNameTheRange) {
+  struct Case {
+    const char *name, *lowest, *highest, *outside, *range;
+  };
+  const Case cases[] = {
+      {"INFINICCL_LOCAL_RANK", "0", "1048576", "1048577", "(0 to 1048576)"},
+      {"INFINICCL_STAGING_CACHE_BYTES", "4096", "16G", "4095", "(at least 4096 bytes)"},
+      {"INFINICCL_PIPELINE_CHUNK_BYTES", "1", "16G", "0", "(at least 1 bytes)"},
+      {"INFINICCL_HOST_PIECE_BYTES", "0", "16G", "-1", ""},
+      {"INFINICCL_HOST_PIECE_THRESHOLD", "0", "16G", "-1", ""},
+      {"INFINICCL_TIMEOUT_SEC", "0", "1073741824", "2147483648",
+       "(0 to 1073741824 seconds)"},
+      {"INFINICCL_SIM_COPY_LATENCY_US", "0", "1e6", "1000001",
+       "(0 to 1000000 microseconds)"},
+      {"INFINICCL_SIM_COPY_GBPS", "0", "1e9", "-0.5", "(at least 0 GB/s)"},
+      {"INFINICCL_SIM_DEVICE_COUNT", "1", "1024", "1025", "(1 to 1024 devices)"},
+  };
+  std::set<std::string> listed;
+  for (const Case &k : cases) {
+    listed.insert(k.name);
+    for (const char *ok : {k.lowest, k.highest})
+      EXPECT_TRUE(ParseWith(k.name, ok).warnings.empty()) << k.name << "=" << ok;
+    const Config c = ParseWith(k.name, k.outside);
+    ASSERT_EQ(c.warnings.size(), 1u) << k.name << "=" << k.outside;
+    EXPECT_EQ(c.Describe(), FakeEnv().Parse().Describe()) << k.name;
+    const std::string want =
+        *k.range ? std::string("is out of range ") + k.range : "is not";
+    EXPECT_NE(c.warnings[0].find(want), std::string::npos) << c.warnings[0];
+  }
+  for (const Config::Entry &e : Config::Table()) {
+    if (e.range.hi > 0) {
+      EXPECT_TRUE(listed.count(e.name)) << e.name << " has a range";
+    }
+  }
+  EXPECT_EQ(
+      ParseWith("INFINICCL_SIM_DEVICE_COUNT", "0").warnings.at(0),
+      "INFINICCL_SIM_DEVICE_COUNT='0' is out of range (1 to 1024 devices); using 8");
+}
+
+// auto|1|0 variables: every spelling, any case, to the enum; the accepted
+// spellings named when refused.
+TEST(ConfigTable, TristateSpellings) {
+  const std::map<std::string, Tristate> spellings = {
+      {"auto", Tristate::kAuto}, {"AUTO", Tristate::kAuto}, {"1", Tristate::kOn},
+      {"true", Tristate::kOn},   {"Yes", Tristate::kOn},    {"ON", Tristate::kOn},
+      {"0", Tristate::kOff},     {"FALSE", Tristate::kOff}, {"no", Tristate::kOff},
+      {"off", Tristate::kOff}};
+  const std::map<Tristate, std::string> shown = {
+      {Tristate::kAuto, "auto"}, {Tristate::kOn, "1"}, {Tristate::kOff, "0"}};
+  for (auto field : {&Config::staging_pinned, &Config::mpi_device_direct}) {
+    const char *name = field == &Config::staging_pinned ? "INFINICCL_STAGING_PINNED"
+                                                        : "INFINICCL_MPI_DEVICE_DIRECT";
+    for (const auto &[text, want] : spellings) {
+      const Config c = ParseWith(name, text);
+      EXPECT_EQ(c.*field, want) << name << "=" << text;
+      EXPECT_TRUE(c.warnings.empty()) << name << "=" << text;
+      EXPECT_EQ(EntryNamed(name).Value(c), shown.at(want)) << name << "=" << text;
+    }
+    for (const char *bad : {"", "2", "maybe", "auto ", "-1"}) {
+      const Config c = ParseWith(name, bad);
+      EXPECT_EQ(c.*field, Tristate::kAuto) << name << "=" << bad;
+      ASSERT_EQ(c.warnings.size(), 1u) << name << "=" << bad;
+      EXPECT_NE(c.warnings[0].find("is not auto, 1 or 0"), std::string::npos)
+          << c.warnings[0];
+    }
+  }
+}
+
+TEST(ConfigTable, ChoiceSpellings) {
+  // INFINICCL_DEVICE is matched exactly, as it always was.
+  EXPECT_EQ(ParseWith("INFINICCL_DEVICE", "sim").device, "sim");
+  EXPECT_EQ(ParseWith("INFINICCL_DEVICE", "cpu").device, "cpu");
+  for (const char *bad : {"SIM", "Cpu", "gpu", ""}) {
+    const Config c = ParseWith("INFINICCL_DEVICE", bad);
+    EXPECT_EQ(c.device, "auto") << bad;
+    ASSERT_EQ(c.warnings.size(), 1u) << bad;
+    EXPECT_NE(c.warnings[0].find("is not auto, sim or cpu; using auto"),
+              std::string::npos)
+        << c.warnings[0];
+  }
+  // Booleans: "" is 0 (INFINICCL_SIM_PINNED= turns pinned memory off).
+  EXPECT_FALSE(ParseWith("INFINICCL_SIM_PINNED", "").sim_pinned);
+  EXPECT_TRUE(ParseWith("INFINICCL_SIM_PINNED", "").warnings.empty());
+  EXPECT_NE(ParseWith("INFINICCL_CHECK", "2").warnings.at(0).find("is not 0 or 1"),
+            std::string::npos);
+  // The chunk: auto is 0 (the device runtime's own), shown as auto.
+  EXPECT_EQ(ParseWith("INFINICCL_PIPELINE_CHUNK_BYTES", "AUTO").pipeline_chunk_bytes, 0u);
+  EXPECT_EQ(ParseWith("INFINICCL_PIPELINE_CHUNK_BYTES", "64K").pipeline_chunk_bytes,
+            65536u);
+  // Each of the others fills its own field.
+  EXPECT_EQ(ParseWith("INFINICCL_LOCAL_RANK", "7").local_rank, "7");
+  EXPECT_TRUE(ParseWith("INFINICCL_STRICT_BINDING", "on").strict_binding);
+  EXPECT_EQ(ParseWith("INFINICCL_SIM_DEVICE_COUNT", "3").sim_device_count, 3);
+  EXPECT_EQ(ParseWith("INFINICCL_STAGING_CACHE_BYTES", "1M").staging_cache_bytes,
+            size_t{1} << 20);
+  EXPECT_EQ(ParseWith("INFINICCL_HOST_PIECE_BYTES", "0").host_piece_bytes, 0u);
+  EXPECT_EQ(ParseWith("INFINICCL_SIM_COPY_LATENCY_US", "2.5").sim_copy_latency_us, 2.5);
+  EXPECT_EQ(ParseWith("INFINICCL_HOST_PIECE_THRESHOLD", "0").host_piece_threshold, 0u);
+  EXPECT_EQ(ParseWith("INFINICCL_DEBUG_FILE", "x").log_file, "x");
+}
+
+TEST(ConfigTable, MarkdownTableHasOneRowPerSetting) {
+  const std::string md = Config::MarkdownTable();
+  EXPECT_EQ(md.rfind("| Variable | Default | Meaning |\n|---|---|---|\n", 0), 0u);
+  EXPECT_NE(md.find("| `INFINICCL_STAGING_CACHE_BYTES` | `256M` | "), std::string::npos);
+  EXPECT_NE(md.find("| `INFINICCL_DEBUG` | (unset) | "), std::string::npos);
+  EXPECT_EQ(std::count(md.begin(), md.end(), '\n'),
+            static_cast<std::ptrdiff_t>(Config::Table().size() + 2));
+}
+
+}  // namespace

@@ -1,6 +1,6 @@
-// docs/CONFIG.md stays true to the code: every variable of Config::Table()
-// has a row there with its default, and the doc names no INFINICCL_ variable
-// the code does not read.
+// docs/CONFIG.md stays true to the code: its table is Config::Table()'s as
+// rendered by Config::MarkdownTable(), every variable has a row with its
+// default, and the doc names no INFINICCL_ variable the code does not read.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -33,6 +33,15 @@ TEST(ConfigDoc, EveryVariableHasARowWithItsDefault) {
           << e.name << ": default '" << e.default_value << "' not in: " << line;
     }
   }
+}
+
+// The table is generated (infiniccl-info --markdown) and pasted unedited.
+TEST(ConfigDoc, TableIsTheGeneratedOne) {
+  const std::string table = infiniccl::Config::MarkdownTable();
+  EXPECT_NE(ReadDoc().find(table), std::string::npos)
+      << "docs/CONFIG.md's table is not Config::Table()'s; replace it with the output of "
+         "infiniccl-info --markdown:\n"
+      << table;
 }
 
 TEST(ConfigDoc, DocNamesOnlyVariablesTheCodeReads) {

@@ -1,11 +1,18 @@
 #include "dtype.h"
 
-#include <bit>
-#include <cstring>
 #include <type_traits>
+
+#include "core/float16.h"
 
 namespace bench {
 namespace {
+
+// The library's conversions (round to nearest even), so the benchmark checks
+// against the same rounding the library does.
+using infiniccl::BFloat16ToFloat;
+using infiniccl::FloatToBFloat16;
+using infiniccl::FloatToHalf;
+using infiniccl::HalfToFloat;
 
 constexpr DType kTypes[] = {
     {"int8", infinicclInt8, 1, Kind::kSigned},
@@ -74,19 +81,6 @@ void Combine16(infinicclRedOp_t op, void *out, const void *a, const void *b, siz
     o[i] = FromFloat(Apply<float>(op, ToFloat(x[i]), ToFloat(y[i])));
 }
 
-template <typename T>
-void DivideT(void *p, size_t n, int divisor) {
-  T *v = static_cast<T *>(p);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(v[i] / static_cast<T>(divisor));
-}
-
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void Divide16(void *p, size_t n, int divisor) {
-  uint16_t *v = static_cast<uint16_t *>(p);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = FromFloat(ToFloat(v[i]) / static_cast<float>(divisor));
-}
-
 }  // namespace
 
 const DType *FindDType(const std::string &name) {
@@ -152,7 +146,7 @@ double Load(const DType &t, const void *p, size_t i) {
     case infinicclUInt32: return static_cast<const uint32_t *>(p)[i];
     case infinicclUInt64: return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
     case infinicclFloat16: return HalfToFloat(static_cast<const uint16_t *>(p)[i]);
-    case infinicclBFloat16: return BFloatToFloat(static_cast<const uint16_t *>(p)[i]);
+    case infinicclBFloat16: return BFloat16ToFloat(static_cast<const uint16_t *>(p)[i]);
     case infinicclFloat32: return static_cast<const float *>(p)[i];
     case infinicclFloat64: return static_cast<const double *>(p)[i];
     default: return 0.0;
@@ -173,7 +167,7 @@ void Store(const DType &t, void *p, size_t i, double v) {
       static_cast<uint16_t *>(p)[i] = FloatToHalf(static_cast<float>(v));
       break;
     case infinicclBFloat16:
-      static_cast<uint16_t *>(p)[i] = FloatToBFloat(static_cast<float>(v));
+      static_cast<uint16_t *>(p)[i] = FloatToBFloat16(static_cast<float>(v));
       break;
     case infinicclFloat32: static_cast<float *>(p)[i] = static_cast<float>(v); break;
     case infinicclFloat64: static_cast<double *>(p)[i] = v; break;
@@ -200,7 +194,7 @@ void Combine(const DType &t, infinicclRedOp_t op, void *out, const void *a, cons
     case infinicclUInt64: CombineT<uint64_t>(op, out, a, b, n); break;
     case infinicclFloat16: Combine16<HalfToFloat, FloatToHalf>(op, out, a, b, n); break;
     case infinicclBFloat16:
-      Combine16<BFloatToFloat, FloatToBFloat>(op, out, a, b, n);
+      Combine16<BFloat16ToFloat, FloatToBFloat16>(op, out, a, b, n);
       break;
     case infinicclFloat32: CombineT<float>(op, out, a, b, n); break;
     case infinicclFloat64: CombineT<double>(op, out, a, b, n); break;
@@ -208,82 +202,5 @@ void Combine(const DType &t, infinicclRedOp_t op, void *out, const void *a, cons
   }
 }
 
-void DivideBy(const DType &t, void *p, size_t n, int divisor) {
-  switch (t.id) {
-    case infinicclInt8: DivideT<int8_t>(p, n, divisor); break;
-    case infinicclInt16: DivideT<int16_t>(p, n, divisor); break;
-    case infinicclInt32: DivideT<int32_t>(p, n, divisor); break;
-    case infinicclInt64: DivideT<int64_t>(p, n, divisor); break;
-    case infinicclUInt8: DivideT<uint8_t>(p, n, divisor); break;
-    case infinicclUInt16: DivideT<uint16_t>(p, n, divisor); break;
-    case infinicclUInt32: DivideT<uint32_t>(p, n, divisor); break;
-    case infinicclUInt64: DivideT<uint64_t>(p, n, divisor); break;
-    case infinicclFloat16: Divide16<HalfToFloat, FloatToHalf>(p, n, divisor); break;
-    case infinicclBFloat16: Divide16<BFloatToFloat, FloatToBFloat>(p, n, divisor); break;
-    case infinicclFloat32: DivideT<float>(p, n, divisor); break;
-    case infinicclFloat64: DivideT<double>(p, n, divisor); break;
-    default: break;
-  }
-}
-
-uint16_t FloatToHalf(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
-  if (abs == 0x7f800000u) return sign | 0x7c00u;  // Inf
-  const int e = static_cast<int>(abs >> 23) - 127;
-  const uint32_t mant = abs & 0x7fffffu;
-  if (e > 15) return sign | 0x7c00u;
-  if (e >= -14) {  // normal: keep 10 of 23 mantissa bits, round to even
-    uint32_t h = (static_cast<uint32_t>(e + 15) << 10) | (mant >> 13);
-    const uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry to Inf
-    return static_cast<uint16_t>(sign | h);
-  }
-  // Subnormal half: units of 2^-24; value = m * 2^(e+1) units.
-  int shift = -(e + 1);
-  if (shift > 31) shift = 31;
-  const uint32_t m = mant | 0x800000u;
-  uint32_t h = m >> shift;
-  const uint32_t rem = m & ((1u << shift) - 1u);
-  const uint32_t halfway = 1u << (shift - 1);
-  if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t e = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (e == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else if (e != 0) {
-    bits = sign | ((e + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    int exp = 113;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (static_cast<uint32_t>(exp) << 23) | ((mant & 0x3ffu) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-uint16_t FloatToBFloat(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  const uint32_t rounded = x + 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(rounded >> 16);
-}
-
-float BFloatToFloat(uint16_t b) {
-  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
-}
 
 }  // namespace bench

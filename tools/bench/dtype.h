@@ -1,7 +1,7 @@
 // Element types and reduction operators: names, sizes, MPI equivalents, and
 // element-wise load/store/combine on raw buffers (float16 and bfloat16
 // included, accumulating in float and rounding to nearest even per step, as
-// the library promises).
+// the library promises, with the library's own conversions: core/float16.h).
 #ifndef INFINICCL_BENCH_DTYPE_H_
 #define INFINICCL_BENCH_DTYPE_H_
 
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/dtype.h"
 #include "mpi_include.h"
 
 namespace bench {
@@ -51,15 +52,9 @@ void Store(const DType &t, void *p, size_t i, double v);
 double RoundTo(const DType &t, double v);
 
 // out[i] = a[i] op b[i] for i < n (Avg combines as Sum). out may alias a or b.
+// Avg's division afterwards is the library's (infiniccl::DivideInPlace).
 void Combine(const DType &t, infinicclRedOp_t op, void *out, const void *a, const void *b,
              size_t n);
-// p[i] /= divisor: exact division for floating types, truncation for ints.
-void DivideBy(const DType &t, void *p, size_t n, int divisor);
-
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-uint16_t FloatToBFloat(float f);
-float BFloatToFloat(uint16_t b);
 
 }  // namespace bench
 

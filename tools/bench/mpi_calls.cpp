@@ -93,7 +93,8 @@ const void *MpiCall(const CallArgs &a, MPI_Comm comm, const void *send, void *re
     case Collective::kCopy: break;
   }
   if (a.op == infinicclAvg && Info(a.coll).has_op && l.recv_used)
-    DivideBy(*a.dtype, const_cast<void *>(result), l.recv_count, a.nranks);
+    infiniccl::DivideInPlace(const_cast<void *>(result), l.recv_count, a.dtype->id,
+                             a.nranks);
   return result;
 }
 

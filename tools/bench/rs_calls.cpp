@@ -103,7 +103,8 @@ void RsCall(RsVariant v, const CallArgs &a, MPI_Comm comm, const void *send, voi
     case RsVariant::kRing: Ring(a, comm, send, recv, s); break;
     case RsVariant::kNone: break;
   }
-  if (a.op == infinicclAvg) DivideBy(*a.dtype, recv, a.layout->count, a.nranks);
+  if (a.op == infinicclAvg)
+    infiniccl::DivideInPlace(recv, a.layout->count, a.dtype->id, a.nranks);
 }
 
 }  // namespace bench

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace info {
 
@@ -13,6 +14,19 @@ std::string Line(const char *label, const std::string &value) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "  %-22s ", label);
   return buf + value + "\n";
+}
+
+// `text` in lines of at most 80 columns, each indented by `indent` spaces.
+std::string Wrap(const std::string &text, size_t indent) {
+  std::string out, line;
+  std::istringstream words(text);
+  for (std::string w; words >> w; line += (line.empty() ? "" : " ") + w) {
+    if (!line.empty() && indent + line.size() + 1 + w.size() > 80) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+  }
+  return out + std::string(indent, ' ') + line + "\n";
 }
 
 std::string Join(const std::vector<std::string> &v, const char *sep) {
@@ -142,7 +156,7 @@ std::string FormatHumanSettings(const RankReport &r) {
                   ", default, meaning)\n";
   for (const Setting &st : r.settings) {
     s += "  " + st.name + "=" + st.value + "   (default '" + st.default_value + "')\n";
-    s += "      " + st.doc + "\n";
+    s += Wrap(st.doc, 6);
   }
   return s;
 }

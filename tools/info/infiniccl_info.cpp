@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "format.h"
 #include "report.h"
 
@@ -20,7 +21,7 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 
 const char kUsage[] =
-    "usage: infiniccl-info [--json] [--version] [--help]\n"
+    "usage: infiniccl-info [--json] [--version] [--markdown] [--help]\n"
     "\n"
     "Prints the InfiniCCL version and build configuration, the MPI library\n"
     "(flavour, version, GPU-awareness), every backend built (MPI, NCCL, ...) with\n"
@@ -35,6 +36,7 @@ const char kUsage[] =
     "\n"
     "  --json      one JSON object per rank, each on one line, in rank order\n"
     "  --version   the InfiniCCL version and the backends built, then exit\n"
+    "  --markdown  the settings table of docs/CONFIG.md (Markdown), then exit\n"
     "  --help      this text\n";
 
 // Every rank's string, in rank order, at rank 0 (empty elsewhere).
@@ -90,6 +92,9 @@ int main(int argc, char **argv) {
     } else if (std::strcmp(argv[i], "--version") == 0 ||
                std::strcmp(argv[i], "-V") == 0) {
       version = true;
+    } else if (std::strcmp(argv[i], "--markdown") == 0) {
+      std::fputs(infiniccl::Config::MarkdownTable().c_str(), stdout);
+      return 0;
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::fputs(kUsage, stdout);
       return 0;

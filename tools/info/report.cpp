@@ -123,33 +123,12 @@ void CollectProcess(RankReport *r) {
   }
 }
 
-// The value of `name` in Describe()'s "NAME=value" list.
-std::string ValueOf(const std::vector<std::string> &described, const std::string &name) {
-  for (const std::string &v : described) {
-    if (v.size() > name.size() && v.compare(0, name.size(), name) == 0 &&
-        v[name.size()] == '=') {
-      return v.substr(name.size() + 1);
-    }
-  }
-  return "";
-}
-
 void CollectSettings(RankReport *r) {
   const infiniccl::Config &config = infiniccl::GlobalConfig();
-  const std::vector<std::string> values = config.Describe();
-  // Defaults resolved the way values are ("256M" reads back as 268435456).
-  const std::vector<std::string> defaults =
-      infiniccl::Config::Parse([](const char *) -> const char * {
-        return nullptr;
-      }).Describe();
+  const infiniccl::Config defaults;
   for (const infiniccl::Config::Entry &e : infiniccl::Config::Table()) {
-    Setting s;
-    s.name = e.name;
-    s.default_value = e.default_value;
-    s.doc = e.doc;
-    s.value = ValueOf(values, s.name);
-    s.at_default = s.value == ValueOf(defaults, s.name);
-    r->settings.push_back(s);
+    r->settings.push_back({e.name, e.Value(config), e.default_value, e.doc,
+                           e.Value(config) == e.Value(defaults)});
   }
   r->warnings = config.warnings;
   r->unknown_variables = config.unknown_variables;

@@ -34,9 +34,8 @@ GpuAwareness QueryMpiGpuAware(DeviceKind kind) {
 }
 
 bool MpiReadsDeviceMemory(DeviceKind kind) {
-  const std::string &mode = GlobalConfig().mpi_device_direct;
-  if (mode == "1") return true;
-  if (mode == "0") return false;
+  const Tristate mode = GlobalConfig().mpi_device_direct;
+  if (mode != Tristate::kAuto) return mode == Tristate::kOn;
   static std::atomic<int> answers[kNumDeviceKinds];  // 0 unknown, 1 no, 2 yes
   std::atomic<int> &answer = answers[static_cast<int>(kind)];
   if (answer.load() == 0) {
