@@ -207,7 +207,7 @@ if(_iccl_req_NVIDIA STREQUAL "ON")
   set(_iccl_block "WITH_NVIDIA=ON given (CoreX and CUDA share the cuda* API)")
 endif()
 _iccl_decide_device(ILUVATAR "Iluvatar CoreX" COREX_PATH
-                    iluvatar_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
+                    cuda_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
 set(_iccl_block "")
 if(INFINICCL_WITH_ILUVATAR)
   set(_iccl_block "Iluvatar CoreX is enabled and provides the cuda* API (configure with \
