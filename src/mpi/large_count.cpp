@@ -1,9 +1,9 @@
 #include "mpi/large_count.h"
 
-#include <algorithm>
 #include <climits>
 #include <cstring>
 
+#include "core/pieces.h"
 #include "mpi/mpi_thread.h"
 
 namespace infiniccl::mpi {
@@ -194,8 +194,8 @@ class BigType {
 // first error.
 template <typename Fn>
 int Chunked(size_t n, Fn fn) {
-  for (size_t off = 0; off < n; off += kChunk) {
-    const int rc = fn(off, std::min(kChunk, n - off));
+  for (const Piece chunk : Pieces(n, kChunk)) {
+    const int rc = fn(chunk.offset, chunk.size);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
