@@ -90,6 +90,19 @@ function(_iccl_find_cuda_toolkit found detail)
   endif()
 endfunction()
 
+# A finder's success (a macro: it runs in the finder's scope): the imported
+# target <target> for the library _lib with the headers of _inc (defined
+# once), and <found> and <detail> set for the finder's caller.
+macro(_iccl_found_library found detail target)
+  if(NOT TARGET ${target})
+    add_library(${target} UNKNOWN IMPORTED)
+    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION "${_lib}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${_inc}")
+  endif()
+  set(${found} TRUE PARENT_SCOPE)
+  set(${detail} "${_lib}" PARENT_SCOPE)
+endmacro()
+
 # A CUDA-like SDK laid out as <root>/include/<header> and <root>/lib[64]/lib<lib>.so;
 # on success defines the imported target <target> carrying its include dir.
 function(_iccl_find_sdk found detail target root header lib)
@@ -108,13 +121,7 @@ function(_iccl_find_sdk found detail target root header lib)
     set(${detail} "${root} has no lib${lib} in lib64/ or lib/" PARENT_SCOPE)
     return()
   endif()
-  if(NOT TARGET ${target})
-    add_library(${target} UNKNOWN IMPORTED)
-    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION "${_lib}"
-                          INTERFACE_INCLUDE_DIRECTORIES "${_inc}")
-  endif()
-  set(${found} TRUE PARENT_SCOPE)
-  set(${detail} "${_lib}" PARENT_SCOPE)
+  _iccl_found_library(${found} ${detail} ${target})
 endfunction()
 
 # Decides one vendor from its request and (unless told otherwise) its SDK.
@@ -166,30 +173,23 @@ _iccl_sdk_root(_iccl_corex_root COREX_PATH /usr/local/corex)
 _iccl_sdk_root(_iccl_maca_root MACA_PATH /opt/maca)
 _iccl_sdk_root(_iccl_musa_root MUSA_PATH /usr/local/musa)
 
-# One probe per vendor (CMake command names ignore case, hence "probe").
-function(_iccl_probe_ILUVATAR found detail)
-  _iccl_find_sdk(_f _d InfiniCCL::corex_cudart "${_iccl_corex_root}"
+# One probe per vendor (CMake command names ignore case, hence "probe"):
+# macros, so the finders set <found> and <detail> in the caller's scope.
+macro(_iccl_probe_ILUVATAR found detail)
+  _iccl_find_sdk(${found} ${detail} InfiniCCL::corex_cudart "${_iccl_corex_root}"
                  cuda_runtime_api.h cudart)
-  set(${found} ${_f} PARENT_SCOPE)
-  set(${detail} "${_d}" PARENT_SCOPE)
-endfunction()
-function(_iccl_probe_NVIDIA found detail)
-  _iccl_find_cuda_toolkit(_f _d)
-  set(${found} ${_f} PARENT_SCOPE)
-  set(${detail} "${_d}" PARENT_SCOPE)
-endfunction()
-function(_iccl_probe_METAX found detail)
-  _iccl_find_sdk(_f _d InfiniCCL::maca_runtime "${_iccl_maca_root}"
+endmacro()
+macro(_iccl_probe_NVIDIA found detail)
+  _iccl_find_cuda_toolkit(${found} ${detail})
+endmacro()
+macro(_iccl_probe_METAX found detail)
+  _iccl_find_sdk(${found} ${detail} InfiniCCL::maca_runtime "${_iccl_maca_root}"
                  mcr/mc_runtime_api.h mcruntime)
-  set(${found} ${_f} PARENT_SCOPE)
-  set(${detail} "${_d}" PARENT_SCOPE)
-endfunction()
-function(_iccl_probe_MOORE found detail)
-  _iccl_find_sdk(_f _d InfiniCCL::musa_runtime "${_iccl_musa_root}"
+endmacro()
+macro(_iccl_probe_MOORE found detail)
+  _iccl_find_sdk(${found} ${detail} InfiniCCL::musa_runtime "${_iccl_musa_root}"
                  musa_runtime_api.h musart)
-  set(${found} ${_f} PARENT_SCOPE)
-  set(${detail} "${_d}" PARENT_SCOPE)
-endfunction()
+endmacro()
 
 foreach(_v NVIDIA ILUVATAR METAX MOORE)
   _iccl_device_request(${_v})
@@ -207,7 +207,7 @@ if(_iccl_req_NVIDIA STREQUAL "ON")
   set(_iccl_block "WITH_NVIDIA=ON given (CoreX and CUDA share the cuda* API)")
 endif()
 _iccl_decide_device(ILUVATAR "Iluvatar CoreX" COREX_PATH
-                    iluvatar_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
+                    cuda_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
 set(_iccl_block "")
 if(INFINICCL_WITH_ILUVATAR)
   set(_iccl_block "Iluvatar CoreX is enabled and provides the cuda* API (configure with \

@@ -4,21 +4,14 @@
 
 static bool Run(example::Context &ctx, size_t count) {
   const size_t total = count * static_cast<size_t>(ctx.nranks);
-  std::vector<float> send(count), recv(total, -1.0f), expected(total);
-  for (size_t i = 0; i < count; ++i) send[i] = example::Value(ctx.rank, i);
-  for (int r = 0; r < ctx.nranks; ++r)
-    for (size_t i = 0; i < count; ++i) expected[r * count + i] = example::Value(r, i);
+  std::vector<float> send = example::Values(ctx.rank, count), recv(total, -1.0f);
   auto call = [&] {
     EXAMPLE_CHECK(ctx, infinicclAllGather(send.data(), recv.data(), count,
                                           infinicclFloat32, ctx.comm, nullptr));
   };
-  call();
-  const bool ok = example::AllRanks(ctx, example::CountWrong(recv.data(), expected) == 0);
-  const double seconds = example::TimePerCall(ctx, call);
-  example::Report(ctx, "AllGather", count, ok, recv.data(), expected, seconds,
-                  static_cast<double>(total * sizeof(float)),
-                  example::PartsFactor(ctx.nranks));
-  return ok;
+  return example::Check(ctx, "AllGather", count, call, recv,
+                        example::Blocks(ctx.nranks, count), total * sizeof(float),
+                        example::PartsFactor(ctx.nranks));
 }
 
 int main(int argc, char **argv) {

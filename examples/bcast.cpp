@@ -4,23 +4,14 @@
 
 static bool Run(example::Context &ctx, size_t count) {
   const int root = 0;
-  std::vector<float> buff(count), expected(count);
-  auto refill = [&] {
-    for (size_t i = 0; i < count; ++i)
-      buff[i] = ctx.rank == root ? example::Value(root, i) : -1.0f;
-  };
-  for (size_t i = 0; i < count; ++i) expected[i] = example::Value(root, i);
-  refill();
+  std::vector<float> buff =
+      ctx.rank == root ? example::Values(root, count) : std::vector<float>(count, -1.0f);
   auto call = [&] {
     EXAMPLE_CHECK(ctx, infinicclBcast(buff.data(), count, infinicclFloat32, root,
                                       ctx.comm, nullptr));
   };
-  call();
-  const bool ok = example::AllRanks(ctx, example::CountWrong(buff.data(), expected) == 0);
-  const double seconds = example::TimePerCall(ctx, call);
-  example::Report(ctx, "Bcast(root=0)", count, ok, buff.data(), expected, seconds,
-                  static_cast<double>(count * sizeof(float)), 1.0);
-  return ok;
+  return example::Check(ctx, "Bcast(root=0)", count, call, buff,
+                        example::Values(root, count), count * sizeof(float), 1.0);
 }
 
 int main(int argc, char **argv) {

@@ -135,6 +135,40 @@ inline void Report(const Context &ctx, const char *name, size_t count, bool all_
               algbw, bus_factor);
 }
 
+// Values(rank, n)[i] = Value(rank, first + i): a rank's contribution.
+inline std::vector<float> Values(int rank, size_t n, size_t first = 0) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = Value(rank, first + i);
+  return v;
+}
+
+// Every rank's Values(r, count), rank r's at r * count (what AllGather and
+// Gather deliver, what Scatter's root sends).
+inline std::vector<float> Blocks(int nranks, size_t count) {
+  std::vector<float> v;
+  for (int r = 0; r < nranks; ++r) {
+    const std::vector<float> block = Values(r, count);
+    v.insert(v.end(), block.begin(), block.end());
+  }
+  return v;
+}
+
+// Runs `call` once and checks `actual` against `expected` on every rank (a
+// rank where `checked` is false passes: a rooted call writes only the root's
+// buffer), then times `call`; rank 0 reports. `bytes` and `bus_factor` are
+// nccl-tests' size and busbw factor for the collective.
+template <typename Call>
+bool Check(Context &ctx, const char *name, size_t count, Call call,
+           const std::vector<float> &actual, const std::vector<float> &expected,
+           size_t bytes, double bus_factor, bool checked = true) {
+  call();
+  const bool ok = AllRanks(ctx, !checked || CountWrong(actual.data(), expected) == 0);
+  const double seconds = TimePerCall(ctx, call);
+  Report(ctx, name, count, ok, actual.data(), expected, seconds,
+         static_cast<double>(bytes), bus_factor);
+  return ok;
+}
+
 // A ring of point-to-point messages (sendrecv, group_ring): each rank sends
 // `send` to `next` and receives `prev`'s values into `recv`.
 struct Ring {
@@ -147,27 +181,19 @@ inline Ring MakeRing(const Context &ctx, size_t count) {
   Ring ring;
   ring.next = (ctx.rank + 1) % ctx.nranks;  // with 1 rank: itself
   ring.prev = (ctx.rank + ctx.nranks - 1) % ctx.nranks;
-  ring.send.resize(count);
+  ring.send = Values(ctx.rank, count);
   ring.recv.assign(count, -1.0f);
-  ring.expected.resize(count);
-  for (size_t i = 0; i < count; ++i) {
-    ring.send[i] = Value(ctx.rank, i);
-    ring.expected[i] = Value(ring.prev, i);
-  }
+  ring.expected = Values(ring.prev, count);
   return ring;
 }
 
-// Runs `exchange` (one trip around the ring) once, checks `recv` on every
-// rank, times it and reports (nccl-tests' send/recv: busbw = algbw).
+// One trip around the ring, `exchange`, checked and timed (nccl-tests'
+// send/recv: busbw = algbw).
 template <typename Exchange>
 bool CheckRing(Context &ctx, const char *name, Ring &ring, Exchange exchange) {
-  exchange();
-  const bool ok = AllRanks(ctx, CountWrong(ring.recv.data(), ring.expected) == 0);
-  const double seconds = TimePerCall(ctx, exchange);
   const size_t count = ring.expected.size();
-  Report(ctx, name, count, ok, ring.recv.data(), ring.expected, seconds,
-         static_cast<double>(count * sizeof(float)), 1.0);
-  return ok;
+  return Check(ctx, name, count, exchange, ring.recv, ring.expected, count * sizeof(float),
+               1.0);
 }
 
 // nccl-tests busbw factors.

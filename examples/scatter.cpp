@@ -5,22 +5,17 @@
 static bool Run(example::Context &ctx, size_t count) {
   const int root = 0;
   const size_t total = count * static_cast<size_t>(ctx.nranks);
-  std::vector<float> send(total, -1.0f), recv(count, -1.0f), expected(count);
-  if (ctx.rank == root)
-    for (int r = 0; r < ctx.nranks; ++r)
-      for (size_t i = 0; i < count; ++i) send[r * count + i] = example::Value(r, i);
-  for (size_t i = 0; i < count; ++i) expected[i] = example::Value(ctx.rank, i);
+  // Only the root's send buffer is read.
+  std::vector<float> send = ctx.rank == root ? example::Blocks(ctx.nranks, count)
+                                             : std::vector<float>(total, -1.0f);
+  std::vector<float> recv(count, -1.0f);
   auto call = [&] {
     EXAMPLE_CHECK(ctx, infinicclScatter(send.data(), recv.data(), count, infinicclFloat32,
                                         root, ctx.comm, nullptr));
   };
-  call();
-  const bool ok = example::AllRanks(ctx, example::CountWrong(recv.data(), expected) == 0);
-  const double seconds = example::TimePerCall(ctx, call);
-  example::Report(ctx, "Scatter(root=0)", count, ok, recv.data(), expected, seconds,
-                  static_cast<double>(total * sizeof(float)),
-                  example::PartsFactor(ctx.nranks));
-  return ok;
+  return example::Check(ctx, "Scatter(root=0)", count, call, recv,
+                        example::Values(ctx.rank, count), total * sizeof(float),
+                        example::PartsFactor(ctx.nranks));
 }
 
 int main(int argc, char **argv) {

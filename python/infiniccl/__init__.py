@@ -190,6 +190,13 @@ def _same_type(a, b):
                           _buffers.CODE_NAMES[b.code]))
 
 
+def _same_length(b, o):
+    """out (o) must be like x (b): same data type and length."""
+    _same_type(b, o)
+    if o.count != b.count:
+        raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+
+
 def _op(op):
     code = _OPS.get(op)
     if code is None:
@@ -315,9 +322,7 @@ class Comm:
         b = _resolve(x, dtype, "x", out is None)
         o = b if out is None else _resolve(out, dtype, "out", True)
         if o is not b:
-            _same_type(b, o)
-            if o.count != b.count:
-                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+            _same_length(b, o)
         opc = _op(op)
         self._call(_lib.infinicclAllReduce(b.ptr, o.ptr, b.count, b.code, opc, h,
                                            _pick_stream(stream, b, o)), (b, o))
@@ -330,9 +335,7 @@ class Comm:
         b = _resolve(x, dtype, "x", out is None)
         o = b if out is None else _resolve(out, dtype, "out", True)
         if o is not b:
-            _same_type(b, o)
-            if o.count != b.count:
-                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+            _same_length(b, o)
         self._call(_lib.infinicclBroadcast(b.ptr, o.ptr, b.count, b.code, root, h,
                                            _pick_stream(stream, b, o)), (b, o))
         return x if out is None else out
@@ -347,9 +350,7 @@ class Comm:
         o = b
         if out is not None and at_root:
             o = _resolve(out, dtype, "out", True)
-            _same_type(b, o)
-            if o.count != b.count:
-                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+            _same_length(b, o)
         opc = _op(op)
         self._call(_lib.infinicclReduce(b.ptr, o.ptr, b.count, b.code, opc, root, h,
                                         _pick_stream(stream, b, o)), (b, o))
@@ -362,17 +363,13 @@ class Comm:
         h = self._live()
         if out is None:
             b = _resolve(x, dtype, "x", True)
-            n = self._blocks(b, "x")
-            send = b.ptr + self.rank * n * b.itemsize
+            n, send = self._block_at(b, self.rank)
             rc = _lib.infinicclAllGather(send, b.ptr, n, b.code, h, _pick_stream(stream, b))
             self._call(rc, (b,))
             return x
         b = _resolve(x, dtype, "x", False)
         o = _resolve(out, dtype, "out", True)
-        _same_type(b, o)
-        if o.count != b.count * self.size:
-            raise _arg_error("out has %d elements; all_gather needs size (%d) x %d" %
-                             (o.count, self.size, b.count))
+        self._size_blocks(b, o, "all_gather", o)
         self._call(_lib.infinicclAllGather(b.ptr, o.ptr, b.count, b.code, h,
                                            _pick_stream(stream, b, o)), (b, o))
         return out
@@ -384,18 +381,14 @@ class Comm:
         opc = _op(op)
         if out is None:
             b = _resolve(x, dtype, "x", True)
-            n = self._blocks(b, "x")
-            recv = b.ptr + self.rank * n * b.itemsize
+            n, recv = self._block_at(b, self.rank)
             rc = _lib.infinicclReduceScatter(b.ptr, recv, n, b.code, opc, h,
                                              _pick_stream(stream, b))
             self._call(rc, (b,))
             return x
         b = _resolve(x, dtype, "x", False)
         o = _resolve(out, dtype, "out", True)
-        _same_type(b, o)
-        if b.count != o.count * self.size:
-            raise _arg_error("x has %d elements; reduce_scatter needs size (%d) x len(out) "
-                             "(%d)" % (b.count, self.size, o.count))
+        self._size_blocks(b, o, "reduce_scatter", b)
         self._call(_lib.infinicclReduceScatter(b.ptr, o.ptr, o.count, b.code, opc, h,
                                                _pick_stream(stream, b, o)), (b, o))
         return out
@@ -408,9 +401,7 @@ class Comm:
         n = self._blocks(b, "x")
         o = b if out is None else _resolve(out, dtype, "out", True)
         if o is not b:
-            _same_type(b, o)
-            if o.count != b.count:
-                raise _arg_error("out has %d elements but x has %d" % (o.count, b.count))
+            _same_length(b, o)
         self._call(_lib.infinicclAllToAll(b.ptr, o.ptr, n, b.code, h,
                                           _pick_stream(stream, b, o)), (b, o))
         return x if out is None else out
@@ -424,8 +415,7 @@ class Comm:
         at_root = self.rank == root
         if at_root and out is None:
             b = _resolve(x, dtype, "x", True)
-            n = self._blocks(b, "x")
-            send = b.ptr + root * n * b.itemsize
+            n, send = self._block_at(b, root)
             rc = _lib.infinicclGather(send, b.ptr, n, b.code, root, h,
                                       _pick_stream(stream, b))
             self._call(rc, (b,))
@@ -434,10 +424,7 @@ class Comm:
         o = None
         if at_root:
             o = _resolve(out, dtype, "out", True)
-            _same_type(b, o)
-            if o.count != b.count * self.size:
-                raise _arg_error("out has %d elements; gather needs size (%d) x %d" %
-                                 (o.count, self.size, b.count))
+            self._size_blocks(b, o, "gather", o)
         self._call(_lib.infinicclGather(b.ptr, o.ptr if o else None, b.count, b.code, root,
                                         h, _pick_stream(stream, b, o)), (b, o))
         return out if at_root else None
@@ -451,8 +438,7 @@ class Comm:
         if out is None:
             b = _resolve(x, dtype, "x", True)
             if at_root:
-                n = self._blocks(b, "x")
-                recv = b.ptr + root * n * b.itemsize
+                n, recv = self._block_at(b, root)
                 rc = _lib.infinicclScatter(b.ptr, recv, n, b.code, root, h,
                                            _pick_stream(stream, b))
             else:
@@ -464,10 +450,7 @@ class Comm:
         b = None
         if at_root:
             b = _resolve(x, dtype, "x", False)
-            _same_type(b, o)
-            if b.count != o.count * self.size:
-                raise _arg_error("x has %d elements; scatter needs size (%d) x len(out) "
-                                 "(%d)" % (b.count, self.size, o.count))
+            self._size_blocks(b, o, "scatter", b)
         self._call(_lib.infinicclScatter(b.ptr if b else None, o.ptr, o.count, o.code, root,
                                          h, _pick_stream(stream, b, o)), (b, o))
         return out
@@ -500,6 +483,21 @@ class Comm:
             raise _arg_error("%s=%r is not a rank of this communicator (size %d)" %
                              (name, r, self.size))
         return i
+
+    def _block_at(self, b, k):
+        """x (b) as size blocks: their length and where block k starts."""
+        n = self._blocks(b, "x")
+        return n, b.ptr + k * n * b.itemsize
+
+    def _size_blocks(self, b, o, name, whole):
+        """x (b) and out (o) of one type, `whole` of them size blocks of the other."""
+        _same_type(b, o)
+        if whole is o and o.count != b.count * self.size:
+            raise _arg_error("out has %d elements; %s needs size (%d) x %d" %
+                             (o.count, name, self.size, b.count))
+        if whole is b and b.count != o.count * self.size:
+            raise _arg_error("x has %d elements; %s needs size (%d) x len(out) (%d)" %
+                             (b.count, name, self.size, o.count))
 
     def _blocks(self, b, what):
         if b.count % self.size != 0:

@@ -10,6 +10,7 @@
 #include "mpi/large_count.h"
 #include "mpi/mpi_error.h"
 #include "core/dtype.h"
+#include "core/rank_list.h"
 
 namespace infiniccl {
 
@@ -49,25 +50,6 @@ std::string Value(Field f, int64_t v) {
   }
   std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
   return buf;
-}
-
-// "0-2,5": ranks as ranges, so the message stays short at scale.
-std::string RankList(const std::vector<int> &ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) {
-      // Appended piecewise: `const char * + std::string&&` trips GCC 12's
-      // -Wrestrict false positive at -O2.
-      out += j == i + 1 ? ',' : '-';
-      out += std::to_string(ranks[j]);
-    }
-    i = j + 1;
-  }
-  return out;
 }
 
 // "AllReduce #10", "CommDestroy after #9": what a rank is doing, with the

@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/rank_list.h"
 
 namespace infiniccl {
 
@@ -43,18 +44,6 @@ struct State {
 State &S() {
   static State *state = new State();  // never destroyed: a thread may outlive main
   return *state;
-}
-
-// "2,5,7" with at most `limit` entries, then "... (N more)".
-std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size() && i < limit; ++i) {
-    if (i) out += ",";
-    out += std::to_string(ranks[i]);
-  }
-  if (ranks.size() > limit)
-    out += " ... (" + std::to_string(ranks.size() - limit) + " more)";
-  return out.empty() ? "none" : out;
 }
 
 bool ProcessGone(int pid) {

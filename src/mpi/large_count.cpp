@@ -1,9 +1,9 @@
 #include "mpi/large_count.h"
 
-#include <algorithm>
 #include <climits>
 #include <cstring>
 
+#include "core/pieces.h"
 #include "mpi/mpi_thread.h"
 
 namespace infiniccl::mpi {
@@ -18,6 +18,17 @@ int Call(Blocking blocking, Nonblocking nonblocking, Args... args) {
   if (Serialized())
     return PostAndWait([&](MPI_Request *q) { return nonblocking(args..., q); });
   return blocking(args...);
+}
+
+// A nonblocking call, post(args..., &request), posted under the lock; its
+// request joins `reqs` (the wait is polled, mpi_thread.h).
+template <typename Post, typename... Args>
+int Posted(std::vector<MPI_Request> *reqs, Post post, Args... args) {
+  SerialLock lock;
+  MPI_Request r = MPI_REQUEST_NULL;
+  const int rc = post(args..., &r);
+  if (rc == MPI_SUCCESS) reqs->push_back(r);
+  return rc;
 }
 
 }  // namespace
@@ -73,19 +84,11 @@ int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm 
 }
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
-  SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
-  MPI_Request r = MPI_REQUEST_NULL;
-  const int rc = MPI_Isend_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, &r);
-  if (rc == MPI_SUCCESS) reqs->push_back(r);
-  return rc;
+  return Posted(reqs, MPI_Isend_c, b, static_cast<MPI_Count>(n), t, peer, tag, c);
 }
 int Irecv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
-  SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
-  MPI_Request r = MPI_REQUEST_NULL;
-  const int rc = MPI_Irecv_c(b, static_cast<MPI_Count>(n), t, peer, tag, c, &r);
-  if (rc == MPI_SUCCESS) reqs->push_back(r);
-  return rc;
+  return Posted(reqs, MPI_Irecv_c, b, static_cast<MPI_Count>(n), t, peer, tag, c);
 }
 
 #else  // MPI-3
@@ -194,11 +197,26 @@ class BigType {
 // first error.
 template <typename Fn>
 int Chunked(size_t n, Fn fn) {
-  for (size_t off = 0; off < n; off += kChunk) {
-    const int rc = fn(off, std::min(kChunk, n - off));
+  for (const Piece chunk : Pieces(n, kChunk)) {
+    const int rc = fn(chunk.offset, chunk.size);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
+}
+
+// A data-movement call, call(s, count, type, r, count, type, rest...), on `n`
+// elements of `t`: as it is when `n` fits in an int, else with one derived
+// datatype covering all `n`.
+template <typename Call, typename... Rest>
+int Moved(Call call, const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
+          Rest... rest) {
+  if (FitsInt(n)) {
+    const int k = static_cast<int>(n);
+    return call(s, k, t, r, k, t, rest...);
+  }
+  BigType big(n, t, elem);
+  if (big.rc() != MPI_SUCCESS) return big.rc();
+  return call(s, 1, big.type(), r, 1, big.type(), rest...);
 }
 
 }  // namespace
@@ -229,45 +247,21 @@ int Bcast(void *b, size_t n, MPI_Datatype t, size_t elem, int root, MPI_Comm c) 
 }
 
 int Allgather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Comm c) {
-  if (FitsInt(n)) {
-    const int k = static_cast<int>(n);
-    return i32::Allgather(s, k, t, r, k, t, c);
-  }
-  BigType big(n, t, elem);
-  if (big.rc() != MPI_SUCCESS) return big.rc();
-  return i32::Allgather(s, 1, big.type(), r, 1, big.type(), c);
+  return Moved(i32::Allgather, s, r, n, t, elem, c);
 }
 
 int Gather(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int root,
            MPI_Comm c) {
-  if (FitsInt(n)) {
-    const int k = static_cast<int>(n);
-    return i32::Gather(s, k, t, r, k, t, root, c);
-  }
-  BigType big(n, t, elem);
-  if (big.rc() != MPI_SUCCESS) return big.rc();
-  return i32::Gather(s, 1, big.type(), r, 1, big.type(), root, c);
+  return Moved(i32::Gather, s, r, n, t, elem, root, c);
 }
 
 int Scatter(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, int root,
             MPI_Comm c) {
-  if (FitsInt(n)) {
-    const int k = static_cast<int>(n);
-    return i32::Scatter(s, k, t, r, k, t, root, c);
-  }
-  BigType big(n, t, elem);
-  if (big.rc() != MPI_SUCCESS) return big.rc();
-  return i32::Scatter(s, 1, big.type(), r, 1, big.type(), root, c);
+  return Moved(i32::Scatter, s, r, n, t, elem, root, c);
 }
 
 int Alltoall(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem, MPI_Comm c) {
-  if (FitsInt(n)) {
-    const int k = static_cast<int>(n);
-    return i32::Alltoall(s, k, t, r, k, t, c);
-  }
-  BigType big(n, t, elem);
-  if (big.rc() != MPI_SUCCESS) return big.rc();
-  return i32::Alltoall(s, 1, big.type(), r, 1, big.type(), c);
+  return Moved(i32::Alltoall, s, r, n, t, elem, c);
 }
 
 int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t elem,
@@ -329,24 +323,16 @@ int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
           MPI_Comm c, std::vector<MPI_Request> *reqs) {
   return Chunked(n, [&](size_t off, size_t k) {
-    SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
-    MPI_Request r = MPI_REQUEST_NULL;
-    const int rc =
-        MPI_Isend(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c, &r);
-    if (rc == MPI_SUCCESS) reqs->push_back(r);
-    return rc;
+    return Posted(reqs, MPI_Isend, Offset(b, off * elem), static_cast<int>(k), t, peer,
+                  tag, c);
   });
 }
 
 int Irecv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
   return Chunked(n, [&](size_t off, size_t k) {
-    SerialLock lock;  // posting only; the wait is polled (mpi_thread.h)
-    MPI_Request r = MPI_REQUEST_NULL;
-    const int rc =
-        MPI_Irecv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c, &r);
-    if (rc == MPI_SUCCESS) reqs->push_back(r);
-    return rc;
+    return Posted(reqs, MPI_Irecv, Offset(b, off * elem), static_cast<int>(k), t, peer,
+                  tag, c);
   });
 }
 

@@ -1,6 +1,7 @@
 #include "mpi/mpi_types.h"
 
 #include <cstdint>
+#include <utility>
 
 #include "mpi/mpi_error.h"
 #include "core/float16.h"
@@ -124,18 +125,15 @@ void ReduceBFloat16(infinicclRedOp_t op, const void *in, void *inout, size_t n) 
 Status MpiTypeTable::Create() {
   if (g_table.ready) return Status::Ok();
   Table t;
-  t.types[infinicclInt8] = MPI_INT8_T;
-  t.types[infinicclInt16] = MPI_INT16_T;
-  t.types[infinicclInt32] = MPI_INT32_T;
-  t.types[infinicclInt64] = MPI_INT64_T;
-  t.types[infinicclUInt8] = MPI_UINT8_T;
-  t.types[infinicclUInt16] = MPI_UINT16_T;
-  t.types[infinicclUInt32] = MPI_UINT32_T;
-  t.types[infinicclUInt64] = MPI_UINT64_T;
-  t.types[infinicclFloat32] = MPI_FLOAT;
-  t.types[infinicclFloat64] = MPI_DOUBLE;
-  t.types[infinicclFloat16] = MPI_DATATYPE_NULL;
-  t.types[infinicclBFloat16] = MPI_DATATYPE_NULL;
+  // Float16 and BFloat16 are made below.
+  const std::pair<infinicclDataType_t, MPI_Datatype> types[] = {
+      {infinicclInt8, MPI_INT8_T},           {infinicclInt16, MPI_INT16_T},
+      {infinicclInt32, MPI_INT32_T},         {infinicclInt64, MPI_INT64_T},
+      {infinicclUInt8, MPI_UINT8_T},         {infinicclUInt16, MPI_UINT16_T},
+      {infinicclUInt32, MPI_UINT32_T},       {infinicclUInt64, MPI_UINT64_T},
+      {infinicclFloat32, MPI_FLOAT},         {infinicclFloat64, MPI_DOUBLE},
+      {infinicclFloat16, MPI_DATATYPE_NULL}, {infinicclBFloat16, MPI_DATATYPE_NULL}};
+  for (const auto &[dtype, type] : types) t.types[dtype] = type;
   g_table = t;  // partially built state is cleaned up by Destroy on error
   INFINICCL_RETURN_IF_ERROR(MakeTwoByteType("infiniccl_float16", &g_table.types[infinicclFloat16]));
   INFINICCL_RETURN_IF_ERROR(MakeTwoByteType("infiniccl_bfloat16", &g_table.types[infinicclBFloat16]));
@@ -150,16 +148,15 @@ Status MpiTypeTable::Create() {
 }
 
 void MpiTypeTable::Destroy() {
-  for (auto &ops : g_table.float16_ops) {
-    for (MPI_Op &op : ops) {
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+  auto free_ops = [](auto &table) {
+    for (auto &ops : table) {
+      for (MPI_Op &op : ops) {
+        if (op != MPI_OP_NULL) MPI_Op_free(&op);
+      }
     }
-  }
-  for (auto &ops : g_table.unsigned_ops) {
-    for (MPI_Op &op : ops) {
-      if (op != MPI_OP_NULL) MPI_Op_free(&op);
-    }
-  }
+  };
+  free_ops(g_table.float16_ops);
+  free_ops(g_table.unsigned_ops);
   for (infinicclDataType_t d : {infinicclFloat16, infinicclBFloat16}) {
     if (g_table.types[d] != MPI_DATATYPE_NULL) MPI_Type_free(&g_table.types[d]);
   }

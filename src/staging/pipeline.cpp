@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/pieces.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
@@ -227,10 +228,10 @@ ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem
   s.count = count;
   // Small enough for one host buffer of one chunk: no pipelining.
   if (count <= chunk_bytes / (widest * elem) && blocks * count * elem <= cap_bytes) return s;
-  size_t cols = std::max<size_t>(1, chunk_bytes / (widest * elem));
   // Both slots together stay within the pool's cap.
-  cols = std::min(cols, std::max<size_t>(1, cap_bytes / (kSlots * blocks * elem)));
-  s.chunks = (count + cols - 1) / cols;
+  const size_t cols = std::min(Pieces::WidthFor(chunk_bytes, widest * elem),
+                               Pieces::WidthFor(cap_bytes, kSlots * blocks * elem));
+  s.chunks = Pieces(count, cols).size();
   return s;
 }
 

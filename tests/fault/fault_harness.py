@@ -30,7 +30,7 @@ import time
 
 READY = re.compile(r"READY rank=(\d+) pid=(\d+)")
 WATCHDOG = re.compile(
-    r"INFINICCL ERROR watchdog: (\w+) seq (\d+) on comm .*?ranks that have not reached it: ([0-9, .()a-z]+?)[;]")
+    r"INFINICCL ERROR watchdog: (\w+) seq (\d+) on comm .*?ranks that have not reached it: ([0-9, .()a-z-]+?)[;]")
 P2P_WATCHDOG = re.compile(
     r"INFINICCL ERROR watchdog: (\w+) \(point-to-point, not sequenced\) on comm \S+ "
     r"\(rank (\d+) of \d+\).*?waiting on peer (\d+)")

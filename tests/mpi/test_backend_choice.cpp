@@ -117,8 +117,7 @@ int main(int argc, char **argv) {
   }
 
   CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = itest::TotalFailures();
   if (rank == 0) std::printf("test_backend_choice: %ld failures\n", total);
   if (infinicclFinalize() != infinicclSuccess) return 1;
   return total == 0 ? 0 : 1;

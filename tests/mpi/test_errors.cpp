@@ -385,8 +385,7 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is done with comm before it goes
 
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = TotalFailures();
   CHECK_RC(infinicclFinalize(), infinicclSuccess);
   CheckAfterFinalize(comm);
   std::printf("[rank %d/%d] test_errors: %ld error cases, %ld failures\n", g_rank, g_n, g_checked,

@@ -274,8 +274,7 @@ int main(int argc, char **argv) {
     TestCompletionError(comm, rank);
   }
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = TotalFailures();
   if (rank == 0) std::printf("test_group %s: %ld failures\n", mode.c_str(), total);
   if (infinicclFinalize() != infinicclSuccess) return 1;
   if (own_mpi) MPI_Finalize();

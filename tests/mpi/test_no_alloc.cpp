@@ -154,8 +154,7 @@ int main(int argc, char **argv) {
            infinicclSuccess);
   CHECK(x == int64_t(g_n) * (g_n + 1) / 2);
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = TotalFailures();
   std::printf("[rank %d/%d] test_no_alloc: %ld operator new calls in %d passes (probe: %ld), "
               "%ld failures\n", g_rank, g_n, news, kPasses, probe, g_failures);
   CHECK_RC(infinicclFinalize(), infinicclSuccess);

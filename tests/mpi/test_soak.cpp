@@ -241,8 +241,7 @@ int main(int argc, char **argv) {
     }
   }
   infinicclCommDestroy(comm);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = TotalFailures();
   infinicclFinalize();
   if (g_rank == 0) std::printf("%s\n", total == 0 ? "PASS" : "FAILED");
   return total == 0 ? 0 : 1;

@@ -347,8 +347,7 @@ int main(int argc, char **argv) {
     TestThreads(rank);
   }
   CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = TotalFailures();
   if (rank == 0) std::printf("test_staging %s: %ld failures\n", mode.c_str(), total);
   if (infinicclFinalize() != infinicclSuccess) return 1;
   return total == 0 ? 0 : 1;

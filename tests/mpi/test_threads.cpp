@@ -149,8 +149,7 @@ int main(int argc, char **argv) {
   CHECK(said == (expect_serialised ? 1 : 0),
         "the serialisation INFO line appears %d times", said);
   std::filesystem::remove(log);
-  long total = 0;
-  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const long total = TotalFailures();
   std::printf("[rank %d/%d] test_threads (%s, provided %d): %ld failures\n", g_rank, g_n,
               level_name, provided, g_failures);
   MPI_Finalize();

@@ -9,6 +9,7 @@
 #define INFINICCL_TESTS_MPI_TEST_UTIL_H_
 
 #include <infiniccl/infiniccl.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <bit>
@@ -51,6 +52,14 @@ __attribute__((format(printf, 4, 5))) inline void Fail(const char *file, int lin
   std::fprintf(stderr, "%s\n", line_buf);
   if (g_failures == kMaxPrinted)
     std::fprintf(stderr, "[rank %d] (further failures counted, not printed)\n", g_rank);
+}
+
+// The failures of every rank, summed over MPI_COMM_WORLD (a collective: all
+// ranks call it, before MPI is finalised).
+inline long TotalFailures() {
+  long total = 0;
+  MPI_Allreduce(&g_failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  return total;
 }
 
 // CHECK(cond) or CHECK(cond, "printf format", args...).

@@ -23,18 +23,10 @@ import sys
 import tempfile
 import time
 
+from checks import expect, fail
+
 BENCH = ""
 LAUNCHER = []
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def env(**extra):

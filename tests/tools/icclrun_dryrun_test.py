@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from checks import expect, fail
+
 ICCLRUN = ""
 PROGRAM = sys.executable  # a program that exists on this host
 IS_ROOT = os.geteuid() == 0
@@ -47,14 +49,13 @@ def dry(args, env=None):
     return argv
 
 
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
+def dry_hostfile(mpi, hosts):
+    """The dry-run line for 4 ranks with --hostfile, a file holding `hosts`;
+    and the file's name (gone once this returns: only the line is checked)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".hosts") as f:
+        f.write(hosts)
+        f.flush()
+        return dry(["--mpi", mpi, "-np", "4", "--hostfile", f.name, PROGRAM]), f.name
 
 
 def has_seq(argv, seq):
@@ -114,12 +115,9 @@ def case_openmpi_hosts():
     # Several hosts: slots come from the host list, and the network is needed.
     expect_no(argv, "--oversubscribe")
     expect_no(argv, "--mca")
-    with tempfile.NamedTemporaryFile("w", suffix=".hosts") as f:
-        f.write("node1 slots=2\nnode2 slots=2\n")
-        f.flush()
-        argv = dry(["--mpi", "openmpi", "-np", "4", "--hostfile", f.name, PROGRAM])
-        expect_seq(argv, ["--hostfile", f.name])
-        expect_no(argv, "--mca")
+    argv, path = dry_hostfile("openmpi", "node1 slots=2\nnode2 slots=2\n")
+    expect_seq(argv, ["--hostfile", path])
+    expect_no(argv, "--mca")
 
 
 def case_openmpi_env():
@@ -165,12 +163,9 @@ def case_mpich_hosts():
     argv = dry(["--mpi", "mpich", "-np", "4", "-H", "node1,node2", PROGRAM])
     expect_seq(argv, ["-hosts", "node1,node2"])
     expect_no(argv, "-H")
-    with tempfile.NamedTemporaryFile("w", suffix=".hosts") as f:
-        f.write("node1:2\nnode2:2\n")
-        f.flush()
-        argv = dry(["--mpi", "mpich", "-np", "4", "--hostfile", f.name, PROGRAM])
-        expect_seq(argv, ["-f", f.name])
-        expect_no(argv, "--hostfile")
+    argv, path = dry_hostfile("mpich", "node1:2\nnode2:2\n")
+    expect_seq(argv, ["-f", path])
+    expect_no(argv, "--hostfile")
 
 
 def case_flavor_from_env():

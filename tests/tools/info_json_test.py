@@ -26,6 +26,8 @@ import re
 import subprocess
 import sys
 
+from checks import expect, fail
+
 LAUNCHER_VAR = {"openmpi": "OMPI_COMM_WORLD_LOCAL_RANK", "mpich": "MPI_LOCALRANKID"}
 # Every variable the library may take a local rank from (comm/binding.cpp):
 # none of them may leak in from the environment ctest runs in.
@@ -35,16 +37,6 @@ LOCAL_RANK_VARS = ["INFINICCL_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                    "JSM_NAMESPACE_LOCAL_RANK", "MPT_LRANK", "LOCAL_RANK",
                    "SLURM_LOCALID"]
 NP = 4
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def base_env():

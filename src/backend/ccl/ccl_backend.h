@@ -183,27 +183,21 @@ class CclBackend final : public Backend {
         }
         break;
       case CollKind::kGather:
+      case CollKind::kScatter: {
+        // The root exchanges a block with every rank, its own too unless in
+        // place (receives for Gather, sends for Scatter); every other rank
+        // makes the mirror call with the root.
+        const bool gather = a.kind == CollKind::kGather;
         if (rank_ == a.root) {
           for (int r = 0; r < size_; ++r) {
             if (r == rank_ && a.in_place) continue;
-            recv(dst + r * bytes, r);
+            gather ? recv(dst + r * bytes, r) : send(src + r * bytes, r);
           }
         }
-        if (!(rank_ == a.root && a.in_place)) {
-          send(src, a.root);
-        }
+        if (!(rank_ == a.root && a.in_place))
+          gather ? send(src, a.root) : recv(dst, a.root);
         break;
-      case CollKind::kScatter:
-        if (rank_ == a.root) {
-          for (int r = 0; r < size_; ++r) {
-            if (r == rank_ && a.in_place) continue;
-            send(src + r * bytes, r);
-          }
-        }
-        if (!(rank_ == a.root && a.in_place)) {
-          recv(dst, a.root);
-        }
-        break;
+      }
       default: break;
     }
     const Status end = Check("GroupEnd", Api::GroupEnd());
@@ -227,7 +221,12 @@ class CclProviderImpl final : public CclProvider {
     const int v = VersionCode();
     if (v < 0) return "unknown";
     char buf[32];
-    Api::FormatVersion(v, buf, sizeof buf);
+    if constexpr (requires { Api::FormatVersion(v, buf, sizeof buf); }) {
+      Api::FormatVersion(v, buf, sizeof buf);
+    } else {
+      // An encoding we could not read documented: the raw integer, not a guess.
+      std::snprintf(buf, sizeof buf, "%d", v);
+    }
     return buf;
   }
   // The library's own version code, as it reports it at run time (the
@@ -276,5 +275,12 @@ class CclProviderImpl final : public CclProvider {
  private:
   std::atomic<bool> used_{false};
 };
+
+// The process's one provider of `Api` (NcclProvider(), McclProvider()).
+template <typename Api>
+CclProvider *Provider() {
+  static auto *provider = new CclProviderImpl<Api>();  // lives to exit
+  return provider;
+}
 
 }  // namespace infiniccl::ccl

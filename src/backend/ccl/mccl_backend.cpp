@@ -4,15 +4,8 @@
 #include "backend/ccl/ccl_backend.h"
 #include "backend/ccl/vendor_mccl.h"
 
-namespace infiniccl {
-
-template class ccl::CclBackend<ccl::McclApi>;
-
-CclProvider *McclProvider() {
-  static auto *provider = new ccl::CclProviderImpl<ccl::McclApi>();  // lives to exit
-  return provider;
+infiniccl::CclProvider *infiniccl::McclProvider() {
+  return ccl::Provider<ccl::McclApi>();
 }
-
-}  // namespace infiniccl
 
 #endif  // INFINICCL_WITH_MCCL

@@ -4,15 +4,8 @@
 #include "backend/ccl/ccl_backend.h"
 #include "backend/ccl/vendor_nccl.h"
 
-namespace infiniccl {
-
-template class ccl::CclBackend<ccl::NcclApi>;
-
-CclProvider *NcclProvider() {
-  static auto *provider = new ccl::CclProviderImpl<ccl::NcclApi>();  // lives to exit
-  return provider;
+infiniccl::CclProvider *infiniccl::NcclProvider() {
+  return ccl::Provider<ccl::NcclApi>();
 }
-
-}  // namespace infiniccl
 
 #endif  // INFINICCL_WITH_NCCL

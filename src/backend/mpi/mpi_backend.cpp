@@ -13,6 +13,7 @@
 #include "mpi/mpi_types.h"
 #include "backend/mpi/reduce_scatter_ring.h"
 #include "core/dtype.h"
+#include "core/pieces.h"
 
 namespace infiniccl {
 
@@ -123,8 +124,8 @@ Status MpiBackend::Broadcast(const CollArgs &a) {
     // broadcast (the root's later sends) only inside MPI calls.
     const char *from = static_cast<const char *>(a.sendbuff);
     char *to = static_cast<char *>(a.recvbuff);
-    for (size_t off = 0; off < bytes; off += kBcastCopyPiece) {
-      std::memcpy(to + off, from + off, std::min(kBcastCopyPiece, bytes - off));
+    for (const Piece p : Pieces(bytes, kBcastCopyPiece)) {
+      std::memcpy(to + p.offset, from + p.offset, p.size);
       if (done || rc != MPI_SUCCESS) continue;
       mpi::SerialLock lock;
       rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
@@ -162,14 +163,14 @@ Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
   // Device memory: divided on the host in pieces, so the scratch the
   // communicator keeps stays small whatever the count.
   const size_t elem = DataTypeSize(a.dtype);
-  const size_t piece = std::max<size_t>(1, kAveragePieceBytes / elem);
-  void *host = Scratch(std::min(count, piece) * elem);
-  for (size_t off = 0; off < count; off += piece) {
-    const size_t n = std::min(piece, count - off);
-    char *at = static_cast<char *>(buf) + off * elem;
-    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, at, n * elem, CopyKind::kDeviceToHost));
-    DivideInPlace(host, n, a.dtype, size_);
-    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, at, host, n * elem, CopyKind::kHostToDevice));
+  const Pieces pieces(count, Pieces::WidthFor(kAveragePieceBytes, elem));
+  void *host = Scratch(pieces.max_size() * elem);
+  for (const Piece p : pieces) {
+    char *at = static_cast<char *>(buf) + p.offset * elem;
+    const size_t bytes = p.size * elem;
+    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, at, bytes, CopyKind::kDeviceToHost));
+    DivideInPlace(host, p.size, a.dtype, size_);
+    INFINICCL_RETURN_IF_ERROR(LocalCopy(a, at, host, bytes, CopyKind::kHostToDevice));
   }
   return Status::Ok();
 }

@@ -1,10 +1,11 @@
 #include "backend/mpi/reduce_scatter_ring.h"
 
-#include <algorithm>
 #include <cstring>
+#include <utility>
 
-#include "mpi/mpi_error.h"
 #include "core/dtype.h"
+#include "core/pieces.h"
+#include "mpi/mpi_error.h"
 
 namespace infiniccl {
 
@@ -37,12 +38,11 @@ Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Co
   auto input = [&](int b) { return in + static_cast<size_t>(((b % n) + n) % n) * block; };
   char *partial = static_cast<char *>(scratch);
   char *incoming = partial + kRingChunkBytes;
-  const size_t max_cols = std::max<size_t>(1, kRingChunkBytes / elem);
 
-  for (size_t col = 0; col < a.count; col += max_cols) {
-    const size_t w = std::min(max_cols, a.count - col);
+  for (const Piece cols : Pieces(a.count, Pieces::WidthFor(kRingChunkBytes, elem))) {
+    const size_t w = cols.size;
     const int k = static_cast<int>(w);  // w * elem <= kRingChunkBytes
-    const size_t off = col * elem;
+    const size_t off = cols.offset * elem;
     for (int step = 0; step < n - 1; ++step) {
       const char *send = step == 0 ? input(rank - 1) + off : partial;
       INFINICCL_RETURN_IF_ERROR(

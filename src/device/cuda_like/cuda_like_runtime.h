@@ -1,14 +1,16 @@
 // CudaLikeRuntime: the one DeviceRuntime for every runtime that copies the
 // CUDA runtime API under its own prefix: NVIDIA CUDA (cuda*), Iluvatar CoreX
 // (cuda*, its own libcudart), MetaX MACA (mc*) and Moore Threads MUSA (musa*).
-// `Api` (vendor_cuda.h, vendor_maca.h, vendor_musa.h) maps the generic names
-// used below to the vendor's; no line here depends on the vendor.
+// `Api` maps the generic names used below to the vendor's; no line here
+// depends on the vendor.
 //
-// Included only by the per-vendor factory files (cuda_runtime.cpp, ...), each
-// compiled only when its runtime is enabled (cmake/Devices.cmake).
+// Included only by the per-vendor files (cuda_runtime.cpp, maca_runtime.cpp,
+// musa_runtime.cpp), each compiled only when its runtime is enabled
+// (cmake/Devices.cmake); each holds its vendor's `Api` and factory.
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -16,6 +18,63 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
+
+// The generic names for a runtime API that is CUDA's under the prefix `p`
+// (cuda, mc, musa): each type, constant and function is p + the generic name
+// (cudaError_t, cudaSuccess, cudaMalloc, ...), and kPrefix ("cuda") is how
+// error messages name the vendor's call. One-line wrappers rather than
+// function pointers, so that C++ overloads a vendor header may add next to
+// the C function never make a name ambiguous. `attributes` is the one type
+// off the pattern (MACA: mcPointerAttribute_t). Used inside a vendor's `Api`
+// struct, which adds FormatVersion(int version, char *buf, size_t size)
+// where the vendor documents how its version number is encoded.
+// clang-format off
+#define INFINICCL_CUDA_LIKE_API(p, attributes)                                         \
+  static constexpr const char *kPrefix = #p;                                           \
+  using PointerAttributes = attributes;                                                \
+  using Error = p##Error_t;                                                            \
+  using Stream = p##Stream_t;                                                          \
+  using Event = p##Event_t;                                                            \
+  using MemcpyKind = p##MemcpyKind;                                                    \
+  static constexpr Error kSuccess = p##Success;                                        \
+  static constexpr auto kMemoryTypeUnregistered = p##MemoryTypeUnregistered;           \
+  static constexpr auto kMemoryTypeHost = p##MemoryTypeHost;                           \
+  static constexpr auto kMemoryTypeDevice = p##MemoryTypeDevice;                       \
+  static constexpr auto kMemoryTypeManaged = p##MemoryTypeManaged;                     \
+  static constexpr MemcpyKind kMemcpyHostToDevice = p##MemcpyHostToDevice;             \
+  static constexpr MemcpyKind kMemcpyDeviceToHost = p##MemcpyDeviceToHost;             \
+  static constexpr MemcpyKind kMemcpyDeviceToDevice = p##MemcpyDeviceToDevice;         \
+  static constexpr unsigned kEventDisableTiming = p##EventDisableTiming;               \
+  static const char *GetErrorString(Error e) { return p##GetErrorString(e); }          \
+  static Error GetLastError() { return p##GetLastError(); }                            \
+  static Error RuntimeGetVersion(int *v) { return p##RuntimeGetVersion(v); }           \
+  static Error GetDeviceCount(int *n) { return p##GetDeviceCount(n); }                 \
+  static Error GetDevice(int *d) { return p##GetDevice(d); }                           \
+  static Error SetDevice(int d) { return p##SetDevice(d); }                            \
+  static Error PointerGetAttributes(PointerAttributes *a, const void *ptr) {           \
+    return p##PointerGetAttributes(a, ptr);                                            \
+  }                                                                                    \
+  static Error Malloc(void **ptr, size_t n) { return p##Malloc(ptr, n); }              \
+  static Error Free(void *ptr) { return p##Free(ptr); }                                \
+  static Error MallocHost(void **ptr, size_t n) { return p##MallocHost(ptr, n); }      \
+  static Error FreeHost(void *ptr) { return p##FreeHost(ptr); }                        \
+  static Error MemcpyAsync(void *dst, const void *src, size_t n, MemcpyKind k,         \
+                           Stream s) {                                                 \
+    return p##MemcpyAsync(dst, src, n, k, s);                                          \
+  }                                                                                    \
+  static Error StreamSynchronize(Stream s) { return p##StreamSynchronize(s); }         \
+  static Error StreamCreate(Stream *s) { return p##StreamCreate(s); }                  \
+  static Error StreamDestroy(Stream s) { return p##StreamDestroy(s); }                 \
+  static Error EventCreateWithFlags(Event *e, unsigned f) {                            \
+    return p##EventCreateWithFlags(e, f);                                              \
+  }                                                                                    \
+  static Error EventDestroy(Event e) { return p##EventDestroy(e); }                    \
+  static Error EventRecord(Event e, Stream s) { return p##EventRecord(e, s); }         \
+  static Error EventSynchronize(Event e) { return p##EventSynchronize(e); }            \
+  static Error StreamWaitEvent(Stream s, Event e, unsigned f) {                        \
+    return p##StreamWaitEvent(s, e, f);                                                \
+  }
+// clang-format on
 
 namespace infiniccl::cuda_like {
 
@@ -30,66 +89,6 @@ auto MemoryTypeOf(const Attributes &attr) {
   }
 }
 
-template <typename Api>
-class CudaLikeRuntime final : public DeviceRuntime {
- public:
-  // `name` is the DeviceKindName of `kind` ("cuda", "iluvatar", ...).
-  CudaLikeRuntime(DeviceKind kind, const char *name);
-
-  DeviceKind kind() const override { return kind_; }
-  const char *description() const override { return description_.c_str(); }
-
-  int DeviceCount() override {
-    int count = count_.load(std::memory_order_acquire);
-    return count >= 0 ? count : Probe();
-  }
-  Status GetDevice(int *device) override;
-  Status SetDevice(int device) override;
-
-  Status Classify(const void *ptr, PointerInfo *info) override;
-
-  Status Malloc(void **ptr, size_t bytes) override;
-  Status Free(void *ptr) override;
-  Status MallocHost(void **ptr, size_t bytes) override;
-  Status FreeHost(void *ptr) override;
-
-  Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
-                     void *stream) override;
-  Status StreamSynchronize(void *stream) override;
-  Status StreamCreate(void **stream) override;
-  Status StreamDestroy(void *stream) override;
-
-  Status EventCreate(void **event) override;
-  Status EventDestroy(void *event) override;
-  Status EventRecord(void *event, void *stream) override;
-  Status EventSynchronize(void *event) override;
-  Status StreamWaitEvent(void *stream, void *event) override;
-
- private:
-  using Error = typename Api::Error;
-  using Stream = typename Api::Stream;
-  using Event = typename Api::Event;
-
-  // Asks the runtime for its device count, once; logs the outcome at INFO.
-  int Probe();
-  // OK, or SystemError naming the vendor call (kPrefix + `call`) and the
-  // runtime's own message.
-  Status Check(Error err, const char *call) const;
-  // The error for `call` when the runtime has no usable device.
-  Status NoDevice(infinicclResult_t code, const char *call) const;
-
-  static Stream AsStream(void *stream) { return static_cast<Stream>(stream); }
-  static Event AsEvent(void *event) { return static_cast<Event>(event); }
-
-  const DeviceKind kind_;
-  const char *const name_;
-  std::string description_;
-
-  std::mutex probe_mutex_;
-  std::atomic<int> count_{-1};    // -1 until probed
-  std::string no_device_reason_;  // written once before count_ is published
-};
-
 // Calls Api::<generic name>(...) and turns its result into a Status that names
 // the vendor's function.
 #define INFINICCL_CUDA_LIKE_CALL(name, ...) Check(Api::name(__VA_ARGS__), #name)
@@ -101,209 +100,216 @@ class CudaLikeRuntime final : public DeviceRuntime {
   } while (0)
 
 template <typename Api>
-CudaLikeRuntime<Api>::CudaLikeRuntime(DeviceKind kind, const char *name)
-    : kind_(kind), name_(name) {
-  // Needs no driver: the runtime library answers from its own build.
-  int version = 0;
-  char text[32] = "version unknown";
-  if (Api::RuntimeGetVersion(&version) == Api::kSuccess) {
-    Api::FormatVersion(version, text, sizeof(text));
-  } else {
-    Api::GetLastError();
+class CudaLikeRuntime final : public DeviceRuntime {
+ public:
+  // `name` names the runtime in messages ("cuda", "iluvatar", "maca", ...).
+  CudaLikeRuntime(DeviceKind kind, const char *name) : kind_(kind), name_(name) {
+    // Needs no driver: the runtime library answers from its own build.
+    int version = 0;
+    char text[32] = "version unknown";
+    if (Api::RuntimeGetVersion(&version) != Api::kSuccess) {
+      Api::GetLastError();
+    } else if constexpr (requires { Api::FormatVersion(version, text, sizeof(text)); }) {
+      Api::FormatVersion(version, text, sizeof(text));
+    } else {
+      // An encoding we could not read documented: the raw integer, not a guess.
+      std::snprintf(text, sizeof(text), "%d", version);
+    }
+    description_ = std::string(name) + " (runtime " + text + ")";
   }
-  description_ = std::string(name) + " (runtime " + text + ")";
-}
 
-template <typename Api>
-int CudaLikeRuntime<Api>::Probe() {
-  std::lock_guard<std::mutex> lock(probe_mutex_);
-  int count = count_.load(std::memory_order_relaxed);
-  if (count >= 0) return count;
-  count = 0;
-  Error err = Api::GetDeviceCount(&count);
-  if (err != Api::kSuccess) {
-    Api::GetLastError();
-    count = 0;
-    char reason[512];
-    std::snprintf(reason, sizeof(reason), "%sGetDeviceCount: %s (error %d)", Api::kPrefix,
-                  Api::GetErrorString(err), static_cast<int>(err));
-    no_device_reason_ = reason;
-  } else if (count <= 0) {
-    count = 0;
-    no_device_reason_ = "the runtime reports 0 devices";
+  DeviceKind kind() const override { return kind_; }
+  const char *description() const override { return description_.c_str(); }
+
+  int DeviceCount() override {
+    int count = count_.load(std::memory_order_acquire);
+    return count >= 0 ? count : Probe();
   }
-  if (count == 0) {
-    INFINICCL_INFO("%s: no usable device (%s); every pointer is treated as host memory",
-                   description_.c_str(), no_device_reason_.c_str());
-  } else {
-    INFINICCL_INFO("%s: %d device(s)", description_.c_str(), count);
+  Status GetDevice(int *device) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(GetDevice);
+    return INFINICCL_CUDA_LIKE_CALL(GetDevice, device);
   }
-  count_.store(count, std::memory_order_release);
-  return count;
-}
+  Status SetDevice(int device) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(SetDevice);
+    return INFINICCL_CUDA_LIKE_CALL(SetDevice, device);
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::Check(Error err, const char *call) const {
-  if (err == Api::kSuccess) return Status::Ok();
-  // The runtime also keeps the error as its "last error"; clear it so a later
-  // cudaGetLastError-style check elsewhere does not report it a second time.
-  Api::GetLastError();
-  return MakeStatus(infinicclSystemError, "%s%s failed: %s (%s error %d)", Api::kPrefix,
-                    call, Api::GetErrorString(err), name_, static_cast<int>(err));
-}
+  Status Classify(const void *ptr, PointerInfo *info) override {
+    *info = PointerInfo{MemorySpace::kHost, DeviceKind::kCpu, -1};
+    // No device: nothing can be device memory, and the runtime is not asked
+    // again (without a driver every call would fail the same way).
+    if (ptr == nullptr || DeviceCount() == 0) return Status::Ok();
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::NoDevice(infinicclResult_t code, const char *call) const {
-  return MakeStatus(code, "%s%s: no usable %s device (%s)", Api::kPrefix, call, name_,
-                    no_device_reason_.c_str());
-}
-
-template <typename Api>
-Status CudaLikeRuntime<Api>::GetDevice(int *device) {
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(GetDevice);
-  return INFINICCL_CUDA_LIKE_CALL(GetDevice, device);
-}
-
-template <typename Api>
-Status CudaLikeRuntime<Api>::SetDevice(int device) {
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(SetDevice);
-  return INFINICCL_CUDA_LIKE_CALL(SetDevice, device);
-}
-
-template <typename Api>
-Status CudaLikeRuntime<Api>::Classify(const void *ptr, PointerInfo *info) {
-  *info = PointerInfo{MemorySpace::kHost, DeviceKind::kCpu, -1};
-  // No device: nothing can be device memory, and the runtime is not asked
-  // again (without a driver every call would fail the same way).
-  if (ptr == nullptr || DeviceCount() == 0) return Status::Ok();
-
-  typename Api::PointerAttributes attr{};
-  if (Api::PointerGetAttributes(&attr, ptr) != Api::kSuccess) {
-    // Runtimes before CUDA 11 (and possibly other vendors) answer
-    // "invalid value" for memory they never saw: that is host memory.
-    Api::GetLastError();
+    typename Api::PointerAttributes attr{};
+    if (Api::PointerGetAttributes(&attr, ptr) != Api::kSuccess) {
+      // Runtimes before CUDA 11 (and possibly other vendors) answer
+      // "invalid value" for memory they never saw: that is host memory.
+      Api::GetLastError();
+      return Status::Ok();
+    }
+    const auto type = MemoryTypeOf(attr);
+    if (type == Api::kMemoryTypeDevice) {
+      *info = PointerInfo{MemorySpace::kDevice, kind_, attr.device};
+    } else if (type == Api::kMemoryTypeManaged) {
+      *info = PointerInfo{MemorySpace::kManaged, kind_, attr.device};
+    } else if (type == Api::kMemoryTypeHost || type == Api::kMemoryTypeUnregistered) {
+      // Pinned or ordinary host memory: MPI reads both directly.
+    } else {
+      // A type this mapping does not know (a vendor's array memory, say).
+      *info = PointerInfo{MemorySpace::kUnknown, kind_, attr.device};
+    }
     return Status::Ok();
   }
-  const auto type = MemoryTypeOf(attr);
-  if (type == Api::kMemoryTypeDevice) {
-    *info = PointerInfo{MemorySpace::kDevice, kind_, attr.device};
-  } else if (type == Api::kMemoryTypeManaged) {
-    *info = PointerInfo{MemorySpace::kManaged, kind_, attr.device};
-  } else if (type == Api::kMemoryTypeHost || type == Api::kMemoryTypeUnregistered) {
-    // Pinned or ordinary host memory: MPI reads both directly.
-  } else {
-    // A type this mapping does not know (a vendor's array memory, say).
-    *info = PointerInfo{MemorySpace::kUnknown, kind_, attr.device};
+
+  Status Malloc(void **ptr, size_t bytes) override {
+    return Allocate(Api::Malloc, "Malloc", infinicclSystemError, ptr, bytes);
   }
-  return Status::Ok();
-}
-
-template <typename Api>
-Status CudaLikeRuntime<Api>::Malloc(void **ptr, size_t bytes) {
-  *ptr = nullptr;
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(Malloc);
-  Status st = INFINICCL_CUDA_LIKE_CALL(Malloc, ptr, bytes);
-  if (!st.ok()) *ptr = nullptr;
-  return st;
-}
-
-template <typename Api>
-Status CudaLikeRuntime<Api>::Free(void *ptr) {
-  if (ptr == nullptr) return Status::Ok();
-  return INFINICCL_CUDA_LIKE_CALL(Free, ptr);
-}
-
-template <typename Api>
-Status CudaLikeRuntime<Api>::MallocHost(void **ptr, size_t bytes) {
-  *ptr = nullptr;
+  Status Free(void *ptr) override {
+    if (ptr == nullptr) return Status::Ok();
+    return INFINICCL_CUDA_LIKE_CALL(Free, ptr);
+  }
   // No device, no pinned memory: NotSupported tells the caller to use
   // pageable memory; a runtime failure (out of pinnable memory) is an error
   // status, which the caller handles the same way.
-  if (DeviceCount() == 0) return NoDevice(infinicclNotSupported, "MallocHost");
-  Status st = INFINICCL_CUDA_LIKE_CALL(MallocHost, ptr, bytes);
-  if (!st.ok()) *ptr = nullptr;
-  return st;
-}
+  Status MallocHost(void **ptr, size_t bytes) override {
+    return Allocate(Api::MallocHost, "MallocHost", infinicclNotSupported, ptr, bytes);
+  }
+  Status FreeHost(void *ptr) override {
+    if (ptr == nullptr) return Status::Ok();
+    return INFINICCL_CUDA_LIKE_CALL(FreeHost, ptr);
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::FreeHost(void *ptr) {
-  if (ptr == nullptr) return Status::Ok();
-  return INFINICCL_CUDA_LIKE_CALL(FreeHost, ptr);
-}
+  Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
+                     void *stream) override {
+    if (bytes == 0) return Status::Ok();
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(MemcpyAsync);
+    const typename Api::MemcpyKind direction =
+        kind == CopyKind::kHostToDevice   ? Api::kMemcpyHostToDevice
+        : kind == CopyKind::kDeviceToHost ? Api::kMemcpyDeviceToHost
+                                          : Api::kMemcpyDeviceToDevice;
+    return INFINICCL_CUDA_LIKE_CALL(MemcpyAsync, dst, src, bytes, direction,
+                                    AsStream(stream));
+  }
+  Status StreamSynchronize(void *stream) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamSynchronize);
+    return INFINICCL_CUDA_LIKE_CALL(StreamSynchronize, AsStream(stream));
+  }
+  Status StreamCreate(void **stream) override {
+    *stream = nullptr;
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamCreate);
+    // A blocking stream (plain StreamCreate): it stays ordered with the legacy
+    // default stream, which is what a user passing stream 0 expects.
+    Stream created{};
+    INFINICCL_RETURN_IF_ERROR(INFINICCL_CUDA_LIKE_CALL(StreamCreate, &created));
+    *stream = created;
+    return Status::Ok();
+  }
+  Status StreamDestroy(void *stream) override {
+    if (stream == nullptr) return Status::Ok();  // the default stream is not ours
+    return INFINICCL_CUDA_LIKE_CALL(StreamDestroy, AsStream(stream));
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::MemcpyAsync(void *dst, const void *src, size_t bytes,
-                                         CopyKind kind, void *stream) {
-  if (bytes == 0) return Status::Ok();
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(MemcpyAsync);
-  const typename Api::MemcpyKind direction =
-      kind == CopyKind::kHostToDevice   ? Api::kMemcpyHostToDevice
-      : kind == CopyKind::kDeviceToHost ? Api::kMemcpyDeviceToHost
-                                        : Api::kMemcpyDeviceToDevice;
-  return INFINICCL_CUDA_LIKE_CALL(MemcpyAsync, dst, src, bytes, direction,
-                                  AsStream(stream));
-}
+  Status EventCreate(void **event) override {
+    *event = nullptr;
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(EventCreate);
+    // Ordering only, never timing: events without timing are cheaper to record
+    // and to wait for.
+    Event created{};
+    INFINICCL_RETURN_IF_ERROR(INFINICCL_CUDA_LIKE_CALL(EventCreateWithFlags, &created,
+                                                       Api::kEventDisableTiming));
+    *event = created;
+    return Status::Ok();
+  }
+  Status EventDestroy(void *event) override {
+    if (event == nullptr) return Status::Ok();
+    return INFINICCL_CUDA_LIKE_CALL(EventDestroy, AsEvent(event));
+  }
+  Status EventRecord(void *event, void *stream) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(EventRecord);
+    return INFINICCL_CUDA_LIKE_CALL(EventRecord, AsEvent(event), AsStream(stream));
+  }
+  Status EventSynchronize(void *event) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(EventSynchronize);
+    return INFINICCL_CUDA_LIKE_CALL(EventSynchronize, AsEvent(event));
+  }
+  Status StreamWaitEvent(void *stream, void *event) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamWaitEvent);
+    return INFINICCL_CUDA_LIKE_CALL(StreamWaitEvent, AsStream(stream), AsEvent(event),
+                                    0u);
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::StreamSynchronize(void *stream) {
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamSynchronize);
-  return INFINICCL_CUDA_LIKE_CALL(StreamSynchronize, AsStream(stream));
-}
+ private:
+  using Error = typename Api::Error;
+  using Stream = typename Api::Stream;
+  using Event = typename Api::Event;
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::StreamCreate(void **stream) {
-  *stream = nullptr;
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamCreate);
-  // A blocking stream (plain StreamCreate): it stays ordered with the legacy
-  // default stream, which is what a user passing stream 0 expects.
-  Stream created{};
-  INFINICCL_RETURN_IF_ERROR(INFINICCL_CUDA_LIKE_CALL(StreamCreate, &created));
-  *stream = created;
-  return Status::Ok();
-}
+  static Stream AsStream(void *stream) { return static_cast<Stream>(stream); }
+  static Event AsEvent(void *event) { return static_cast<Event>(event); }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::StreamDestroy(void *stream) {
-  if (stream == nullptr) return Status::Ok();  // the default stream is not ours
-  return INFINICCL_CUDA_LIKE_CALL(StreamDestroy, AsStream(stream));
-}
+  // Asks the runtime for its device count, once; logs the outcome at INFO.
+  int Probe() {
+    std::lock_guard<std::mutex> lock(probe_mutex_);
+    int count = count_.load(std::memory_order_relaxed);
+    if (count >= 0) return count;
+    count = 0;
+    Error err = Api::GetDeviceCount(&count);
+    if (err != Api::kSuccess) {
+      Api::GetLastError();
+      count = 0;
+      char reason[512];
+      std::snprintf(reason, sizeof(reason), "%sGetDeviceCount: %s (error %d)",
+                    Api::kPrefix, Api::GetErrorString(err), static_cast<int>(err));
+      no_device_reason_ = reason;
+    } else if (count <= 0) {
+      count = 0;
+      no_device_reason_ = "the runtime reports 0 devices";
+    }
+    if (count == 0) {
+      INFINICCL_INFO("%s: no usable device (%s); every pointer is treated as host memory",
+                     description_.c_str(), no_device_reason_.c_str());
+    } else {
+      INFINICCL_INFO("%s: %d device(s)", description_.c_str(), count);
+    }
+    count_.store(count, std::memory_order_release);
+    return count;
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::EventCreate(void **event) {
-  *event = nullptr;
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(EventCreate);
-  // Ordering only, never timing: events without timing are cheaper to record
-  // and to wait for.
-  Event created{};
-  INFINICCL_RETURN_IF_ERROR(
-      INFINICCL_CUDA_LIKE_CALL(EventCreateWithFlags, &created, Api::kEventDisableTiming));
-  *event = created;
-  return Status::Ok();
-}
+  // OK, or SystemError naming the vendor call (kPrefix + `call`) and the
+  // runtime's own message.
+  Status Check(Error err, const char *call) const {
+    if (err == Api::kSuccess) return Status::Ok();
+    // The runtime also keeps the error as its "last error"; clear it so a
+    // later cudaGetLastError-style check elsewhere does not report it again.
+    Api::GetLastError();
+    return MakeStatus(infinicclSystemError, "%s%s failed: %s (%s error %d)", Api::kPrefix,
+                      call, Api::GetErrorString(err), name_, static_cast<int>(err));
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::EventDestroy(void *event) {
-  if (event == nullptr) return Status::Ok();
-  return INFINICCL_CUDA_LIKE_CALL(EventDestroy, AsEvent(event));
-}
+  // The error for `call` when the runtime has no usable device.
+  Status NoDevice(infinicclResult_t code, const char *call) const {
+    return MakeStatus(code, "%s%s: no usable %s device (%s)", Api::kPrefix, call, name_,
+                      no_device_reason_.c_str());
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::EventRecord(void *event, void *stream) {
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(EventRecord);
-  return INFINICCL_CUDA_LIKE_CALL(EventRecord, AsEvent(event), AsStream(stream));
-}
+  // Malloc and MallocHost: *ptr is nullptr unless the allocation succeeded;
+  // with no device the result is `no_device`.
+  Status Allocate(Error (*alloc)(void **, size_t), const char *call,
+                  infinicclResult_t no_device, void **ptr, size_t bytes) {
+    *ptr = nullptr;
+    if (DeviceCount() == 0) return NoDevice(no_device, call);
+    Status st = Check(alloc(ptr, bytes), call);
+    if (!st.ok()) *ptr = nullptr;
+    return st;
+  }
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::EventSynchronize(void *event) {
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(EventSynchronize);
-  return INFINICCL_CUDA_LIKE_CALL(EventSynchronize, AsEvent(event));
-}
+  const DeviceKind kind_;
+  const char *const name_;
+  std::string description_;
 
-template <typename Api>
-Status CudaLikeRuntime<Api>::StreamWaitEvent(void *stream, void *event) {
-  INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamWaitEvent);
-  return INFINICCL_CUDA_LIKE_CALL(StreamWaitEvent, AsStream(stream), AsEvent(event), 0u);
-}
+  std::mutex probe_mutex_;
+  std::atomic<int> count_{-1};    // -1 until probed
+  std::string no_device_reason_;  // written once before count_ is published
+};
 
 #undef INFINICCL_CUDA_LIKE_REQUIRE_DEVICE
 #undef INFINICCL_CUDA_LIKE_CALL

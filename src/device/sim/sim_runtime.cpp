@@ -254,47 +254,30 @@ Status SimRuntime::EventDestroy(void *event) {
 }
 
 Status SimRuntime::EventRecord(void *event, void *stream) {
-  SimStream *s = StreamFor(stream);
-  if (s == nullptr || event == nullptr) {
-    return Status(infinicclInvalidArgument, "EventRecord: bad event or stream");
-  }
-  auto *e = static_cast<SimEvent *>(event);
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> lock(e->mutex);
-    generation = ++e->recorded;
-  }
-  s->Enqueue([e, generation] {
-    std::lock_guard<std::mutex> lock(e->mutex);
-    if (e->completed < generation) e->completed = generation;
-    e->cv.notify_all();
-  });
-  return Status::Ok();
+  return QueueEvent("EventRecord", event, stream, /*record=*/true);
 }
 
 Status SimRuntime::EventSynchronize(void *event) {
   auto *e = static_cast<SimEvent *>(event);
-  std::unique_lock<std::mutex> lock(e->mutex);
-  const uint64_t target = e->recorded;
-  e->cv.wait(lock, [&] { return e->completed >= target; });
+  e->Wait(e->Last());
   return Status::Ok();
 }
 
 Status SimRuntime::StreamWaitEvent(void *stream, void *event) {
+  return QueueEvent("StreamWaitEvent", event, stream, /*record=*/false);
+}
+
+Status SimRuntime::QueueEvent(const char *call, void *event, void *stream, bool record) {
   SimStream *s = StreamFor(stream);
   if (s == nullptr || event == nullptr) {
-    return Status(infinicclInvalidArgument, "StreamWaitEvent: bad event or stream");
+    return MakeStatus(infinicclInvalidArgument, "%s: bad event or stream", call);
   }
   auto *e = static_cast<SimEvent *>(event);
-  uint64_t target;
-  {
-    std::lock_guard<std::mutex> lock(e->mutex);
-    target = e->recorded;
+  if (record) {
+    s->Enqueue([e, generation = e->Record()] { e->Complete(generation); });
+  } else {
+    s->Enqueue([e, generation = e->Last()] { e->Wait(generation); });
   }
-  s->Enqueue([e, target] {
-    std::unique_lock<std::mutex> lock(e->mutex);
-    e->cv.wait(lock, [&] { return e->completed >= target; });
-  });
   return Status::Ok();
 }
 

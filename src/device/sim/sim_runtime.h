@@ -87,6 +87,9 @@ class SimRuntime final : public DeviceRuntime {
     int device;
   };
   SimStream *StreamFor(void *stream);
+  // EventRecord (`record`: a new generation, complete when the stream reaches
+  // it) and StreamWaitEvent (the stream waits for the last one recorded).
+  Status QueueEvent(const char *call, void *event, void *stream, bool record);
   // Device memory range check: the allocation containing [p, p+bytes).
   bool FindDevice(const void *p, size_t bytes, int *device) const;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -11,12 +12,35 @@
 namespace infiniccl {
 
 // An emulated event: recording enqueues a marker; the event completes when
-// the stream reaches it.
-struct SimEvent {
-  std::mutex mutex;
-  std::condition_variable cv;
-  uint64_t recorded = 0;   // generation of the last Record
-  uint64_t completed = 0;  // generation the stream has reached
+// the stream reaches it. Each record is a new generation.
+class SimEvent {
+ public:
+  // A new generation (EventRecord), or the last one recorded (what a wait
+  // waits for).
+  uint64_t Record() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ++recorded_;
+  }
+  uint64_t Last() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return recorded_;
+  }
+  // The stream has reached `generation`'s marker.
+  void Complete(uint64_t generation) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_ < generation) completed_ = generation;
+    cv_.notify_all();
+  }
+  void Wait(uint64_t generation) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return completed_ >= generation; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  uint64_t recorded_ = 0;   // generation of the last Record
+  uint64_t completed_ = 0;  // generation the stream has reached
 };
 
 class SimStream {
