@@ -6,10 +6,12 @@
 // non-root of Reduce/Gather) are checked to be unchanged.
 //
 // Usage: test_collectives [--large-count=N] [--mpi-thread=serialized]
-// [CollectiveName...] (default: all collectives); ITEST_VERBOSE=1 in the
-// environment prints each case as it starts. --mpi-thread=serialized starts
-// MPI at MPI_THREAD_SERIALIZED before infinicclInit, so every collective
-// takes the library's serialised (nonblocking, polled) path.
+// [--dtypes=Name,...] [CollectiveName...] (default: all collectives, all
+// dtypes); ITEST_VERBOSE=1 in the environment prints each case as it starts.
+// --dtypes=Int8,Float16 runs only those dtypes (names as in kDtypes).
+// --mpi-thread=serialized starts MPI at MPI_THREAD_SERIALIZED before
+// infinicclInit, so every collective takes the library's serialised
+// (nonblocking, polled) path.
 #include <mpi.h>
 
 #include <cinttypes>
@@ -58,6 +60,8 @@ size_t RingCount(size_t elem, int n) {
   const size_t total = size_t{4} << 20, per_column = elem * size_t(n);
   return (total + per_column - 1) / per_column + 3;
 }
+// --dtypes: the dtypes to run (empty: all).
+std::set<std::string> g_dtypes;
 // Compare exactly (ops other than Avg never need a tolerance).
 constexpr infinicclRedOp_t kExact = infinicclSum;
 
@@ -347,6 +351,7 @@ void RunCaseBody(const World &w, const Case &c) {
 void RunMatrix(const World &w, Coll coll, uint64_t &seed) {
   if (coll == Coll::SendRecv && w.n < 2) return;  // sending to self is invalid
   for (const DtypeInfo &d : kDtypes) {
+    if (!g_dtypes.empty() && g_dtypes.count(d.name) == 0) continue;
     for (int op = 0; op < infinicclNumOps; ++op) {
       if (!IsReduction(coll) && op > 0) break;
       auto rop = IsReduction(coll) ? infinicclRedOp_t(op) : infinicclNumOps;
@@ -434,7 +439,21 @@ int main(int argc, char **argv) {
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
     else if (arg.rfind("--mpi-thread=", 0) == 0)
       continue;
-    else
+    else if (arg.rfind("--dtypes=", 0) == 0) {
+      std::string list = arg.substr(9);
+      for (size_t start = 0, end; start <= list.size(); start = end + 1) {
+        end = std::min(list.find(',', start), list.size());
+        const std::string name = list.substr(start, end - start);
+        bool known = false;
+        for (const DtypeInfo &d : kDtypes) known = known || name == d.name;
+        if (!known) {
+          if (w.rank == 0)
+            std::fprintf(stderr, "test_collectives: unknown dtype '%s'\n", name.c_str());
+          MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        g_dtypes.insert(name);
+      }
+    } else
       only.insert(arg);
   }
   uint64_t seed = 0;
