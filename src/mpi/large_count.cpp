@@ -3,6 +3,9 @@
 #include <climits>
 #include <cstring>
 
+#include <atomic>
+
+#include "core/log.h"
 #include "core/pieces.h"
 #include "mpi/mpi_thread.h"
 
@@ -18,6 +21,32 @@ int Call(Blocking blocking, Nonblocking nonblocking, Args... args) {
   if (Serialized())
     return PostAndWait([&](MPI_Request *q) { return nonblocking(args..., q); });
   return blocking(args...);
+}
+
+// MPICH before 4.1.3 (pmodels/mpich#6893, fixed by pmodels/mpich#6552 and
+// its backport #6916): MPI_Reduce above 2 KiB gives wrong results on a
+// communicator spanning several nodes when rank 0 is alone on its node and
+// another node holds several ranks (found by tests/nodes at 1,2,3 ranks per
+// node). MPI_Ireduce takes another algorithm and is right, so Reduce is
+// always posted nonblocking there.
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40103300
+constexpr bool kReduceNonblocking = true;
+#else
+constexpr bool kReduceNonblocking = false;
+#endif
+
+// Reduce: Call, or under kReduceNonblocking the nonblocking form waited for.
+template <typename Blocking, typename Nonblocking, typename... Args>
+int ReduceCall(Blocking blocking, Nonblocking nonblocking, Args... args) {
+  if (!kReduceNonblocking || Serialized()) return Call(blocking, nonblocking, args...);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    INFINICCL_INFO("MPICH before 4.1.3: MPI_Reduce runs as MPI_Ireduce + MPI_Wait "
+                   "(known wrong results across nodes, pmodels/mpich#6893)");
+  }
+  MPI_Request q = MPI_REQUEST_NULL;
+  const int rc = nonblocking(args..., &q);
+  return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
 
 // A nonblocking call, post(args..., &request), posted under the lock; its
@@ -44,7 +73,7 @@ int Allreduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op o
 int Reduce(const void *s, void *r, size_t n, MPI_Datatype t, size_t, MPI_Op op, int root,
            MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  return Call(MPI_Reduce_c, MPI_Ireduce_c, s, r, k, t, op, root, c);
+  return ReduceCall(MPI_Reduce_c, MPI_Ireduce_c, s, r, k, t, op, root, c);
 }
 int Bcast(void *b, size_t n, MPI_Datatype t, size_t, int root, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
@@ -106,7 +135,7 @@ int Allreduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, MPI_Comm
 }
 int Reduce(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op, int root,
            MPI_Comm c) {
-  return Call(MPI_Reduce, MPI_Ireduce, s, r, k, t, op, root, c);
+  return ReduceCall(MPI_Reduce, MPI_Ireduce, s, r, k, t, op, root, c);
 }
 int Bcast(void *b, int k, MPI_Datatype t, int root, MPI_Comm c) {
   return Call(MPI_Bcast, MPI_Ibcast, b, k, t, root, c);
