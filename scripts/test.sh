@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds InfiniCCL and runs the whole test suite:
-#   1. against Open MPI (unit, MPI at 1-4 ranks, large counts, examples,
-#      bench smoke, tools, install/consumer), warnings as errors, with the
+#   1. against Open MPI (unit, MPI at 1-4 ranks, MPI across emulated nodes
+#      (tests/nodes: needs root), large counts, examples, bench smoke,
+#      tools, install/consumer), warnings as errors, with the
 #      vendor runtimes auto-detected (the CUDA variant where CUDA is
 #      installed, as on our machines: it must run without a GPU or driver);
 #   2. the same against MPICH, CPU-only (-DWITH_NVIDIA=OFF);

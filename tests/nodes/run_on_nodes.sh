@@ -93,10 +93,11 @@ for i in "${!counts[@]}"; do
 done
 
 # ---- set-up: node names and the UTS namespace ------------------------------
-# 127.0.1.11 for iccl-node-a, .12 for b...: not 127.0.0.1 (the launchers would
-# take that for this machine and start the ranks here without the agent) and
-# not 127.0.1.1 (Debian's address for the machine's own name, which Hydra
-# would also take for this machine).
+# 127.0.1.11 for iccl-node-a, .12 for b...: not 127.0.0.1 (both launchers
+# take a host of that address for this machine and start its ranks here,
+# without the agent: tried with localhost) and not 127.0.1.1 (Debian's
+# address for the machine's own name), so that no address stands for both a
+# node and this machine.
 for tool in unshare hostname getent timeout flock awk grep mktemp nproc; do
   command -v "$tool" >/dev/null || die "'$tool' is not installed (util-linux, coreutils, libc-bin)"
 done
@@ -129,7 +130,7 @@ for i in "${!names[@]}"; do
     *) die "$name resolves to $addr, not a loopback address; fix its line in /etc/hosts" ;;
   esac
   [ "$addr" != "$self_addr" ] ||
-    die "$name resolves to $addr, the address of this machine's own name ($(hostname)); give it another 127.0.1.x address in /etc/hosts"
+    die "$name resolves to $addr, the address of this machine's own name ($(hostname)); give it a 127.0.1.x address of its own in /etc/hosts"
 done
 if ! out=$(unshare --uts -- hostname iccl-node-probe 2>&1); then
   die "this machine cannot emulate nodes: 'unshare --uts' then 'hostname' failed (they need root, or CAP_SYS_ADMIN; in a container, one started with that capability): ${out:-no message}"
@@ -151,7 +152,7 @@ else
 fi
 if [ "$mpi" = openmpi ]; then
   # plm rsh: start the daemons through the agent (not a resource manager's
-  # launcher). btl tcp: the ranks of different nodes cannot use shared
+  # launcher, should there be one). btl tcp: the ranks of different nodes cannot use shared
   # memory (vader) any more; tcp must be allowed on the loopback addresses,
   # which Open MPI excludes by default (on a machine whose only interface is
   # lo nothing else reaches the other nodes). oob: the daemons' wiring to
@@ -167,14 +168,14 @@ if [ "$mpi" = openmpi ]; then
        --mca btl_vader_backing_directory "$rundir" --bind-to none)
   # More ranks than cores: ranks must yield when idle, as Open MPI has them
   # do oversubscribed on one machine; no emulated node looks oversubscribed
-  # to it, and busy-polling ranks made an 8-byte AllReduce 20-50 times
+  # to it, and busy-polling ranks made a one-int AllReduce 20-50 times
   # slower (2 nodes x 2 ranks on 2 cores).
   [ "$total" -le "$(nproc)" ] || cmd+=(--mca mpi_yield_when_idle 1)
   [ "$(id -u)" -ne 0 ] || cmd+=(--allow-run-as-root)
 else
   # Hydra: the host list and the agent; nothing else is needed. (UCX, MPICH's
   # network layer here, still finds the other nodes' ranks reachable through
-  # shared memory: it tells machines apart by boot id, not by host name.)
+  # shared memory: it does not go by host name.)
   cmd=("$launcher" -hosts "$hostlist" -n "$total" -launcher ssh -launcher-exec "$agent")
 fi
 cmd+=("$@")
