@@ -188,9 +188,9 @@ Status SplitCcl(Communicator &parent, int color, int key, Communicator *child) {
 
 // Splitting a communicator made without MPI (infinicclCommInitRank): only
 // its CCL can, and the child's place comes from the CCL.
-Status SplitWithoutMpi(const Communicator &parent, int color, int key,
+Status SplitWithoutMpi(Communicator &parent, int color, int key,
                        std::unique_ptr<Communicator> *out) {
-  Backend *ccl = const_cast<Communicator &>(parent).ccl_backend();
+  Backend *ccl = parent.ccl_backend();
   if (ccl == nullptr) {
     return Status(infinicclInternalError, "communicator with neither MPI nor a CCL");
   }

@@ -18,30 +18,32 @@ const char *CollKindName(CollKind kind) {
   return "?";
 }
 
-const char *PathName(Path p) {
-  switch (p) {
-    case Path::kNone: return "not yet routed";
-    case Path::kHostMpi: return "host";
-    case Path::kDirectMpi: return "direct";
-    case Path::kStagedMpi: return "staged";
-    case Path::kCcl: return "CCL";
-    case Path::kLocalCopy: return "local copy";
-  }
-  return "?";
+namespace {
+
+// Indexed by Path: the short name (watchdog) and what the path does (INFO).
+struct PathText {
+  const char *name, *description;
+};
+constexpr PathText kPathText[kNumPaths] = {
+    {"not yet routed", "not yet routed"},
+    {"host", "host buffers -> MPI (zero copy)"},
+    {"direct", "device buffers -> GPU-aware MPI (direct, no staging)"},
+    {"staged", "device buffers -> pooled host staging -> MPI"},
+    {"CCL", "device buffers -> native CCL on the caller's stream"},
+    {"local copy",
+     "one-rank reduction of device buffers -> one device copy on the caller's stream "
+     "(no CCL, no MPI)"},
+};
+
+const PathText &TextOf(Path p) {
+  const auto i = static_cast<unsigned>(p);
+  static constexpr PathText kUnknown{"?", "?"};
+  return i < static_cast<unsigned>(kNumPaths) ? kPathText[i] : kUnknown;
 }
 
-const char *PathDescription(Path p) {
-  switch (p) {
-    case Path::kNone: return "not yet routed";
-    case Path::kHostMpi: return "host buffers -> MPI (zero copy)";
-    case Path::kDirectMpi: return "device buffers -> GPU-aware MPI (direct, no staging)";
-    case Path::kStagedMpi: return "device buffers -> pooled host staging -> MPI";
-    case Path::kCcl: return "device buffers -> native CCL on the caller's stream";
-    case Path::kLocalCopy:
-      return "one-rank reduction of device buffers -> one device copy on the caller's "
-             "stream (no CCL, no MPI)";
-  }
-  return "?";
-}
+}  // namespace
+
+const char *PathName(Path p) { return TextOf(p).name; }
+const char *PathDescription(Path p) { return TextOf(p).description; }
 
 }  // namespace infiniccl
