@@ -26,6 +26,7 @@ const char *PathName(Path p) {
     case Path::kStagedMpi: return "staged";
     case Path::kCcl: return "CCL";
     case Path::kLocalCopy: return "local copy";
+    case Path::kHier: return "hierarchical";
   }
   return "?";
 }
@@ -40,6 +41,8 @@ const char *PathDescription(Path p) {
     case Path::kLocalCopy:
       return "one-rank reduction of device buffers -> one device copy on the caller's "
              "stream (no CCL, no MPI)";
+    case Path::kHier:
+      return "two levels: CCL (or MPI) inside each group of ranks, MPI between groups";
   }
   return "?";
 }

@@ -34,6 +34,12 @@ const char *kHostPieceThreshold = "INFINICCL_HOST_PIECE_THRESHOLD";
 const char *kDirect = "INFINICCL_MPI_DEVICE_DIRECT";
 const char *kBackend = "INFINICCL_BACKEND";
 const char *kTimeout = "INFINICCL_TIMEOUT_SEC";
+const char *kHierarchy = "INFINICCL_HIERARCHY";
+const char *kHierMin = "INFINICCL_HIERARCHY_MIN_BYTES";
+const char *kSimCcl = "INFINICCL_SIM_CCL";
+const char *kSimLink = "INFINICCL_SIM_LINK_GBPS";
+const char *kSimCclFail = "INFINICCL_SIM_CCL_FAIL";
+const char *kTestNodes = "INFINICCL_TEST_NODES";
 
 
 bool ParseDouble(const char *v, double *out) {
@@ -288,6 +294,27 @@ const std::vector<Config::Entry> &Config::Table() {
        "Watchdog: a call not completed after this many seconds writes an ERROR line "
        "(operation, sequence number, path, ranks not arrived) and ends the job with "
        "MPI_Abort, exit code 124. 0 disables. See docs/RELIABILITY.md."},
+      {kHierarchy, "auto",
+       "Two-level collectives (docs/CCL.md): ranks grouped by node and device kind, a "
+       "CCL inside each group, MPI between groups. auto = when there are at least two "
+       "groups and one has a CCL of two or more ranks; 1 = whenever there are at least "
+       "two groups; 0 = never (the flat paths)."},
+      {kHierMin, "64K",
+       "Hierarchical AllReduce only from this many bytes; smaller calls keep the flat "
+       "path (measured in docs/PERFORMANCE.md §7). Suffixes K, M, G."},
+      {kSimCcl, "0",
+       "Emulated device only: 1 gives groups of emulated-device ranks on one node an "
+       "EMULATED CCL (collectives over MPI on the device memory, throttled to "
+       "INFINICCL_SIM_LINK_GBPS); 0 = none, device buffers are staged."},
+      {kSimLink, "0",
+       "Emulated CCL only: link bandwidth in GB/s (each collective takes at least the "
+       "bytes a ring moves per rank divided by it, sleeping); 0 = unthrottled."},
+      {kSimCclFail, "0",
+       "Test setting: 1 makes every emulated CCL communicator fail to form on this "
+       "rank (the fallback to the flat paths is then exercised)."},
+      {kTestNodes, "",
+       "Test setting: emulated nodes as sizes, e.g. 1,2,3: consecutive ranks of each "
+       "communicator form a node (instead of MPI_COMM_TYPE_SHARED). Empty = real nodes."},
   };
   return kTable;
 }
@@ -426,6 +453,47 @@ Config Config::Parse(const Lookup &lookup) {
                            "' is not auto, mpi or ccl; using auto");
     }
   }
+  if (const char *v = lookup(kHierarchy); v != nullptr && *v != '\0') {
+    const std::string h = v;
+    if (h == "auto" || h == "0" || h == "1") {
+      c.hierarchy = h;
+    } else {
+      c.warnings.push_back(std::string(kHierarchy) + "='" + v +
+                           "' is not auto, 0 or 1; using auto");
+    }
+  }
+  if (const char *v = lookup(kHierMin); v != nullptr && *v != '\0') {
+    if (!ParseBytes(v, &c.hierarchy_min_bytes)) {
+      c.hierarchy_min_bytes = size_t{64} << 10;
+      c.warnings.push_back(std::string(kHierMin) + "='" + v + "' is not a size; using 64K");
+    }
+  }
+  if (const char *v = lookup(kSimCcl)) {
+    if (!ParseBool(v, &c.sim_ccl)) {
+      c.warnings.push_back(std::string(kSimCcl) + "='" + v + "' is not 0 or 1; using 0");
+    }
+  }
+  if (const char *v = lookup(kSimLink)) {
+    if (!ParseDouble(v, &c.sim_link_gbps)) {
+      c.sim_link_gbps = 0;
+      c.warnings.push_back(std::string(kSimLink) + "='" + v +
+                           "' is not a non-negative number; using 0 (unthrottled)");
+    }
+  }
+  if (const char *v = lookup(kSimCclFail)) {
+    if (!ParseBool(v, &c.sim_ccl_fail)) {
+      c.warnings.push_back(std::string(kSimCclFail) + "='" + v + "' is not 0 or 1; using 0");
+    }
+  }
+  if (const char *v = lookup(kTestNodes)) {
+    const std::string t = v;
+    if (t.find_first_not_of("0123456789,") == std::string::npos) {
+      c.test_nodes = t;
+    } else {
+      c.warnings.push_back(std::string(kTestNodes) + "='" + v +
+                           "' is not node sizes like 2,2; using the real nodes");
+    }
+  }
   if (const char *v = lookup(kTimeout)) {
     if (!ParseInt(v, 0, 1 << 30, &c.timeout_sec)) {
       // A well-formed integer outside the range deserves the range, not
@@ -502,6 +570,12 @@ std::vector<std::string> Config::Describe() const {
       std::string(kDirect) + "=" + mpi_device_direct,
       std::string(kBackend) + "=" + BackendChoiceName(backend),
       std::string(kTimeout) + "=" + std::to_string(timeout_sec),
+      std::string(kHierarchy) + "=" + hierarchy,
+      std::string(kHierMin) + "=" + std::to_string(hierarchy_min_bytes),
+      std::string(kSimCcl) + "=" + (sim_ccl ? "1" : "0"),
+      std::string(kSimLink) + "=" + FormatNumber(sim_link_gbps),
+      std::string(kSimCclFail) + "=" + (sim_ccl_fail ? "1" : "0"),
+      std::string(kTestNodes) + "=" + test_nodes,
   };
 }
 

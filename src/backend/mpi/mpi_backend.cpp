@@ -156,7 +156,7 @@ Status MpiBackend::LocalCopy(const CollArgs &a, void *dst, const void *src, size
 
 Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
   if (a.device == nullptr) {
-    DivideInPlace(buf, count, a.dtype, size_);
+    DivideInPlace(buf, count, a.dtype, a.avg_divisor > 0 ? a.avg_divisor : size_);
     return Status::Ok();
   }
   // Device memory: divided on the host in pieces, so the scratch the
@@ -168,7 +168,7 @@ Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
     const size_t n = std::min(piece, count - off);
     char *at = static_cast<char *>(buf) + off * elem;
     INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, at, n * elem, CopyKind::kDeviceToHost));
-    DivideInPlace(host, n, a.dtype, size_);
+    DivideInPlace(host, n, a.dtype, a.avg_divisor > 0 ? a.avg_divisor : size_);
     INFINICCL_RETURN_IF_ERROR(LocalCopy(a, at, host, n * elem, CopyKind::kHostToDevice));
   }
   return Status::Ok();
