@@ -299,7 +299,7 @@ const std::vector<Config::Entry> &Config::Table() {
        "CCL inside each group, MPI between groups. auto = when there are at least two "
        "groups and one has a CCL of two or more ranks; 1 = whenever there are at least "
        "two groups; 0 = never (the flat paths)."},
-      {kHierMin, "64K",
+      {kHierMin, "16M",
        "Hierarchical AllReduce only from this many bytes; smaller calls keep the flat "
        "path (measured in docs/PERFORMANCE.md §7). Suffixes K, M, G."},
       {kSimCcl, "0",
@@ -464,8 +464,8 @@ Config Config::Parse(const Lookup &lookup) {
   }
   if (const char *v = lookup(kHierMin); v != nullptr && *v != '\0') {
     if (!ParseBytes(v, &c.hierarchy_min_bytes)) {
-      c.hierarchy_min_bytes = size_t{64} << 10;
-      c.warnings.push_back(std::string(kHierMin) + "='" + v + "' is not a size; using 64K");
+      c.hierarchy_min_bytes = size_t{16} << 20;
+      c.warnings.push_back(std::string(kHierMin) + "='" + v + "' is not a size; using 16M");
     }
   }
   if (const char *v = lookup(kSimCcl)) {

@@ -61,7 +61,7 @@ struct Config {
   BackendChoice backend = BackendChoice::kAuto;  // INFINICCL_BACKEND: auto|mpi|ccl
   int timeout_sec = 1800;  // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
   std::string hierarchy = "auto";  // INFINICCL_HIERARCHY: auto|1|0
-  size_t hierarchy_min_bytes = size_t{64} << 10;  // INFINICCL_HIERARCHY_MIN_BYTES
+  size_t hierarchy_min_bytes = size_t{16} << 20;  // INFINICCL_HIERARCHY_MIN_BYTES
   bool sim_ccl = false;            // INFINICCL_SIM_CCL
   double sim_link_gbps = 0;        // INFINICCL_SIM_LINK_GBPS (0 = unthrottled)
   bool sim_ccl_fail = false;       // INFINICCL_SIM_CCL_FAIL (test)
