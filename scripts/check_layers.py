@@ -14,6 +14,7 @@ LAYERS = [
     ["mpi", "device"],
     ["backend"],
     ["staging"],
+    ["hier"],
     ["comm"],
     ["route"],
     ["api"],

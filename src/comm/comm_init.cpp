@@ -1,7 +1,11 @@
 #include "comm/comm_init.h"
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/ccl/ccl_provider.h"
@@ -92,13 +96,211 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
   return Status::Ok();
 }
 
+// This rank's node as the smallest communicator rank on it: the ranks
+// MPI_COMM_TYPE_SHARED puts together (tests/nodes emulates several nodes on
+// one machine).
+Status NodeKey(Communicator &c, int *key) {
+  MPI_Comm node = MPI_COMM_NULL;
+  {
+    mpi::SerialLock lock;
+    INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_split_type(c.mpi_comm(), MPI_COMM_TYPE_SHARED,
+                                                           c.rank(), MPI_INFO_NULL, &node),
+                                       "MPI_Comm_split_type"));
+  }
+  int me = c.rank();
+  const int rc = MPI_Allreduce(&me, key, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_free(&node);
+  return MpiCheck(rc, "MPI_Allreduce");
+}
+
+// Whether this rank may join a CCL communicator of its group.
+bool CclEligible(const Communicator &c) {
+  const Communicator::Binding &b = c.binding();
+  return b.device >= 0 && !b.shared && CclForKind(b.kind) != nullptr;
+}
+
+// The groups of a communicator made under MPI: ranks by node, then by the
+// device kind they are bound to (host-only ranks: a group of their own).
+// Collective over c's MPI communicator; the result is the same everywhere.
+Status BuildGroups(Communicator &c, Topology *t) {
+  int key = 0;
+  INFINICCL_RETURN_IF_ERROR(NodeKey(c, &key));
+  const Communicator::Binding &b = c.binding();
+  const int mine[3] = {key, b.device >= 0 ? static_cast<int>(b.kind) : -1,
+                       CclEligible(c) ? 1 : 0};
+  std::vector<int> all(3 * static_cast<size_t>(c.size()));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allgather(mine, 3, MPI_INT, all.data(), 3, MPI_INT, c.mpi_comm()), "MPI_Allgather"));
+  std::map<int, int> node_index;
+  std::map<std::pair<int, int>, int> group_index;
+  for (int r = 0; r < c.size(); ++r) {
+    const int node = all[3 * r], kind = all[3 * r + 1];
+    auto n = node_index.emplace(node, static_cast<int>(node_index.size())).first;
+    auto g = group_index.emplace(std::make_pair(node, kind), static_cast<int>(t->groups.size()));
+    if (g.second) {
+      Topology::Group group;
+      group.node = n->second;
+      group.has_device = kind >= 0;
+      group.kind = kind >= 0 ? static_cast<DeviceKind>(kind) : DeviceKind::kCpu;
+      t->groups.push_back(group);
+    }
+    Topology::Group &group = t->groups[static_cast<size_t>(g.first->second)];
+    if (r == c.rank()) {
+      t->my_group = g.first->second;
+      t->local_rank = static_cast<int>(group.ranks.size());
+    }
+    group.ranks.push_back(r);
+  }
+  t->nodes = static_cast<int>(node_index.size());
+  t->local_size = static_cast<int>(t->groups[static_cast<size_t>(t->my_group)].ranks.size());
+  t->equal_groups = true;
+  for (const Topology::Group &g : t->groups)
+    t->equal_groups = t->equal_groups && g.ranks.size() == t->groups.front().ranks.size();
+  // How device buffers move through MPI here, agreed so that every rank
+  // cuts a flat or cross-group staged call alike (hier/topology.h).
+  {
+    DeviceRuntime *rt = b.device >= 0 ? DeviceRegistry::Get(b.kind) : nullptr;
+    const bool direct = rt != nullptr && c.mpi_backend().ReadsDeviceMemory(b.kind);
+    const Config &cfg = GlobalConfig();
+    const long long chunk = static_cast<long long>(
+        cfg.pipeline_chunk_bytes != 0 ? cfg.pipeline_chunk_bytes
+        : rt != nullptr               ? rt->DefaultChunkBytes()
+                                      : 0);
+    const long long in[5] = {rt != nullptr && !direct ? 1 : 0, rt == nullptr ? 1 : 0,
+                             direct ? 1 : 0, rt != nullptr ? chunk : 0,
+                             rt != nullptr ? -chunk : LLONG_MIN};
+    long long out[5] = {0, 0, 0, 0, 0};
+    INFINICCL_RETURN_IF_ERROR(MpiCheck(
+        MPI_Allreduce(in, out, 5, MPI_LONG_LONG, MPI_MAX, c.mpi_comm()), "MPI_Allreduce"));
+    const bool any_stages = out[0] != 0, any_host = out[1] != 0, any_direct = out[2] != 0;
+    const long long max_chunk = out[3], min_chunk = out[4] == LLONG_MIN ? 0 : -out[4];
+    t->across_staged = any_stages;
+    t->across_chunk_bytes = min_chunk > 0 ? static_cast<size_t>(min_chunk) : size_t{4} << 20;
+    t->uniform_staging = any_stages && (any_host || any_direct || min_chunk != max_chunk);
+  }
+  // Which groups may have a CCL: every rank eligible and two or more ranks.
+  t->why = "one group";
+  for (size_t g = 0; g < t->groups.size(); ++g) {
+    bool eligible = t->groups[g].ranks.size() >= 2;
+    for (int r : t->groups[g].ranks) eligible = eligible && all[3 * r + 2] == 1;
+    if (eligible) t->groups[g].ccl = "?";  // planned; named once made
+  }
+  return Status::Ok();
+}
+
+Status SplitOff(MPI_Comm parent, int color, int key, MPI_Comm *out) {
+  mpi::SerialLock lock;
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Comm_split(parent, color, key, out), "MPI_Comm_split"));
+  if (*out != MPI_COMM_NULL) MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+  return Status::Ok();
+}
+
+// The two-level path (hier/): a communicator of each group, a CCL
+// communicator for each group that can have one, the leaders' and (groups
+// of one size) the shards' communicators. Collective over c's MPI
+// communicator. A group whose CCL fails to form turns the whole
+// communicator back to the flat paths (every rank agrees).
+Status AttachHierarchy(Communicator &c, Topology *t) {
+  const Config &cfg = GlobalConfig();
+  int planned = 0;
+  for (Topology::Group &g : t->groups) planned += g.ccl.empty() ? 0 : 1;
+  if (cfg.hierarchy == Tristate::kOff) {
+    t->why = "INFINICCL_HIERARCHY=0";
+  } else if (cfg.backend != BackendChoice::kAuto) {
+    t->why = std::string("INFINICCL_BACKEND=") + BackendChoiceName(cfg.backend);
+  } else if (t->groups.size() < 2) {
+    t->why = "one group";
+  } else if (cfg.hierarchy == Tristate::kAuto && planned == 0) {
+    t->why = "no group has a CCL of two or more ranks (INFINICCL_HIERARCHY=1 forces it)";
+  } else {
+    t->why.clear();
+  }
+  if (!t->why.empty()) {
+    for (Topology::Group &g : t->groups) g.ccl.clear();
+    return Status::Ok();
+  }
+  INFINICCL_RETURN_IF_ERROR(SplitOff(c.mpi_comm(), t->my_group, c.rank(), &t->group_comm));
+  Topology::Group &mine = t->groups[static_cast<size_t>(t->my_group)];
+  Status st;
+  if (!mine.ccl.empty()) {
+    CclProvider *ccl = CclForKind(c.binding().kind);
+    if (ccl->MadeOverMpi()) {
+      st = ccl->CreateCommOverMpi(t->group_comm, &t->group_ccl);
+    } else {
+      infinicclUniqueId id;
+      std::memset(&id, 0, sizeof id);
+      int id_ok = 1;
+      if (t->local_rank == 0) {
+        st = ccl->GetUniqueId(&id);
+        id_ok = st.ok() ? 1 : 0;
+      }
+      INFINICCL_RETURN_IF_ERROR(
+          MpiCheck(MPI_Bcast(&id_ok, 1, MPI_INT, 0, t->group_comm), "MPI_Bcast"));
+      INFINICCL_RETURN_IF_ERROR(MpiCheck(
+          MPI_Bcast(id.internal, sizeof id.internal, MPI_BYTE, 0, t->group_comm), "MPI_Bcast"));
+      if (id_ok) {
+        st = ccl->CreateComm(t->local_size, id, t->local_rank, &t->group_ccl);
+      } else if (st.ok()) {
+        st = Status(infinicclSystemError, "the group's leader could not make a unique id");
+      }
+    }
+    if (st.ok()) mine.ccl = ccl->Name();
+  }
+  // Every group's CCL formed, or the flat paths for all.
+  std::vector<int> oks(static_cast<size_t>(c.size()));
+  const int ok = st.ok() ? 1 : 0;
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allgather(&ok, 1, MPI_INT, oks.data(), 1, MPI_INT, c.mpi_comm()), "MPI_Allgather"));
+  std::string failed;
+  for (size_t g = 0; g < t->groups.size(); ++g) {
+    bool group_ok = true;
+    for (int r : t->groups[g].ranks) group_ok = group_ok && oks[static_cast<size_t>(r)];
+    if (!group_ok) failed += (failed.empty() ? "" : ",") + std::to_string(g);
+  }
+  if (!st.ok()) INFINICCL_WARN("%s", st.message().c_str());
+  if (!failed.empty()) {
+    if (c.rank() == 0) {
+      INFINICCL_WARN("the CCL communicator of group %s could not be made: this communicator "
+                     "takes the flat paths",
+                     failed.c_str());
+    }
+    t->Release(/*free_comms=*/true);
+    for (Topology::Group &g : t->groups) g.ccl.clear();
+    t->why = "the CCL communicator of group " + failed + " could not be made";
+    return Status::Ok();
+  }
+  // The names of the other groups' CCLs: every rank knows the kinds, and a
+  // group has a CCL exactly when it was planned (all formed).
+  for (Topology::Group &g : t->groups) {
+    if (!g.ccl.empty()) g.ccl = CclForKind(g.kind) ? CclForKind(g.kind)->Name() : "CCL";
+  }
+  INFINICCL_RETURN_IF_ERROR(
+      SplitOff(c.mpi_comm(), t->leader() ? 0 : MPI_UNDEFINED, c.rank(), &t->leader_comm));
+  if (t->equal_groups) {
+    INFINICCL_RETURN_IF_ERROR(
+        SplitOff(c.mpi_comm(), t->local_rank, t->my_group, &t->shard_comm));
+  }
+  const int m = t->group_count();
+  t->group_mpi = std::make_unique<MpiBackend>(t->group_comm, t->local_rank, t->local_size);
+  if (t->leader_comm != MPI_COMM_NULL)
+    t->leader_mpi = std::make_unique<MpiBackend>(t->leader_comm, t->my_group, m);
+  if (t->shard_comm != MPI_COMM_NULL)
+    t->shard_mpi = std::make_unique<MpiBackend>(t->shard_comm, t->my_group, m);
+  t->hierarchical = true;
+  if (c.rank() == 0) {
+    for (const std::string &line : t->Describe()) INFINICCL_INFO("%s", line.c_str());
+  }
+  return Status::Ok();
+}
+
 // Gives a communicator made under MPI its CCL communicator when every rank
 // is bound to its own device of one kind that has a CCL: rank 0 makes the
 // unique id, MPI broadcasts it, every rank joins. The decision is
 // collective (all ranks agree), so mixed nodes (some ranks without such a
 // device) all stay on MPI instead of hanging in the CCL. An error only
 // when the CCL itself fails under INFINICCL_BACKEND=ccl.
-Status AttachCcl(Communicator &c) {
+Status AttachCcl(Communicator &c, const Topology &t) {
   const BackendChoice choice = GlobalConfig().backend;
   if (choice == BackendChoice::kMpi) {
     INFINICCL_INFO("INFINICCL_BACKEND=mpi: no CCL communicator");
@@ -121,6 +323,28 @@ Status AttachCcl(Communicator &c) {
   }
   if (all[1] != -all[2])
     return NoCcl(choice, "ranks are bound to different device kinds");
+  if (ccl->MadeOverMpi()) {
+    // The emulated CCL: over the communicator's own MPI, one node only.
+    if (t.nodes > 1 && !ccl->SpansNodes()) {
+      return NoCcl(choice, "the emulated CCL models one node's links and the ranks span "
+                           "several nodes");
+    }
+    std::unique_ptr<Backend> backend;
+    Status st = ccl->CreateCommOverMpi(c.mpi_comm(), &backend);
+    int ok = st.ok() ? 1 : 0, all_ok = 0;
+    INFINICCL_RETURN_IF_ERROR(MpiCheck(
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c.mpi_comm()), "MPI_Allreduce"));
+    if (!all_ok) {
+      backend.reset();
+      if (!st.ok()) INFINICCL_WARN("%s", st.message().c_str());
+      if (choice == BackendChoice::kCcl && !st.ok()) return st;
+      return NoCcl(choice, "the CCL communicator could not be made on every rank");
+    }
+    INFINICCL_INFO("%s communicator over %d ranks: device buffers go to %s", ccl->Name(),
+                   c.size(), ccl->Name());
+    c.set_ccl_backend(std::move(backend));
+    return Status::Ok();
+  }
 
   infinicclUniqueId id;
   std::memset(&id, 0, sizeof id);
@@ -183,7 +407,9 @@ Status SplitCcl(Communicator &parent, int color, int key, Communicator *child) {
     INFINICCL_WARN("%s; the new communicator gets a CCL communicator of its own",
                    st.message().c_str());
   }
-  return child != nullptr ? AttachCcl(*child) : Status::Ok();
+  // Every rank of the child left without a CCL alike: SplitComm gives it
+  // one of its own (AttachChild).
+  return Status::Ok();
 }
 
 // Splitting a communicator made without MPI (infinicclCommInitRank): only
@@ -278,7 +504,16 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
   }
   INFINICCL_RETURN_IF_ERROR(CommFactory::FinishUnderMpi(*c));
   INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
-  INFINICCL_RETURN_IF_ERROR(AttachCcl(*c));
+  auto t = std::make_unique<Topology>();
+  INFINICCL_RETURN_IF_ERROR(BuildGroups(*c, t.get()));
+  INFINICCL_RETURN_IF_ERROR(AttachCcl(*c, *t));
+  if (c->ccl_backend() == nullptr) {
+    INFINICCL_RETURN_IF_ERROR(AttachHierarchy(*c, t.get()));
+  } else {
+    t->why = "one CCL communicator spans every rank";
+    for (Topology::Group &g : t->groups) g.ccl.clear();
+  }
+  c->set_topology(std::move(t));
   *out = std::move(c);
   return Status::Ok();
 }
@@ -333,6 +568,20 @@ Status SplitComm(Communicator &parent, int color, int key,
   // it), those without a color included; the parent's ranks agreed at
   // creation on having a CCL, so all take this together.
   INFINICCL_RETURN_IF_ERROR(SplitCcl(parent, color, key, c.get()));
+  if (c != nullptr) {
+    // The child's own groups (the parent's need not hold in it); its ranks
+    // all have the CCL split from the parent's or all have none.
+    auto t = std::make_unique<Topology>();
+    INFINICCL_RETURN_IF_ERROR(BuildGroups(*c, t.get()));
+    if (c->ccl_backend() == nullptr) INFINICCL_RETURN_IF_ERROR(AttachCcl(*c, *t));
+    if (c->ccl_backend() == nullptr) {
+      INFINICCL_RETURN_IF_ERROR(AttachHierarchy(*c, t.get()));
+    } else {
+      t->why = "one CCL communicator spans every rank";
+      for (Topology::Group &g : t->groups) g.ccl.clear();
+    }
+    c->set_topology(std::move(t));
+  }
   *out = std::move(c);
   return Status::Ok();
 }

@@ -17,6 +17,7 @@ Communicator::~Communicator() {
   MPI_Finalized(&finalized);
   // An aborted communicator's MPI communicator is left to MPI_Finalize:
   // freeing it is collective and its peers may never join.
+  if (topology_) topology_->Release(!finalized && !aborted() && !diverged());
   if (comm_ != MPI_COMM_NULL && !finalized && !aborted() && !diverged()) {
     mpi::SerialLock lock;
     MPI_Comm_free(&comm_);

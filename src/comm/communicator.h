@@ -21,6 +21,7 @@
 #include "comm/seq_board.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
+#include "hier/topology.h"
 
 namespace infiniccl {
 
@@ -40,6 +41,13 @@ class Communicator {
   // The native CCL communicator of this communicator's devices, or nullptr.
   Backend *ccl_backend() { return ccl_backend_.get(); }
   void set_ccl_backend(std::unique_ptr<Backend> b) { ccl_backend_ = std::move(b); }
+
+  // Groups and leaders (hier/topology.h); null when the communicator was
+  // made without MPI. hierarchical() when the two-level path is on.
+  Topology *topology() { return topology_.get(); }
+  const Topology *topology() const { return topology_.get(); }
+  void set_topology(std::unique_ptr<Topology> t) { topology_ = std::move(t); }
+  bool hierarchical() const { return topology_ != nullptr && topology_->hierarchical; }
 
   // The device this rank drives (kind kCpu and device -1 when none).
   struct Binding {
@@ -142,6 +150,7 @@ class Communicator {
   int size_ = 0;
   std::unique_ptr<Backend> mpi_backend_;
   std::unique_ptr<Backend> ccl_backend_;  // destroyed first (declared last of the two)
+  std::unique_ptr<Topology> topology_;
   Binding binding_;
   mutable std::mutex error_mutex_;
   std::string last_error_;

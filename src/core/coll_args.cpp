@@ -33,6 +33,7 @@ constexpr PathText kPathText[kNumPaths] = {
     {"local copy",
      "one-rank reduction of device buffers -> one device copy on the caller's stream "
      "(no CCL, no MPI)"},
+    {"hierarchical", "two levels: CCL (or MPI) inside each group of ranks, MPI between groups"},
 };
 
 const PathText &TextOf(Path p) {

@@ -48,13 +48,17 @@ struct CollArgs {
   // buffers: already cut into chunks, so the MPI backend does not cut them
   // again into host pieces (backend/mpi/host_pieces.h).
   bool staged = false;
+  // Avg divides the sum by this many ranks; 0: the communicator's size. Set
+  // by the hierarchical path (src/hier), whose MPI step across groups sums
+  // over fewer ranks than the call's.
+  int avg_divisor = 0;
 };
 
 // The path the route chose for a call (route/route_decision.h decides it);
 // kNone until it has decided. Published to the watchdog while the call runs.
-enum class Path : int { kNone = 0, kHostMpi, kDirectMpi, kStagedMpi, kCcl, kLocalCopy };
-inline constexpr int kNumPaths = 6;
-const char *PathName(Path p);         // "host", "direct", "staged", "CCL", "local copy"
+enum class Path : int { kNone = 0, kHostMpi, kDirectMpi, kStagedMpi, kCcl, kLocalCopy, kHier };
+inline constexpr int kNumPaths = 7;
+const char *PathName(Path p);         // "host", "direct", "staged", "CCL", "local copy", "hierarchical"
 const char *PathDescription(Path p);  // what the path does, for INFO
 
 inline bool IsReduction(CollKind k) {

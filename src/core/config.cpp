@@ -333,6 +333,25 @@ const std::vector<Config::Entry> &Config::Table() {
       {"INFINICCL_SIM_PINNED", "1", &Config::sim_pinned, {}, kBool,
        "Emulated device only: `0` makes pinned host allocation unavailable, to "
        "exercise the pageable fallback."},
+      {"INFINICCL_HIERARCHY", "auto", &Config::hierarchy, {}, kTristate,
+       "Two-level collectives (docs/CCL.md): ranks grouped by node and device kind, a "
+       "CCL inside each group, MPI between groups. `auto` when there are at least two "
+       "groups and one has a CCL of two or more ranks; `1` whenever there are at least "
+       "two groups; `0` never (the flat paths)."},
+      {"INFINICCL_HIERARCHY_MIN_BYTES", "16M", &Config::hierarchy_min_bytes,
+       {0, kNoLimit, "bytes"}, {},
+       "Two-level collectives only from this many bytes; smaller calls keep the flat "
+       "path (measured in docs/PERFORMANCE.md §7). Suffixes K, M, G."},
+      {"INFINICCL_SIM_CCL", "0", &Config::sim_ccl, {}, kBool,
+       "Emulated device only: `1` gives each group of emulated-device ranks on one node "
+       "an EMULATED CCL (collectives over MPI on the device memory, throttled to "
+       "`INFINICCL_SIM_LINK_GBPS`); `0` none, device buffers are staged."},
+      {"INFINICCL_SIM_LINK_GBPS", "0", &Config::sim_link_gbps, {0, kNoLimit, "GB/s"}, {},
+       "Emulated CCL only: link bandwidth in GB/s (each collective takes at least the "
+       "bytes a ring moves per rank divided by it); `0` unthrottled."},
+      {"INFINICCL_SIM_CCL_FAIL", "0", &Config::sim_ccl_fail, {}, kBool,
+       "Test setting: `1` makes every emulated CCL communicator fail to form on this "
+       "rank (the fallback to the flat paths is then exercised)."},
   };
   return kTable;
 }

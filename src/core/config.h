@@ -66,6 +66,11 @@ struct Config {
   double sim_copy_gbps;         // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
   int sim_device_count;         // INFINICCL_SIM_DEVICE_COUNT
   bool sim_pinned;              // INFINICCL_SIM_PINNED
+  Tristate hierarchy;           // INFINICCL_HIERARCHY
+  size_t hierarchy_min_bytes;   // INFINICCL_HIERARCHY_MIN_BYTES
+  bool sim_ccl;                 // INFINICCL_SIM_CCL
+  double sim_link_gbps;         // INFINICCL_SIM_LINK_GBPS (0 = unthrottled)
+  bool sim_ccl_fail;            // INFINICCL_SIM_CCL_FAIL (test)
 
   // Problems found while parsing (unknown values): logged as WARN once the
   // logger exists; the default is used instead.

@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "device/registry.h"
+#include "hier/hier_collectives.h"
 #include "route/group_p2p.h"
 #include "route/route_decision.h"
 #include "staging/pipeline.h"
@@ -15,12 +16,13 @@ namespace {
 
 // Communicator::FirstUse bits: one per (kind, path), then one per kind for
 // "the CCL could not take it" (kNone is never announced).
-constexpr int kRoutedPaths = kNumPaths - 1;
+// kHier (the last) announces its own forms (hier/), so it takes no bit.
+constexpr int kRoutedPaths = kNumPaths - 2;
 static_assert(kNumCollKinds * (kRoutedPaths + 1) <= 64, "FirstUse has 64 bits");
 
 void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
   const int bit = static_cast<int>(a.kind) * kRoutedPaths + static_cast<int>(path) - 1;
-  if (LogEnabled(LogLevel::kInfo) && comm.FirstUse(bit)) {
+  if (LogEnabled(LogLevel::kInfo) && path != Path::kHier && comm.FirstUse(bit)) {
     INFINICCL_INFO("%s on comm of %d ranks: %s%s%s (logged once per kind and path; "
                    "TRACE logs every call)",
                    CollKindName(a.kind), comm.size(), PathDescription(path),
@@ -73,6 +75,8 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     facts.one_rank_reduction = comm.size() == 1 && IsReduction(a.kind);
   }
 
+  facts.hierarchical = comm.hierarchical() && HasHierForm(a.kind) && !grouped &&
+                       a.count * DataTypeSize(a.dtype) >= GlobalConfig().hierarchy_min_bytes;
   Path path = Path::kHostMpi;
   INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
   // The MPI path for device buffers: direct when the MPI reads them.
@@ -81,7 +85,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   }
   comm.inflight().SetPath(path);
   Announce(comm, a, path,
-           path == Path::kHostMpi ? ""
+           path == Path::kHostMpi || (path == Path::kHier && !facts.device_buffers) ? ""
            : path != Path::kCcl   ? DeviceKindName(kind)
            : kind == DeviceKind::kMaca ? "maca via MCCL"
                                        : "cuda via NCCL");
@@ -91,6 +95,15 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
       comm.FirstUse(kNumCollKinds * kRoutedPaths + static_cast<int>(a.kind))) {
     INFINICCL_INFO("%s cannot run %s (%s): taking MPI instead", facts.ccl_name,
                    CollKindName(a.kind), facts.ccl_unsupported);
+  }
+  // Ranks that differ in how device buffers reach MPI (a mixed job) all
+  // stage, in one agreed chunk size, so that their MPI calls match.
+  const Topology *topo = comm.topology();
+  if (topo != nullptr && topo->uniform_staging && !grouped &&
+      (path == Path::kHostMpi || path == Path::kStagedMpi || path == Path::kDirectMpi)) {
+    DeviceRuntime *runtime = device != nullptr ? device : DeviceRegistry::Get(DeviceKind::kCpu);
+    return RunStaged(comm.mpi_backend(), *runtime, a, BufferPlacement{send_dev, recv_dev},
+                     comm.size(), &comm, topo->across_chunk_bytes);
   }
   if (grouped && path != Path::kCcl) {
     return GroupP2p::OfCurrentGroup().Post(comm, a, path, device);
@@ -113,6 +126,10 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     case Path::kDirectMpi:
       // Device buffers and an MPI that reads them.
       return RunDirect(comm.mpi_backend(), *device, a);
+    case Path::kHier:
+      // Two levels (hier/): the groups' CCLs inside, MPI across.
+      return RunHierarchical(*comm.topology(), facts.device_buffers ? device : nullptr, a,
+                             BufferPlacement{send_dev, recv_dev}, comm.size(), &comm);
     case Path::kStagedMpi:
     case Path::kNone:
       break;

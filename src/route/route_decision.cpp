@@ -8,6 +8,11 @@ constexpr const char *kNoMpi =
 }
 
 Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
+  // First, and whatever this rank's buffers: every rank must take it.
+  if (f.hierarchical && choice == BackendChoice::kAuto) {
+    *out = Path::kHier;
+    return Status::Ok();
+  }
   if (!f.device_buffers) {
     if (choice == BackendChoice::kCcl) {
       return Status(

@@ -17,12 +17,18 @@ struct RouteFacts {
   // Why the CCL cannot run this call (CclUnsupportedReason); nullptr if it can.
   const char *ccl_unsupported = nullptr;
   bool one_rank_reduction = false;  // AllReduce/Reduce/ReduceScatter on 1 rank
+  // The communicator is hierarchical (groups with their own CCL, MPI between
+  // them), the call has a two-level form, it is not a grouped Send/Recv,
+  // and it is at least INFINICCL_HIERARCHY_MIN_BYTES. The same on every rank
+  // whatever its buffers are, so host-only ranks take the path too.
+  bool hierarchical = false;
 };
 
 // Picks the path, or says why there is none. kDirectMpi is never returned:
 // the caller turns kStagedMpi into it when the MPI reads device memory.
 // kLocalCopy: a reduction on one rank with device buffers is a copy (x op
 // nothing is x; Avg divides by 1): no CCL kernel, no staging, no MPI.
+// kHier: whenever facts.hierarchical (every rank of the call takes it).
 Status DecidePath(BackendChoice choice, const RouteFacts &facts, Path *out);
 
 }  // namespace infiniccl

@@ -236,7 +236,8 @@ ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem
 }
 
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a,
-                 BufferPlacement placement, int nranks, const void *owner) {
+                 BufferPlacement placement, int nranks, const void *owner,
+                 size_t chunk_override) {
   StagingPool &pool = StagingPool::Global();
   const Config &config = GlobalConfig();
   Plan p;
@@ -245,8 +246,9 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   p.send_blocks = a.send_bytes / (a.count * p.elem);
   p.recv_blocks = a.recv_bytes / (a.count * p.elem);
   const Shape shape = ShapeOf(a.kind, static_cast<size_t>(nranks));
-  const size_t chunk_bytes = config.pipeline_chunk_bytes != 0 ? config.pipeline_chunk_bytes
-                                                               : device.DefaultChunkBytes();
+  const size_t chunk_bytes = chunk_override != 0                ? chunk_override
+                             : config.pipeline_chunk_bytes != 0 ? config.pipeline_chunk_bytes
+                                                                : device.DefaultChunkBytes();
   const ChunkSchedule plan = PlanChunks(p.count, shape.widest, shape.blocks, p.elem,
                                         chunk_bytes, pool.cap_bytes());
   p.cols = plan.max_cols();

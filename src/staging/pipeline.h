@@ -33,8 +33,12 @@ struct BufferPlacement {
 // depends only on what all ranks share (kind, count, dtype, nranks, config),
 // never on this rank's role; and all ranks of one call must pass the same
 // kind of memory (a rank on host buffers makes one MPI call, not chunks).
+// `chunk_bytes` (0: INFINICCL_PIPELINE_CHUNK_BYTES, else the device's
+// default) is for callers whose ranks stage through different device kinds
+// (hier/: they agree on one size, or they would cut differently).
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &args,
-                 BufferPlacement placement, int nranks, const void *owner);
+                 BufferPlacement placement, int nranks, const void *owner,
+                 size_t chunk_bytes = 0);
 
 // A one-rank reduction of device buffers (Path::kLocalCopy): recvbuff =
 // sendbuff on the caller's stream, waited for unless `stream_ordered`.

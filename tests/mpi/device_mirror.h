@@ -92,6 +92,7 @@ struct Mirror {
     };
   }
   void Copy(bool to_device) {
+    if (device == nullptr) return;  // a host-only rank (--host-ranks)
     for (auto &[host, dev] : live) {
       const auto kind = to_device ? infiniccl::CopyKind::kHostToDevice
                                   : infiniccl::CopyKind::kDeviceToHost;

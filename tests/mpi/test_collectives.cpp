@@ -12,6 +12,10 @@
 // --mpi-thread=serialized starts MPI at MPI_THREAD_SERIALIZED before
 // infinicclInit, so every collective takes the library's serialised
 // (nonblocking, polled) path.
+// Device-buffer build (test_collectives_sim) only: --host-ranks=R,R... keeps
+// those ranks on host buffers without the emulated device (a mixed job);
+// --expect-hier=sharded|leader fails unless that two-level AllReduce form
+// (src/hier) ran on every rank; --expect-hier=none unless none ran.
 #include <mpi.h>
 
 #include <cinttypes>
@@ -22,6 +26,9 @@
 
 #include "device_mirror.h"
 #include "test_util.h"
+#ifdef ITEST_DEVICE_MIRROR
+#include "hier/topology.h"
+#endif
 
 using namespace itest;
 
@@ -407,10 +414,21 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "infinicclInit failed: %s\n", SafeLastError());
     return 2;
   }
-  MirrorEnable();
   World w{};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.n);
+  bool host_only = false;
+  std::string expect_hier;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--host-ranks=", 0) == 0) {
+      const std::string list = "," + arg.substr(13) + ",";
+      host_only = list.find("," + std::to_string(w.rank) + ",") != std::string::npos;
+    } else if (arg.rfind("--expect-hier=", 0) == 0) {
+      expect_hier = arg.substr(14);
+    }
+  }
+  if (!host_only) MirrorEnable();
   g_rank = w.rank;
   double t0 = MPI_Wtime();
 
@@ -437,7 +455,8 @@ int main(int argc, char **argv) {
       g_ring = true;
     else if (arg.rfind("--large-count=", 0) == 0)
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
-    else if (arg.rfind("--mpi-thread=", 0) == 0)
+    else if (arg.rfind("--mpi-thread=", 0) == 0 || arg.rfind("--host-ranks=", 0) == 0 ||
+             arg.rfind("--expect-hier=", 0) == 0)
       continue;
     else if (arg.rfind("--dtypes=", 0) == 0) {
       std::string list = arg.substr(9);
@@ -467,6 +486,25 @@ int main(int argc, char **argv) {
                   g_failures == before ? "ok" : "FAILED", MPI_Wtime() - t);
   }
 
+  if (!expect_hier.empty()) {
+#ifdef ITEST_DEVICE_MIRROR
+    const infiniccl::HierStats hs = infiniccl::GetHierStats();
+    const uint64_t ran = expect_hier == "sharded" ? hs.sharded
+                         : expect_hier == "leader" ? hs.leader
+                                                   : hs.sharded + hs.leader + hs.other;
+    // "none": a communicator that fell back to the flat paths.
+    CHECK(expect_hier == "none" ? ran == 0 : ran > 0,
+          "--expect-hier=%s: the two-level form ran %" PRIu64 " times (sharded %" PRIu64
+          ", leader %" PRIu64 ", other %" PRIu64 ")", expect_hier.c_str(), ran, hs.sharded,
+          hs.leader, hs.other);
+    if (w.rank == 0)
+      std::printf("[rank 0] hierarchical calls: sharded %" PRIu64 ", leader %" PRIu64
+                  ", other %" PRIu64 "\n",
+                  hs.sharded, hs.leader, hs.other);
+#else
+    CHECK(false, "--expect-hier needs the device-buffer build (test_collectives_sim)");
+#endif
+  }
   CHECK_RC(infinicclCommDestroy(w.comm), infinicclSuccess);
   const long total = TotalFailures();
   std::printf("[rank %d/%d] test_collectives: %ld cases, %ld elements checked, %ld failures, "

@@ -232,6 +232,30 @@ TEST(RouteDecision, OneRankReductionOfDeviceBuffersIsALocalCopy) {
   }
 }
 
+// A hierarchical communicator's call with a two-level form takes kHier on
+// every rank, whatever this rank's buffers (a host-only rank of a mixed job
+// too), before the one-rank copy and the CCL; only the forced backends keep
+// their own rules (no hierarchy is built under them).
+TEST(RouteDecision, HierarchicalCallsTakeTheTwoLevelPathOnEveryRank) {
+  Path p;
+  for (bool device : {false, true}) {
+    for (bool ccl : {false, true}) {
+      RouteFacts f{device, true, ccl};
+      f.hierarchical = true;
+      ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+      EXPECT_EQ(p, Path::kHier) << device << ccl;
+    }
+  }
+  RouteFacts flat{true, true, false};
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, flat, &p).ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  RouteFacts forced{true, true, false};
+  forced.hierarchical = true;
+  ASSERT_TRUE(DecidePath(BackendChoice::kMpi, forced, &p).ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  EXPECT_STREQ(PathName(Path::kHier), "hierarchical");
+}
+
 TEST(CclProvider, NoneWithoutADeviceOfItsKind) {
   // No GPU here (or no CCL in this build): nothing to bootstrap with, and the
   // reason says which. Only meaningful where no device is present.

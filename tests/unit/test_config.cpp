@@ -362,6 +362,11 @@ TEST(ConfigTable, EachDefaultAsShown) {
       {"INFINICCL_SIM_COPY_GBPS", {"0", "0"}},
       {"INFINICCL_SIM_DEVICE_COUNT", {"8", "8"}},
       {"INFINICCL_SIM_PINNED", {"1", "1"}},
+      {"INFINICCL_HIERARCHY", {"auto", "auto"}},
+      {"INFINICCL_HIERARCHY_MIN_BYTES", {"16M", "16777216"}},
+      {"INFINICCL_SIM_CCL", {"0", "0"}},
+      {"INFINICCL_SIM_LINK_GBPS", {"0", "0"}},
+      {"INFINICCL_SIM_CCL_FAIL", {"0", "0"}},
   };
   ASSERT_EQ(Config::Table().size(), want.size());
   const Config defaults;
@@ -387,7 +392,11 @@ TEST(ConfigTable, ShownValuesReadBack) {
               {"INFINICCL_MPI_DEVICE_DIRECT", "ON"},
               {"INFINICCL_BACKEND", "Mpi"},
               {"INFINICCL_SIM_COPY_GBPS", "12.5"},
-              {"INFINICCL_SIM_PINNED", "false"}};
+              {"INFINICCL_SIM_PINNED", "false"},
+              {"INFINICCL_HIERARCHY", "1"},
+              {"INFINICCL_HIERARCHY_MIN_BYTES", "0"},
+              {"INFINICCL_SIM_CCL", "on"},
+              {"INFINICCL_SIM_LINK_GBPS", "100"}};
   for (const Config &c : {FakeEnv().Parse(), env.Parse()}) {
     ASSERT_TRUE(c.warnings.empty()) << c.warnings[0];
     for (const Config::Entry &e : Config::Table()) {
@@ -416,6 +425,8 @@ TEST(ConfigTable, NumbersOutOfRangeNameTheRange) {
        "(0 to 1000000 microseconds)"},
       {"INFINICCL_SIM_COPY_GBPS", "0", "1e9", "-0.5", "(at least 0 GB/s)"},
       {"INFINICCL_SIM_DEVICE_COUNT", "1", "1024", "1025", "(1 to 1024 devices)"},
+      {"INFINICCL_HIERARCHY_MIN_BYTES", "0", "16G", "-1", ""},
+      {"INFINICCL_SIM_LINK_GBPS", "0", "1e9", "-1", "(at least 0 GB/s)"},
   };
   std::set<std::string> listed;
   for (const Case &k : cases) {

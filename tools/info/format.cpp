@@ -82,6 +82,7 @@ std::string FormatJson(const RankReport &r) {
       {"ccl_formed", r.ccl_formed},
       {"ccl", r.ccl},
       {"ccl_why_not", r.ccl_why_not},
+      {"topology", r.topology},
       {"settings", settings},
       {"setting_defaults", defaults},
       {"warnings", r.warnings},
@@ -138,6 +139,7 @@ std::string FormatHumanRank(const RankReport &r) {
   s += Line("CCL communicator:",
             r.ccl_formed ? "yes (" + r.ccl + ": device buffers go to it)"
                          : "no: " + r.ccl_why_not + " (device buffers go to MPI)");
+  for (const std::string &line : r.topology) s += Line("groups:", line);
   s += Line("GPU-aware MPI (CUDA):", std::string(r.mpi_gpu_aware ? "yes" : "no") + " (" +
                                          r.mpi_gpu_aware_how + ")");
   std::vector<std::string> changed;

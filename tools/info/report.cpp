@@ -219,6 +219,7 @@ bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
   } else {
     out->ccl_why_not = WhyNoCcl(*out, b);
   }
+  if (const infiniccl::Topology *t = c->topology()) out->topology = t->Describe();
   return true;
 }
 

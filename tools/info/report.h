@@ -67,6 +67,10 @@ struct RankReport {
   bool ccl_formed = false;
   std::string ccl;  // "NCCL" when formed
   std::string ccl_why_not;
+  // The communicator's groups (node, device kind, ranks, each group's CCL,
+  // leader; the emulated CCL says "emulated CCL") and whether it is
+  // hierarchical, one line each (hier/topology.h: Describe).
+  std::vector<std::string> topology;
 
   std::vector<Setting> settings;      // Config::Table() order
   std::vector<std::string> warnings;  // config parse warnings

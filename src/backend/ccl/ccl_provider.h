@@ -6,6 +6,7 @@
 #pragma once
 
 #include <infiniccl/infiniccl.h>
+#include <mpi.h>
 
 #include <memory>
 #include <string>
@@ -32,11 +33,25 @@ class CclProvider {
   virtual Status GroupEnd() = 0;
   // Whether any communicator of this CCL was ever created in this process.
   virtual bool used() const = 0;
+  // A CCL made over an MPI communicator of its ranks instead of a unique id
+  // (the emulated CCL, whose collectives are MPI calls): CreateCommOverMpi,
+  // collective over `comm`, which the backend duplicates. Real CCLs keep
+  // the unique-id path and refuse this.
+  virtual bool MadeOverMpi() const { return false; }
+  virtual Status CreateCommOverMpi(MPI_Comm /*comm*/, std::unique_ptr<Backend> * /*out*/) {
+    return Status(infinicclNotSupported, "this CCL is made from a unique id");
+  }
+  // Whether one communicator of it may span nodes (the emulated CCL models
+  // a node's own links, so it never does).
+  virtual bool SpansNodes() const { return true; }
 };
 
 // Factories, each defined only when its library is compiled in.
 CclProvider *NcclProvider();  // INFINICCL_WITH_NCCL
 CclProvider *McclProvider();  // INFINICCL_WITH_MCCL
+// The EMULATED CCL of the emulated device (sim_ccl.cpp), always built;
+// CclForKind serves it for kSim only under INFINICCL_SIM_CCL=1.
+CclProvider *SimCclProvider();
 
 // The CCL built for device `kind`, or nullptr.
 CclProvider *CclForKind(DeviceKind kind);

@@ -1,4 +1,5 @@
 #include "backend/ccl/ccl_provider.h"
+#include "core/config.h"
 #include "device/registry.h"
 
 namespace infiniccl {
@@ -17,7 +18,9 @@ CclProvider *CclForKind(DeviceKind kind) {
 #ifdef INFINICCL_WITH_MCCL
   if (kind == DeviceKind::kMaca) return McclProvider();
 #endif
-  (void)kind;
+  // The emulated CCL is opt-in, so the emulated device's tests keep their
+  // staged path; a test's stand-in (above) still wins over it.
+  if (kind == DeviceKind::kSim && GlobalConfig().sim_ccl) return SimCclProvider();
   return nullptr;
 }
 
@@ -40,7 +43,8 @@ CclProvider *FirstUsableCcl(std::string *why) {
     return nullptr;
   }
   for (DeviceRuntime *rt : DeviceRegistry::Active()) {
-    if (CclProvider *p = CclForKind(rt->kind())) return p;
+    // The emulated CCL has no unique id (it is made over MPI).
+    if (CclProvider *p = CclForKind(rt->kind()); p != nullptr && !p->MadeOverMpi()) return p;
   }
   *why =
       "built with a native collective backend (NCCL/MCCL), but no device of its kind "

@@ -157,7 +157,7 @@ Status MpiBackend::LocalCopy(const CollArgs &a, void *dst, const void *src, size
 
 Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
   if (a.device == nullptr) {
-    DivideInPlace(buf, count, a.dtype, size_);
+    DivideInPlace(buf, count, a.dtype, a.avg_divisor > 0 ? a.avg_divisor : size_);
     return Status::Ok();
   }
   // Device memory: divided on the host in pieces, so the scratch the
@@ -169,7 +169,7 @@ Status MpiBackend::Average(const CollArgs &a, void *buf, size_t count) {
     char *at = static_cast<char *>(buf) + p.offset * elem;
     const size_t bytes = p.size * elem;
     INFINICCL_RETURN_IF_ERROR(LocalCopy(a, host, at, bytes, CopyKind::kDeviceToHost));
-    DivideInPlace(host, p.size, a.dtype, size_);
+    DivideInPlace(host, p.size, a.dtype, a.avg_divisor > 0 ? a.avg_divisor : size_);
     INFINICCL_RETURN_IF_ERROR(LocalCopy(a, at, host, bytes, CopyKind::kHostToDevice));
   }
   return Status::Ok();

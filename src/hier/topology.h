@@ -1,0 +1,93 @@
+// Topology: how a communicator's ranks fall into groups for the two-level
+// (hierarchical) collectives. A group is the ranks of one node bound to one
+// device kind (host-only ranks form a group of their own kind, cpu); each
+// group may have a CCL communicator of its own; its local rank 0 is its
+// leader. Built once, at communicator creation, by comm/comm_init.cpp (the
+// one place communicators are made); read by hier/hier_collectives.cpp and
+// shown by infiniccl-info.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "device/device_runtime.h"
+
+namespace infiniccl {
+
+struct Topology {
+  struct Group {
+    int node = 0;                        // index of its node, in rank order
+    DeviceKind kind = DeviceKind::kCpu;  // kCpu: host-only ranks
+    bool has_device = false;
+    std::vector<int> ranks;              // communicator ranks, ascending
+    std::string ccl;                     // the CCL's name; empty: none
+  };
+  // The same on every rank.
+  int nodes = 1;
+  std::vector<Group> groups;
+  // All groups of one size: the shard communicators exist and AllReduce
+  // takes ReduceScatter / AllReduce by shard / AllGather.
+  bool equal_groups = false;
+  // The two-level path is on (INFINICCL_HIERARCHY and the groups allow it).
+  bool hierarchical = false;
+  std::string why;  // why not, when !hierarchical
+  // The MPI step across groups, agreed by every rank so that all cut it
+  // alike: staged in chunks of `across_chunk_bytes` (host-only ranks too,
+  // through the cpu runtime) when any rank's MPI cannot read its device
+  // memory, otherwise one MPI call on the buffers (direct or host).
+  bool across_staged = false;
+  size_t across_chunk_bytes = 0;
+  // The ranks differ in how device buffers reach MPI (host-only ranks
+  // beside staging ones, direct beside staged, chunk sizes that differ):
+  // the flat paths then stage on every rank, host-only ranks through the
+  // cpu runtime, in chunks of across_chunk_bytes, so that all cut alike.
+  bool uniform_staging = false;
+
+  // This rank.
+  int my_group = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  bool leader() const { return local_rank == 0; }
+  int group_count() const { return static_cast<int>(groups.size()); }
+
+  // Only when hierarchical. Inside the group (MPI always, the CCL where the
+  // group has one), among the leaders (null elsewhere), and among the ranks
+  // of the same local rank in every group (equal_groups only).
+  MPI_Comm group_comm = MPI_COMM_NULL;
+  MPI_Comm leader_comm = MPI_COMM_NULL;
+  MPI_Comm shard_comm = MPI_COMM_NULL;
+  std::unique_ptr<Backend> group_ccl;
+  std::unique_ptr<Backend> group_mpi;
+  std::unique_ptr<Backend> leader_mpi;
+  std::unique_ptr<Backend> shard_mpi;
+
+  // Which forms already said at INFO that they ran (once per communicator).
+  std::atomic<unsigned> announced{0};
+
+  Topology() = default;
+  Topology(const Topology &) = delete;
+  Topology &operator=(const Topology &) = delete;
+  // Gives up the backends (the CCL first) and, when `free_comms`, frees the
+  // MPI communicators (collective: not after an abort).
+  void Release(bool free_comms);
+
+  // One line per group: "group 1: node 0, sim x2 (ranks 2,3), emulated CCL,
+  // leader 2", then the mode. For INFO and infiniccl-info.
+  std::vector<std::string> Describe() const;
+};
+
+// Counters of the two-level forms that ran in this process (for tests).
+struct HierStats {
+  uint64_t sharded = 0;  // ReduceScatter / AllReduce by shard / AllGather
+  uint64_t leader = 0;   // reduce to the leader / MPI among leaders / broadcast
+  uint64_t other = 0;    // the other collectives' two-level forms
+};
+HierStats GetHierStats();
+void CountHier(int form);  // 0 sharded, 1 leader, 2 other
+
+}  // namespace infiniccl
