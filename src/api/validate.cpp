@@ -9,55 +9,6 @@ namespace infiniccl {
 
 namespace {
 
-// Elements each buffer holds at this rank, for the kind of call; 0 where the
-// buffer is not used at this rank.
-struct Extents {
-  size_t send_blocks;  // in units of `count` elements
-  size_t recv_blocks;
-};
-
-Extents BlocksFor(const CollArgs &a, int rank, int size) {
-  const size_t n = static_cast<size_t>(size);
-  const bool root = rank == a.root;
-  switch (a.kind) {
-    case CollKind::kAllReduce: return {1, 1};
-    case CollKind::kBroadcast: return {root ? 1u : 0u, 1};
-    case CollKind::kReduce: return {1, root ? 1u : 0u};
-    case CollKind::kAllGather: return {1, n};
-    case CollKind::kGather: return {1, root ? n : 0};
-    case CollKind::kScatter: return {root ? n : 0, 1};
-    case CollKind::kReduceScatter: return {n, 1};
-    case CollKind::kAllToAll: return {n, n};
-    case CollKind::kSend: return {1, 0};
-    case CollKind::kRecv: return {0, 1};
-  }
-  return {0, 0};
-}
-
-// Where the send block sits inside recvbuff (or recvbuff inside sendbuff) for
-// NCCL's in-place layout, in elements; -1 when the call has no in-place form
-// at this rank.
-struct InPlaceLayout {
-  bool send_inside_recv;  // else recv inside send
-  size_t offset_elems;
-  bool exists;
-};
-
-InPlaceLayout LayoutFor(const CollArgs &a, int rank) {
-  const bool root = rank == a.root;
-  switch (a.kind) {
-    case CollKind::kAllReduce:
-    case CollKind::kAllToAll: return {true, 0, true};
-    case CollKind::kBroadcast: return {true, 0, root};
-    case CollKind::kReduce: return {true, 0, root};
-    case CollKind::kAllGather: return {true, rank * a.count, true};
-    case CollKind::kGather: return {true, rank * a.count, root};
-    case CollKind::kScatter: return {false, rank * a.count, root};
-    case CollKind::kReduceScatter: return {false, rank * a.count, true};
-    default: return {true, 0, false};
-  }
-}
-
 bool Overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
   const uintptr_t x = reinterpret_cast<uintptr_t>(a);
   const uintptr_t y = reinterpret_cast<uintptr_t>(b);
@@ -94,7 +45,7 @@ Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a) {
                       a->root);
   }
 
-  const Extents blocks = BlocksFor(*a, rank, size);
+  const CallShape blocks = ShapeOf(a->kind, rank, a->root, size);
   const size_t elem = DataTypeSize(a->dtype);
   size_t send_bytes = 0, recv_bytes = 0, block_bytes = 0;
   const size_t limit = static_cast<size_t>(PTRDIFF_MAX);
@@ -121,14 +72,8 @@ Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a) {
   }
   if (blocks.send_blocks == 0 || blocks.recv_blocks == 0) return Status::Ok();
 
-  const InPlaceLayout layout = LayoutFor(*a, rank);
-  if (layout.exists) {
-    const char *send = static_cast<const char *>(a->sendbuff);
-    const char *recv = static_cast<const char *>(a->recvbuff);
-    const size_t off = layout.offset_elems * elem;
-    a->in_place = layout.send_inside_recv ? send == recv + off : recv == send + off;
-    if (a->in_place) return Status::Ok();
-  }
+  SetShape(a, elem, rank, size);
+  if (a->in_place) return Status::Ok();
   if (Overlap(a->sendbuff, send_bytes, a->recvbuff, recv_bytes)) {
     return MakeStatus(infinicclInvalidArgument,
                       "sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap but "

@@ -154,8 +154,12 @@ Status BuildGroups(Communicator &c, Topology *t) {
   t->nodes = static_cast<int>(node_index.size());
   t->local_size = static_cast<int>(t->groups[static_cast<size_t>(t->my_group)].ranks.size());
   t->equal_groups = true;
-  for (const Topology::Group &g : t->groups)
+  t->consecutive_groups = true;
+  for (const Topology::Group &g : t->groups) {
     t->equal_groups = t->equal_groups && g.ranks.size() == t->groups.front().ranks.size();
+    t->consecutive_groups =
+        t->consecutive_groups && g.ranks.back() - g.ranks.front() + 1 == static_cast<int>(g.ranks.size());
+  }
   // How device buffers move through MPI here, agreed so that every rank
   // cuts a flat or cross-group staged call alike (hier/topology.h).
   {

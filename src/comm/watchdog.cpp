@@ -179,10 +179,15 @@ constexpr int kFollowerExitSec = 15;
                 static_cast<unsigned long long>(s.count), DataTypeName(s.dtype),
                 IsReduction(s.kind) ? " op=" : "",
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, PathName(s.path));
+  // A two-level call: which level this rank waits in (hier/topology.h).
+  std::string level;
+  if (s.path == Path::kHier && c.topology() != nullptr) {
+    level = "; waiting " + c.topology()->DescribeStep(c.topology()->step.load());
+  }
   const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
                               : Stragglers(c, s.seq, static_cast<int>(s.kind));
-  LogError("watchdog: %s; %s; aborting the job (MPI_Abort, exit code %d)", what,
-           who.c_str(), kWatchdogExitCode);
+  LogError("watchdog: %s%s; %s; aborting the job (MPI_Abort, exit code %d)", what,
+           level.c_str(), who.c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
   // them that long to write their own line before the job is torn down.
   std::this_thread::sleep_for(grace);

@@ -47,4 +47,42 @@ const PathText &TextOf(Path p) {
 const char *PathName(Path p) { return TextOf(p).name; }
 const char *PathDescription(Path p) { return TextOf(p).description; }
 
+CallShape ShapeOf(CollKind kind, int rank, int root, int size) {
+  const size_t n = static_cast<size_t>(size), r = static_cast<size_t>(rank);
+  const bool at_root = rank == root;
+  CallShape s;
+  const auto set = [&s](size_t send, size_t recv, bool in_place, bool inside, size_t off) {
+    s.send_blocks = send;
+    s.recv_blocks = recv;
+    s.has_in_place = in_place;
+    s.send_inside_recv = inside;
+    s.in_place_block = off;
+  };
+  switch (kind) {
+    case CollKind::kAllReduce: set(1, 1, true, true, 0); break;
+    case CollKind::kBroadcast: set(at_root ? 1 : 0, 1, at_root, true, 0); break;
+    case CollKind::kReduce: set(1, at_root ? 1 : 0, at_root, true, 0); break;
+    case CollKind::kAllGather: set(1, n, true, true, r); break;
+    case CollKind::kGather: set(1, at_root ? n : 0, at_root, true, r); break;
+    case CollKind::kScatter: set(at_root ? n : 0, 1, at_root, false, r); break;
+    case CollKind::kReduceScatter: set(n, 1, true, false, r); break;
+    case CollKind::kAllToAll: set(n, n, true, true, 0); break;
+    case CollKind::kSend: set(1, 0, false, true, 0); break;
+    case CollKind::kRecv: set(0, 1, false, true, 0); break;
+  }
+  return s;
+}
+
+void SetShape(CollArgs *a, size_t elem_bytes, int rank, int size) {
+  const CallShape s = ShapeOf(a->kind, rank, a->root, size);
+  const size_t block = a->count * elem_bytes;
+  a->send_bytes = block * s.send_blocks;
+  a->recv_bytes = block * s.recv_blocks;
+  const char *send = static_cast<const char *>(a->sendbuff);
+  const char *recv = static_cast<const char *>(a->recvbuff);
+  const size_t off = s.in_place_block * block;
+  a->in_place = s.has_in_place && s.send_blocks > 0 && s.recv_blocks > 0 &&
+                (s.send_inside_recv ? send == recv + off : recv == send + off);
+}
+
 }  // namespace infiniccl

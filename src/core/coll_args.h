@@ -70,4 +70,19 @@ inline bool IsRooted(CollKind k) {
          k == CollKind::kGather || k == CollKind::kScatter;
 }
 
+// A call's shape at `rank` of `size`, as NCCL defines it: how many
+// `count`-element blocks each buffer holds there (0 where the buffer is not
+// used), and where the send block sits for the in-place form.
+struct CallShape {
+  size_t send_blocks = 0, recv_blocks = 0;
+  bool has_in_place = false;     // the call has an in-place form at this rank
+  bool send_inside_recv = true;  // else recvbuff inside sendbuff
+  size_t in_place_block = 0;     // in blocks of `count` elements
+};
+CallShape ShapeOf(CollKind kind, int rank, int root, int size);
+
+// Sets a->send_bytes, recv_bytes and in_place from the shape (what
+// validation sets for an API call; for calls the library makes itself).
+void SetShape(CollArgs *a, size_t elem_bytes, int rank, int size);
+
 }  // namespace infiniccl

@@ -20,8 +20,9 @@ struct Ctx {
   const void *owner;
 };
 
-// One sub-call's arguments: `a`'s stream, dtype and op, with the buffer
-// sizes validation would have set and NCCL's in-place rule applied.
+// One sub-call's arguments: `a`'s stream, dtype and op, over `nranks`
+// ranks of which this is `rank`, with the buffer sizes and in-place flag
+// validation would have set (NCCL's rules).
 CollArgs Sub(const CollArgs &a, CollKind kind, const void *send, void *recv, size_t count,
              infinicclRedOp_t op, int root, int nranks, int rank) {
   CollArgs b = a;
@@ -33,24 +34,8 @@ CollArgs Sub(const CollArgs &a, CollKind kind, const void *send, void *recv, siz
   b.root = root;
   b.device = nullptr;
   b.staged = false;
-  const size_t elem = DataTypeSize(a.dtype), bytes = count * elem;
-  switch (kind) {
-    case CollKind::kReduceScatter:
-      b.send_bytes = bytes * static_cast<size_t>(nranks);
-      b.recv_bytes = bytes;
-      b.in_place = recv == At(send, static_cast<size_t>(rank) * bytes);
-      break;
-    case CollKind::kAllGather:
-      b.send_bytes = bytes;
-      b.recv_bytes = bytes * static_cast<size_t>(nranks);
-      b.in_place = send == At(recv, static_cast<size_t>(rank) * bytes);
-      break;
-    default:
-      b.send_bytes = bytes;
-      b.recv_bytes = bytes;
-      b.in_place = send == recv;
-      break;
-  }
+  b.avg_divisor = 0;
+  SetShape(&b, DataTypeSize(a.dtype), rank, nranks);
   return b;
 }
 
@@ -70,7 +55,9 @@ Status RunAlone(Ctx &c, const CollArgs &b) {
 Status InGroup(Ctx &c, const CollArgs &b) {
   Topology &t = c.t;
   if (t.local_size == 1) return RunAlone(c, b);
-  if (c.device != nullptr && t.group_ccl != nullptr) return t.group_ccl->Run(b);
+  const bool ccl = c.device != nullptr && t.group_ccl != nullptr;
+  t.step.store(ccl ? Topology::kInGroupCcl : Topology::kInGroupMpi, std::memory_order_relaxed);
+  if (ccl) return t.group_ccl->Run(b);
   if (c.device != nullptr) {
     if (t.group_mpi->ReadsDeviceMemory(c.device->kind())) {
       return RunDirect(*t.group_mpi, *c.device, b);
@@ -86,7 +73,10 @@ Status InGroup(Ctx &c, const CollArgs &b) {
 // a job that stages goes through the same chunks on the cpu runtime.
 Status Across(Ctx &c, Backend &backend, int size, const CollArgs &b) {
   if (size == 1) return RunAlone(c, b);
-  const Topology &t = c.t;
+  Topology &t = c.t;
+  t.step.store(&backend == t.shard_mpi.get() ? Topology::kAcrossShards
+                                             : Topology::kAcrossLeaders,
+               std::memory_order_relaxed);
   if (!t.across_staged) {
     if (c.device != nullptr) return RunDirect(backend, *c.device, b);
     return backend.Run(b);
@@ -123,7 +113,7 @@ Status AllReduceSharded(Ctx &c, const CollArgs &a, int nranks) {
     char *shard = At(a.recvbuff, j * q * elem);
     INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kReduceScatter, a.sendbuff, shard, q,
                                              op, 0, t.local_size, t.local_rank)));
-    CollArgs across = Sub(a, CollKind::kAllReduce, shard, shard, q, a.op, 0, m, 0);
+    CollArgs across = Sub(a, CollKind::kAllReduce, shard, shard, q, a.op, 0, m, t.my_group);
     across.avg_divisor = nranks;
     INFINICCL_RETURN_IF_ERROR(Across(c, *t.shard_mpi, m, across));
     INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kAllGather, shard, a.recvbuff, q,
@@ -133,15 +123,15 @@ Status AllReduceSharded(Ctx &c, const CollArgs &a, int nranks) {
     const size_t off = k * q * elem;
     const void *send = At(a.sendbuff, off);
     char *recv = At(a.recvbuff, off);
-    INFINICCL_RETURN_IF_ERROR(
-        InGroup(c, Sub(a, CollKind::kAllReduce, send, recv, r, op, 0, t.local_size, 0)));
+    INFINICCL_RETURN_IF_ERROR(InGroup(
+        c, Sub(a, CollKind::kAllReduce, send, recv, r, op, 0, t.local_size, t.local_rank)));
     if (t.leader()) {
-      CollArgs across = Sub(a, CollKind::kAllReduce, recv, recv, r, a.op, 0, m, 0);
+      CollArgs across = Sub(a, CollKind::kAllReduce, recv, recv, r, a.op, 0, m, t.my_group);
       across.avg_divisor = nranks;
       INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m, across));
     }
-    INFINICCL_RETURN_IF_ERROR(
-        InGroup(c, Sub(a, CollKind::kBroadcast, recv, recv, r, op, 0, t.local_size, 0)));
+    INFINICCL_RETURN_IF_ERROR(InGroup(
+        c, Sub(a, CollKind::kBroadcast, recv, recv, r, op, 0, t.local_size, t.local_rank)));
   }
   AnnounceOnce(t, 1u,
                "AllReduce hierarchical by shard: ReduceScatter in each group, AllReduce of "
@@ -154,34 +144,200 @@ Status AllReduceSharded(Ctx &c, const CollArgs &a, int nranks) {
 Status AllReduceLeaders(Ctx &c, const CollArgs &a, int nranks) {
   Topology &t = c.t;
   const infinicclRedOp_t op = LevelOp(a.op);
-  INFINICCL_RETURN_IF_ERROR(InGroup(
-      c, Sub(a, CollKind::kReduce, a.sendbuff, a.recvbuff, a.count, op, 0, t.local_size, 0)));
+  INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kReduce, a.sendbuff, a.recvbuff,
+                                           a.count, op, 0, t.local_size, t.local_rank)));
   if (t.leader()) {
     CollArgs across =
         Sub(a, CollKind::kAllReduce, a.recvbuff, a.recvbuff, a.count, a.op, 0,
-            t.group_count(), 0);
+            t.group_count(), t.my_group);
     across.avg_divisor = nranks;
     INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, t.group_count(), across));
   }
   INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kBroadcast, a.recvbuff, a.recvbuff,
-                                           a.count, op, 0, t.local_size, 0)));
+                                           a.count, op, 0, t.local_size, t.local_rank)));
   AnnounceOnce(t, 2u,
                "AllReduce hierarchical through the leaders (groups differ in size): Reduce "
                "to each group's leader, AllReduce among leaders, Broadcast in each group");
   return Status::Ok();
 }
 
+// Broadcast: in the root's group from the root, among the leaders from the
+// root's group's leader, then in every other group from its leader. Each
+// leader receives the buffer once across groups (the flat path sends it to
+// every rank across the slow link).
+Status BroadcastTwoLevel(Ctx &c, const CollArgs &a) {
+  Topology &t = c.t;
+  const Topology::Place root = t.PlaceOf(a.root);
+  const size_t count = a.count;
+  if (t.my_group == root.group) {
+    INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kBroadcast, a.sendbuff, a.recvbuff,
+                                             count, a.op, root.local, t.local_size,
+                                             t.local_rank)));
+  }
+  if (t.leader()) {
+    INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, t.group_count(),
+                                     Sub(a, CollKind::kBroadcast, a.recvbuff, a.recvbuff, count,
+                                         a.op, root.group, t.group_count(), t.my_group)));
+  }
+  if (t.my_group != root.group) {
+    INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kBroadcast, a.recvbuff, a.recvbuff,
+                                             count, a.op, 0, t.local_size, t.local_rank)));
+  }
+  AnnounceOnce(t, 4u,
+               "Broadcast hierarchical: in the root's group, among the groups' leaders, in "
+               "each other group");
+  return Status::Ok();
+}
+
+// Reduce: to the leader in each group (the root itself when it leads its
+// group; the others into the communicator's scratch), among the leaders to
+// the root's group's leader (Avg divided there), and, when the root does
+// not lead its group, from that leader to the root by a Broadcast in the
+// root's group whose other ranks receive into scratch (recvbuff is the
+// root's only: NCCL leaves the others' untouched, and so does this).
+Status ReduceTwoLevel(Ctx &c, const CollArgs &a, int nranks) {
+  Topology &t = c.t;
+  const Topology::Place root = t.PlaceOf(a.root);
+  const bool is_root = t.my_group == root.group && t.local_rank == root.local;
+  const bool root_group = t.my_group == root.group;
+  const bool needs_scratch = !is_root && (t.leader() || (root_group && root.local != 0));
+  void *scratch = a.recvbuff;
+  if (needs_scratch) {
+    INFINICCL_RETURN_IF_ERROR(
+        t.Scratch(c.device, a.count * DataTypeSize(a.dtype), &scratch));
+  }
+  // This rank's partial result (a leader's) or sink (root's group).
+  void *mine = is_root ? a.recvbuff : scratch;
+  INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kReduce, a.sendbuff, mine, a.count,
+                                           LevelOp(a.op), 0, t.local_size, t.local_rank)));
+  if (t.leader()) {
+    CollArgs across = Sub(a, CollKind::kReduce, mine, mine, a.count, a.op, root.group,
+                          t.group_count(), t.my_group);
+    across.avg_divisor = nranks;
+    INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, t.group_count(), across));
+  }
+  if (root_group && root.local != 0) {
+    INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kBroadcast, mine, mine, a.count,
+                                             a.op, 0, t.local_size, t.local_rank)));
+  }
+  AnnounceOnce(t, 8u,
+               "Reduce hierarchical: to each group's leader, among the leaders, to the root");
+  return Status::Ok();
+}
+
+// AllGather (groups of consecutive ranks): Gather to the leader in each
+// group, straight into the group's blocks of recvbuff; the leaders
+// exchange the groups' blocks (one AllGather when the groups are of one
+// size, else a Broadcast from each leader); Broadcast of the whole buffer
+// in each group.
+Status AllGatherTwoLevel(Ctx &c, const CollArgs &a) {
+  Topology &t = c.t;
+  const size_t block = a.count * DataTypeSize(a.dtype);
+  const int m = t.group_count();
+  const auto first = [&t](int g) {
+    return static_cast<size_t>(t.groups[static_cast<size_t>(g)].ranks.front());
+  };
+  const auto size_of = [&t](int g) { return t.groups[static_cast<size_t>(g)].ranks.size(); };
+  INFINICCL_RETURN_IF_ERROR(InGroup(
+      c, Sub(a, CollKind::kGather, a.sendbuff, At(a.recvbuff, first(t.my_group) * block),
+             a.count, a.op, 0, t.local_size, t.local_rank)));
+  if (t.leader()) {
+    if (t.equal_groups) {
+      const size_t k = size_of(0);
+      INFINICCL_RETURN_IF_ERROR(
+          Across(c, *t.leader_mpi, m,
+                 Sub(a, CollKind::kAllGather, At(a.recvbuff, first(t.my_group) * block),
+                     a.recvbuff, a.count * k, a.op, 0, m, t.my_group)));
+    } else {
+      for (int g = 0; g < m; ++g) {
+        void *region = At(a.recvbuff, first(g) * block);
+        INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m,
+                                         Sub(a, CollKind::kBroadcast, region, region,
+                                             a.count * size_of(g), a.op, g, m, t.my_group)));
+      }
+    }
+  }
+  const size_t n = first(m - 1) + size_of(m - 1);
+  INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kBroadcast, a.recvbuff, a.recvbuff,
+                                           a.count * n, a.op, 0, t.local_size, t.local_rank)));
+  AnnounceOnce(t, 16u,
+               "AllGather hierarchical: Gather to each group's leader, the groups' blocks "
+               "among the leaders, Broadcast in each group");
+  return Status::Ok();
+}
+
+// ReduceScatter (groups of consecutive ranks): Reduce of the whole send
+// buffer to the leader in each group (into scratch), the leaders reduce
+// each group's blocks to that group's leader (one ReduceScatter when the
+// groups are of one size, else a Reduce per group; Avg divided there),
+// Scatter of the group's blocks from the leader.
+Status ReduceScatterTwoLevel(Ctx &c, const CollArgs &a, int nranks) {
+  Topology &t = c.t;
+  const size_t block = a.count * DataTypeSize(a.dtype);
+  const int m = t.group_count();
+  const auto first = [&t](int g) {
+    return static_cast<size_t>(t.groups[static_cast<size_t>(g)].ranks.front());
+  };
+  const auto size_of = [&t](int g) { return t.groups[static_cast<size_t>(g)].ranks.size(); };
+  const size_t n = static_cast<size_t>(nranks);
+  void *scratch = nullptr;
+  if (t.leader()) INFINICCL_RETURN_IF_ERROR(t.Scratch(c.device, n * block, &scratch));
+  INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kReduce, a.sendbuff, scratch,
+                                           a.count * n, LevelOp(a.op), 0, t.local_size,
+                                           t.local_rank)));
+  void *mine = At(scratch, first(t.my_group) * block);
+  if (t.leader()) {
+    if (t.equal_groups) {
+      CollArgs across = Sub(a, CollKind::kReduceScatter, scratch, mine, a.count * size_of(0),
+                            a.op, 0, m, t.my_group);
+      across.avg_divisor = nranks;
+      INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m, across));
+    } else {
+      for (int g = 0; g < m; ++g) {
+        void *region = At(scratch, first(g) * block);
+        CollArgs across = Sub(a, CollKind::kReduce, region, region, a.count * size_of(g),
+                              a.op, g, m, t.my_group);
+        across.avg_divisor = nranks;
+        INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m, across));
+      }
+    }
+  }
+  INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kScatter, mine, a.recvbuff, a.count,
+                                           a.op, 0, t.local_size, t.local_rank)));
+  AnnounceOnce(t, 32u,
+               "ReduceScatter hierarchical: Reduce to each group's leader, the groups' "
+               "blocks among the leaders, Scatter in each group");
+  return Status::Ok();
+}
+
 }  // namespace
 
-bool HasHierForm(CollKind kind) { return kind == CollKind::kAllReduce; }
+bool HasHierForm(CollKind kind, const Topology &t) {
+  switch (kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kBroadcast:
+    case CollKind::kReduce: return true;
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter: return t.consecutive_groups;
+    default: return false;
+  }
+}
 
 Status RunHierarchical(Topology &t, DeviceRuntime *device, const CollArgs &a,
                        BufferPlacement placement, int nranks, const void *owner) {
   Ctx c{t, device, placement, owner};
+  struct StepReset {
+    Topology &t;
+    ~StepReset() { t.step.store(Topology::kNoStep, std::memory_order_relaxed); }
+  } reset{t};
   switch (a.kind) {
     case CollKind::kAllReduce:
       return t.equal_groups && t.shard_mpi != nullptr ? AllReduceSharded(c, a, nranks)
                                                        : AllReduceLeaders(c, a, nranks);
+    case CollKind::kBroadcast: return BroadcastTwoLevel(c, a);
+    case CollKind::kReduce: return ReduceTwoLevel(c, a, nranks);
+    case CollKind::kAllGather: return AllGatherTwoLevel(c, a);
+    case CollKind::kReduceScatter: return ReduceScatterTwoLevel(c, a, nranks);
     default:
       break;
   }

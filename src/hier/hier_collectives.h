@@ -15,9 +15,9 @@
 
 namespace infiniccl {
 
-// Whether `kind` has a two-level form (the others keep the flat path:
-// docs/CCL.md says why).
-bool HasHierForm(CollKind kind);
+// Whether `kind` has a two-level form on `t` (the others keep the flat
+// path: docs/CCL.md says why).
+bool HasHierForm(CollKind kind, const Topology &t);
 
 // `a` validated, count > 0; `device` the runtime of its device buffers
 // (nullptr: host buffers); `nranks` the communicator's size; `owner` the

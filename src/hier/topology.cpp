@@ -1,5 +1,7 @@
 #include "hier/topology.h"
 
+#include <cstdlib>
+
 #include "mpi/mpi_thread.h"
 
 namespace infiniccl {
@@ -18,8 +20,48 @@ HierStats GetHierStats() {
 
 void CountHier(int form) { g_counts[form].fetch_add(1); }
 
+Topology::Place Topology::PlaceOf(int rank) const {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<int> &r = groups[g].ranks;
+    for (size_t i = 0; i < r.size(); ++i)
+      if (r[i] == rank) return {static_cast<int>(g), static_cast<int>(i)};
+  }
+  return {};
+}
+
+Status Topology::Scratch(DeviceRuntime *device, size_t bytes, void **out) {
+  if (device != scratch_device_ || bytes > scratch_bytes_) {
+    FreeScratch();
+    void *p = nullptr;
+    if (device != nullptr) {
+      INFINICCL_RETURN_IF_ERROR(device->Malloc(&p, bytes));
+    } else if ((p = std::malloc(bytes)) == nullptr) {
+      return MakeStatus(infinicclSystemError,
+                        "out of host memory for %zu bytes of two-level scratch", bytes);
+    }
+    scratch_device_ = device;
+    scratch_ = p;
+    scratch_bytes_ = bytes;
+  }
+  *out = scratch_;
+  return Status::Ok();
+}
+
+void Topology::FreeScratch() {
+  if (scratch_ == nullptr) return;
+  if (scratch_device_ != nullptr) {
+    (void)scratch_device_->Free(scratch_);  // nothing to tell a caller here
+  } else {
+    std::free(scratch_);
+  }
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  scratch_device_ = nullptr;
+}
+
 void Topology::Release(bool free_comms) {
   group_ccl.reset();  // first: destroying it waits for its queued work
+  FreeScratch();
   group_mpi.reset();
   leader_mpi.reset();
   shard_mpi.reset();
@@ -30,12 +72,41 @@ void Topology::Release(bool free_comms) {
   }
 }
 
+namespace {
+std::string RankList(const std::vector<int> &ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+}  // namespace
+
+std::string Topology::DescribeStep(int s) const {
+  if (groups.empty() || my_group >= group_count()) return "not in a two-level step";
+  const Group &mine = groups[static_cast<size_t>(my_group)];
+  const std::string group = "group " + std::to_string(my_group) + " (ranks " +
+                            RankList(mine.ranks) + ")";
+  std::vector<int> across;
+  for (const Group &g : groups) {
+    const size_t at = s == kAcrossShards ? static_cast<size_t>(local_rank) : 0;
+    if (at < g.ranks.size()) across.push_back(g.ranks[at]);
+  }
+  switch (s) {
+    case kInGroupCcl: return "inside " + group + " on its " + mine.ccl;
+    case kInGroupMpi: return "inside " + group + " on MPI";
+    case kAcrossLeaders:
+      return "across groups, among the leaders (ranks " + RankList(across) + ") on MPI";
+    case kAcrossShards:
+      return "across groups, among the ranks holding shard " + std::to_string(local_rank) +
+             " (ranks " + RankList(across) + ") on MPI";
+    default: return "not in a two-level step";
+  }
+}
+
 std::vector<std::string> Topology::Describe() const {
   std::vector<std::string> out;
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group &gr = groups[g];
-    std::string ranks;
-    for (int r : gr.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+    const std::string ranks = RankList(gr.ranks);
     out.push_back("group " + std::to_string(g) + ": node " + std::to_string(gr.node) + ", " +
                   (gr.has_device ? DeviceKindName(gr.kind) : "host-only") + " x" +
                   std::to_string(gr.ranks.size()) + " (ranks " + ranks + "), " +
@@ -49,7 +120,12 @@ std::vector<std::string> Topology::Describe() const {
                   (equal_groups ? "by shard (ReduceScatter in group, AllReduce across "
                                   "groups by the ranks of each shard, AllGather in group)"
                                 : "through the leaders (groups differ in size: reduce to "
-                                  "the leader, MPI among leaders, broadcast in group)"));
+                                  "the leader, MPI among leaders, broadcast in group)") +
+                  "; Broadcast, Reduce" +
+                  (consecutive_groups ? ", AllGather, ReduceScatter" : "") +
+                  " through the leaders" +
+                  (consecutive_groups ? "" : " (AllGather, ReduceScatter flat: groups hold "
+                                             "ranks that are not consecutive)"));
   } else {
     out.push_back("flat (no hierarchy): " + why);
   }

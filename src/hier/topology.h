@@ -33,6 +33,10 @@ struct Topology {
   // All groups of one size: the shard communicators exist and AllReduce
   // takes ReduceScatter / AllReduce by shard / AllGather.
   bool equal_groups = false;
+  // Every group holds consecutive ranks (the usual block placement of
+  // ranks on nodes): AllGather and ReduceScatter have their two-level form
+  // only then, since a group's blocks then lie side by side in the buffer.
+  bool consecutive_groups = false;
   // The two-level path is on (INFINICCL_HIERARCHY and the groups allow it).
   bool hierarchical = false;
   std::string why;  // why not, when !hierarchical
@@ -54,6 +58,11 @@ struct Topology {
   int local_size = 1;
   bool leader() const { return local_rank == 0; }
   int group_count() const { return static_cast<int>(groups.size()); }
+  // Where a communicator rank sits: its group and its local rank there.
+  struct Place {
+    int group = 0, local = 0;
+  };
+  Place PlaceOf(int rank) const;
 
   // Only when hierarchical. Inside the group (MPI always, the CCL where the
   // group has one), among the leaders (null elsewhere), and among the ranks
@@ -66,19 +75,40 @@ struct Topology {
   std::unique_ptr<Backend> leader_mpi;
   std::unique_ptr<Backend> shard_mpi;
 
+  // The step of a two-level call this rank is in, for the watchdog's ERROR
+  // line (read by another thread while the call runs).
+  enum Step : int { kNoStep = 0, kInGroupCcl, kInGroupMpi, kAcrossLeaders, kAcrossShards };
+  std::atomic<int> step{kNoStep};
+  // "inside group 1 (ranks 2,3) on its emulated CCL", "across groups among
+  // the leaders (ranks 0,2) on MPI", ...
+  std::string DescribeStep(int s) const;
+
   // Which forms already said at INFO that they ran (once per communicator).
   std::atomic<unsigned> announced{0};
+
+  // Working memory of the two-level forms (a leader's partial result, its
+  // group's blocks): device memory of `device` (host memory when null),
+  // kept between calls and grown when a call needs more. Calls on one
+  // communicator do not overlap (they are serialised per communicator).
+  Status Scratch(DeviceRuntime *device, size_t bytes, void **out);
 
   Topology() = default;
   Topology(const Topology &) = delete;
   Topology &operator=(const Topology &) = delete;
-  // Gives up the backends (the CCL first) and, when `free_comms`, frees the
-  // MPI communicators (collective: not after an abort).
+  // Gives up the backends (the CCL first) and the scratch and, when
+  // `free_comms`, frees the MPI communicators (collective: not after an abort).
   void Release(bool free_comms);
+  ~Topology() { FreeScratch(); }
 
   // One line per group: "group 1: node 0, sim x2 (ranks 2,3), emulated CCL,
   // leader 2", then the mode. For INFO and infiniccl-info.
   std::vector<std::string> Describe() const;
+
+ private:
+  void FreeScratch();
+  DeviceRuntime *scratch_device_ = nullptr;
+  void *scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
 };
 
 // Counters of the two-level forms that ran in this process (for tests).

@@ -493,6 +493,13 @@ int main(int argc, char **argv) {
                          : expect_hier == "leader" ? hs.leader
                                                    : hs.sharded + hs.leader + hs.other;
     // "none": a communicator that fell back to the flat paths.
+    // Broadcast, Reduce, AllGather and ReduceScatter count as "other".
+    bool others = only.empty();
+    for (const char *k : {"Broadcast", "Reduce", "AllGather", "ReduceScatter"})
+      others = others || only.count(k) > 0;
+    CHECK(expect_hier == "none" || !others || hs.other > 0,
+          "--expect-hier=%s: no two-level Broadcast, Reduce, AllGather or ReduceScatter ran",
+          expect_hier.c_str());
     CHECK(expect_hier == "none" ? ran == 0 : ran > 0,
           "--expect-hier=%s: the two-level form ran %" PRIu64 " times (sharded %" PRIu64
           ", leader %" PRIu64 ", other %" PRIu64 ")", expect_hier.c_str(), ran, hs.sharded,

@@ -9,11 +9,14 @@
 # ("Emulated nodes") explains it.
 #
 # usage: run_on_nodes.sh [--mpi openmpi|mpich] [--launcher PATH] [--nodes N,N,...]
-#                        [--timeout SECONDS] [--dry-run] -- PROGRAM [ARGS...]
+#                        [--timeout SECONDS] [--round-robin] [--dry-run] -- PROGRAM [ARGS...]
 #        run_on_nodes.sh --check [--nodes N,N,...]
 #   --nodes   ranks per node, one number per node (default 2,2); nodes are
 #             named iccl-node-a, iccl-node-b, ... (at most 8), ranks are
 #             placed in order (the first N1 on iccl-node-a...).
+#   --round-robin  deal the ranks one per node in turn instead (rank 0 on
+#             iccl-node-a, rank 1 on iccl-node-b, ...; nodes of one size):
+#             each node then holds ranks that are not consecutive.
 #   --mpi     which MPI's launcher and settings (default openmpi);
 #   --launcher  the launcher program (default mpirun.openmpi / mpiexec.mpich).
 #   --timeout the whole job's limit (default 300 s): then it is killed and
@@ -41,6 +44,7 @@ nodes=2,2
 timeout_s=300
 check_only=0
 dry_run=0
+round_robin=0
 
 usage() {
   sed -n '/^# usage:/,/^# Exit status/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
@@ -64,6 +68,7 @@ while [ $# -gt 0 ]; do
     --timeout=*) timeout_s=${1#*=}; shift ;;
     --check) check_only=1; shift ;;
     --dry-run) dry_run=1; shift ;;
+    --round-robin) round_robin=1; shift ;;
     --) shift; break ;;
     -h | --help) usage ;;
     *) break ;;
@@ -172,11 +177,15 @@ if [ "$mpi" = openmpi ]; then
   # slower (2 nodes x 2 ranks on 2 cores).
   [ "$total" -le "$(nproc)" ] || cmd+=(--mca mpi_yield_when_idle 1)
   [ "$(id -u)" -ne 0 ] || cmd+=(--allow-run-as-root)
+  [ $round_robin -eq 0 ] || cmd+=(--map-by node)
 else
   # Hydra: the host list and the agent; nothing else is needed. (UCX, MPICH's
   # network layer here, still finds the other nodes' ranks reachable through
   # shared memory: it does not go by host name.)
-  cmd=("$launcher" -hosts "$hostlist" -n "$total" -launcher ssh -launcher-exec "$agent")
+  # Round robin: one slot a host, which Hydra cycles through.
+  hosts=$hostlist
+  [ $round_robin -eq 0 ] || hosts=$(echo "$hostlist" | sed 's/:[0-9]*//g')
+  cmd=("$launcher" -hosts "$hosts" -n "$total" -launcher ssh -launcher-exec "$agent")
 fi
 cmd+=("$@")
 if [ $dry_run -eq 1 ]; then
@@ -238,7 +247,8 @@ wait "$launcher_pid"
 rc=$?
 launcher_pid=""
 # 137: the launcher ignored timeout's TERM and was KILLed 10 s later.
-if [ $rc -eq 124 ] || { [ $rc -eq 137 ] && [ $((SECONDS - start)) -ge "$timeout_s" ]; }; then
+# (124 before the limit is the program's own code: the watchdog's.)
+if { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && [ $((SECONDS - start)) -ge "$timeout_s" ]; then
   say "timed out after ${timeout_s} s: the job was killed"
   rc=124
 fi
