@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Measures the two-level (hierarchical) collectives against the flat staged
+# path, as recorded in docs/PERFORMANCE.md §7: 2 EMULATED nodes x 2 ranks
+# (tests/nodes/run_on_nodes.sh; needs root for the UTS namespaces), the
+# EMULATED device's copies at 16 GB/s and the EMULATED CCL's links at
+# 100 GB/s inside each node. The same benchmark runs with
+# INFINICCL_HIERARCHY=1 and =0, alternating, ROUNDS times; the table takes
+# each side's minimum over rounds and gives flat / hierarchical (above 1:
+# the two-level path is faster).
+# usage: scripts/perf_hier.sh BUILD_DIR [OUT_DIR] [openmpi|mpich]
+set -euo pipefail
+build=${1:?build dir}
+out=${2:-perf-hier}
+mpi=${3:-openmpi}
+rounds=${ROUNDS:-2}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$out"
+export INFINICCL_SIM_COPY_GBPS=16 INFINICCL_SIM_CCL=1 INFINICCL_SIM_LINK_GBPS=100 \
+  INFINICCL_HIERARCHY_MIN_BYTES=0
+modes=${MODES:-infiniccl_allreduce,infiniccl_broadcast,infiniccl_reduce,infiniccl_allgather,infiniccl_reducescatter}
+for round in $(seq "$rounds"); do
+  for h in 1 0; do
+    INFINICCL_HIERARCHY=$h "$here/../tests/nodes/run_on_nodes.sh" --mpi "$mpi" --nodes 2,2 \
+      --timeout 900 -- "$build/tools/bench/infiniccl-bench" --device sim --modes "$modes" \
+      -b "${MINBYTES:-64K}" -e "${MAXBYTES:-64M}" -f 4 -w 1 -n "${ITERS:-4}" --validate -q \
+      --json "$out/h${h}_r${round}.json" >/dev/null
+  done
+done
+python3 - "$out" <<'PY'
+import glob, json, os, sys
+best = {}  # (h, mode, bytes) -> min time
+for path in glob.glob(os.path.join(sys.argv[1], "h*_r*.json")):
+    h = os.path.basename(path)[1]
+    for r in json.load(open(path))["rows"]:
+        key = (h, r["mode"], r["bytes"])
+        best[key] = min(best.get(key, float("inf")), r["time_us"])
+modes = sorted({m for _, m, _ in best})
+sizes = sorted({b for _, _, b in best})
+print("| collective | bytes | hierarchical (us) | flat (us) | flat / hierarchical |")
+print("|---|---:|---:|---:|---:|")
+for m in modes:
+    for b in sizes:
+        if ("1", m, b) in best and ("0", m, b) in best:
+            hi, fl = best[("1", m, b)], best[("0", m, b)]
+            print(f"| {m.replace('infiniccl_', '')} | {b} | {hi:.0f} | {fl:.0f} | {fl / hi:.2f} |")
+PY
