@@ -192,6 +192,32 @@ Status BuildGroups(Communicator &c, Topology *t) {
   return Status::Ok();
 }
 
+// A CCL communicator over the ranks of `comm` (this one `rank` of `size`):
+// over MPI itself (the emulated CCL), or from a unique id that rank 0 makes
+// and MPI broadcasts. Collective over `comm`; the status is this rank's
+// (the callers agree on the outcome).
+Status MakeCclComm(CclProvider &ccl, MPI_Comm comm, int rank, int size,
+                   std::unique_ptr<Backend> *out) {
+  if (ccl.MadeOverMpi()) return ccl.CreateCommOverMpi(comm, out);
+  infinicclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  int id_ok = 1;
+  Status st;
+  if (rank == 0) {
+    st = ccl.GetUniqueId(&id);
+    id_ok = st.ok() ? 1 : 0;
+  }
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Bcast(&id_ok, 1, MPI_INT, 0, comm), "MPI_Bcast"));
+  if (!id_ok) {
+    return st.ok() ? Status(infinicclSystemError,
+                            "the first rank could not make a unique id (see its log)")
+                   : st;
+  }
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Bcast(id.internal, sizeof id.internal, MPI_BYTE, 0, comm), "MPI_Bcast"));
+  return ccl.CreateComm(size, id, rank, out);
+}
+
 Status SplitOff(MPI_Comm parent, int color, int key, MPI_Comm *out) {
   mpi::SerialLock lock;
   INFINICCL_RETURN_IF_ERROR(
@@ -229,26 +255,7 @@ Status AttachHierarchy(Communicator &c, Topology *t) {
   Status st;
   if (!mine.ccl.empty()) {
     CclProvider *ccl = CclForKind(c.binding().kind);
-    if (ccl->MadeOverMpi()) {
-      st = ccl->CreateCommOverMpi(t->group_comm, &t->group_ccl);
-    } else {
-      infinicclUniqueId id;
-      std::memset(&id, 0, sizeof id);
-      int id_ok = 1;
-      if (t->local_rank == 0) {
-        st = ccl->GetUniqueId(&id);
-        id_ok = st.ok() ? 1 : 0;
-      }
-      INFINICCL_RETURN_IF_ERROR(
-          MpiCheck(MPI_Bcast(&id_ok, 1, MPI_INT, 0, t->group_comm), "MPI_Bcast"));
-      INFINICCL_RETURN_IF_ERROR(MpiCheck(
-          MPI_Bcast(id.internal, sizeof id.internal, MPI_BYTE, 0, t->group_comm), "MPI_Bcast"));
-      if (id_ok) {
-        st = ccl->CreateComm(t->local_size, id, t->local_rank, &t->group_ccl);
-      } else if (st.ok()) {
-        st = Status(infinicclSystemError, "the group's leader could not make a unique id");
-      }
-    }
+    st = MakeCclComm(*ccl, t->group_comm, t->local_rank, t->local_size, &t->group_ccl);
     if (st.ok()) mine.ccl = ccl->Name();
   }
   // Every group's CCL formed, or the flat paths for all.
@@ -327,49 +334,13 @@ Status AttachCcl(Communicator &c, const Topology &t) {
   }
   if (all[1] != -all[2])
     return NoCcl(choice, "ranks are bound to different device kinds");
-  if (ccl->MadeOverMpi()) {
-    // The emulated CCL: over the communicator's own MPI, one node only.
-    if (t.nodes > 1 && !ccl->SpansNodes()) {
-      return NoCcl(choice, "the emulated CCL models one node's links and the ranks span "
-                           "several nodes");
-    }
-    std::unique_ptr<Backend> backend;
-    Status st = ccl->CreateCommOverMpi(c.mpi_comm(), &backend);
-    int ok = st.ok() ? 1 : 0, all_ok = 0;
-    INFINICCL_RETURN_IF_ERROR(MpiCheck(
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c.mpi_comm()), "MPI_Allreduce"));
-    if (!all_ok) {
-      backend.reset();
-      if (!st.ok()) INFINICCL_WARN("%s", st.message().c_str());
-      if (choice == BackendChoice::kCcl && !st.ok()) return st;
-      return NoCcl(choice, "the CCL communicator could not be made on every rank");
-    }
-    INFINICCL_INFO("%s communicator over %d ranks: device buffers go to %s", ccl->Name(),
-                   c.size(), ccl->Name());
-    c.set_ccl_backend(std::move(backend));
-    return Status::Ok();
+  // The emulated CCL: over the communicator's own MPI, one node only.
+  if (ccl->MadeOverMpi() && t.nodes > 1 && !ccl->SpansNodes()) {
+    return NoCcl(choice, "the emulated CCL models one node's links and the ranks span "
+                         "several nodes");
   }
-
-  infinicclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  int id_ok = 1;
-  Status st;
-  if (c.rank() == 0) {
-    st = ccl->GetUniqueId(&id);
-    id_ok = st.ok() ? 1 : 0;
-  }
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Bcast(&id_ok, 1, MPI_INT, 0, c.mpi_comm()), "MPI_Bcast"));
-  if (!id_ok) {
-    if (choice == BackendChoice::kCcl && !st.ok()) return st;
-    return NoCcl(choice, "rank 0 could not make a unique id (see its log)");
-  }
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Bcast(id.internal, sizeof id.internal, MPI_BYTE, 0, c.mpi_comm()),
-               "MPI_Bcast"));
-
   std::unique_ptr<Backend> backend;
-  st = ccl->CreateComm(c.size(), id, c.rank(), &backend);
+  Status st = MakeCclComm(*ccl, c.mpi_comm(), c.rank(), c.size(), &backend);
   int ok = st.ok() ? 1 : 0, all_ok = 0;
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
       MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c.mpi_comm()), "MPI_Allreduce"));
