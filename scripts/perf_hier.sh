@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Measures the two-level (hierarchical) collectives against the flat staged
-# path, as recorded in docs/PERFORMANCE.md §7: 2 EMULATED nodes x 2 ranks
+# path, as recorded in docs/PERFORMANCE.md §7: 2 EMULATED nodes x 2 ranks (NODES=3,3: other sizes)
 # (tests/nodes/run_on_nodes.sh; needs root for the UTS namespaces), the
 # EMULATED device's copies at 16 GB/s and the EMULATED CCL's links at
 # 100 GB/s inside each node. The same benchmark runs with
 # INFINICCL_HIERARCHY=1 and =0, alternating, ROUNDS times; the table takes
 # each side's minimum over rounds and gives flat / hierarchical (above 1:
 # the two-level path is faster).
+# LINK=RATE (tc's spelling, e.g. 8gbit) makes the link between the emulated
+# nodes that slow: each run goes in a network namespace of its own whose
+# loopback device (the only way between the emulated nodes; ranks of one
+# node talk through shared memory) is shaped by a token bucket. Open MPI
+# only: MPICH's UCX reaches the other nodes through shared memory.
 # usage: scripts/perf_hier.sh BUILD_DIR [OUT_DIR] [openmpi|mpich]
 set -euo pipefail
 build=${1:?build dir}
@@ -17,13 +22,20 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out"
 export INFINICCL_SIM_COPY_GBPS=16 INFINICCL_SIM_CCL=1 INFINICCL_SIM_LINK_GBPS=100 \
   INFINICCL_HIERARCHY_MIN_BYTES=0
-modes=${MODES:-infiniccl_allreduce,infiniccl_broadcast,infiniccl_reduce,infiniccl_allgather,infiniccl_reducescatter}
+modes=${MODES:-infiniccl_allreduce,infiniccl_broadcast,infiniccl_reduce,infiniccl_allgather,infiniccl_reduce_scatter}
 for round in $(seq "$rounds"); do
   for h in 1 0; do
-    INFINICCL_HIERARCHY=$h "$here/../tests/nodes/run_on_nodes.sh" --mpi "$mpi" --nodes 2,2 \
-      --timeout 900 -- "$build/tools/bench/infiniccl-bench" --device sim --modes "$modes" \
-      -b "${MINBYTES:-64K}" -e "${MAXBYTES:-64M}" -f 4 -w 1 -n "${ITERS:-4}" --validate -q \
-      --json "$out/h${h}_r${round}.json" >/dev/null
+    job=("$here/../tests/nodes/run_on_nodes.sh" --mpi "$mpi" --nodes "${NODES:-2,2}"
+      --timeout 900 -- "$build/tools/bench/infiniccl-bench" --device sim --modes "$modes"
+      -b "${MINBYTES:-64K}" -e "${MAXBYTES:-64M}" -f 4 -w 1 -n "${ITERS:-4}" --validate -q
+      --json "$out/h${h}_r${round}.json")
+    if [ -n "${LINK:-}" ]; then
+      INFINICCL_HIERARCHY=$h unshare -n bash -c 'ip link set lo up &&
+        tc qdisc add dev lo root tbf rate "$0" burst 1mb latency 100ms && "$@"' \
+        "$LINK" "${job[@]}" >/dev/null
+    else
+      INFINICCL_HIERARCHY=$h "${job[@]}" >/dev/null
+    fi
   done
 done
 python3 - "$out" <<'PY'
