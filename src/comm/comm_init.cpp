@@ -157,8 +157,8 @@ Status BuildGroups(Communicator &c, Topology *t) {
   t->consecutive_groups = true;
   for (const Topology::Group &g : t->groups) {
     t->equal_groups = t->equal_groups && g.ranks.size() == t->groups.front().ranks.size();
-    t->consecutive_groups =
-        t->consecutive_groups && g.ranks.back() - g.ranks.front() + 1 == static_cast<int>(g.ranks.size());
+    const int span = g.ranks.back() - g.ranks.front() + 1;
+    t->consecutive_groups = t->consecutive_groups && span == static_cast<int>(g.ranks.size());
   }
   // How device buffers move through MPI here, agreed so that every rank
   // cuts a flat or cross-group staged call alike (hier/topology.h).
@@ -356,6 +356,23 @@ Status AttachCcl(Communicator &c, const Topology &t) {
   return Status::Ok();
 }
 
+// A communicator made under MPI: its groups, a CCL communicator over every
+// rank when they all can have one (unless it has one already, split from
+// its parent's), otherwise the two-level path where the groups allow it.
+Status AttachGroups(Communicator &c) {
+  auto t = std::make_unique<Topology>();
+  INFINICCL_RETURN_IF_ERROR(BuildGroups(c, t.get()));
+  if (c.ccl_backend() == nullptr) INFINICCL_RETURN_IF_ERROR(AttachCcl(c, *t));
+  if (c.ccl_backend() == nullptr) {
+    INFINICCL_RETURN_IF_ERROR(AttachHierarchy(c, t.get()));
+  } else {
+    t->why = "one CCL communicator spans every rank";
+    for (Topology::Group &g : t->groups) g.ccl.clear();
+  }
+  c.set_topology(std::move(t));
+  return Status::Ok();
+}
+
 // The CCL communicator of a split made under MPI; every rank of `parent`
 // calls it after the MPI split, `child` null on ranks without a color. The
 // CCL's own split (ncclCommSplit) where it has one and it succeeds on every
@@ -479,16 +496,7 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
   }
   INFINICCL_RETURN_IF_ERROR(CommFactory::FinishUnderMpi(*c));
   INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
-  auto t = std::make_unique<Topology>();
-  INFINICCL_RETURN_IF_ERROR(BuildGroups(*c, t.get()));
-  INFINICCL_RETURN_IF_ERROR(AttachCcl(*c, *t));
-  if (c->ccl_backend() == nullptr) {
-    INFINICCL_RETURN_IF_ERROR(AttachHierarchy(*c, t.get()));
-  } else {
-    t->why = "one CCL communicator spans every rank";
-    for (Topology::Group &g : t->groups) g.ccl.clear();
-  }
-  c->set_topology(std::move(t));
+  INFINICCL_RETURN_IF_ERROR(AttachGroups(*c));
   *out = std::move(c);
   return Status::Ok();
 }
@@ -546,16 +554,7 @@ Status SplitComm(Communicator &parent, int color, int key,
   if (c != nullptr) {
     // The child's own groups (the parent's need not hold in it); its ranks
     // all have the CCL split from the parent's or all have none.
-    auto t = std::make_unique<Topology>();
-    INFINICCL_RETURN_IF_ERROR(BuildGroups(*c, t.get()));
-    if (c->ccl_backend() == nullptr) INFINICCL_RETURN_IF_ERROR(AttachCcl(*c, *t));
-    if (c->ccl_backend() == nullptr) {
-      INFINICCL_RETURN_IF_ERROR(AttachHierarchy(*c, t.get()));
-    } else {
-      t->why = "one CCL communicator spans every rank";
-      for (Topology::Group &g : t->groups) g.ccl.clear();
-    }
-    c->set_topology(std::move(t));
+    INFINICCL_RETURN_IF_ERROR(AttachGroups(*c));
   }
   *out = std::move(c);
   return Status::Ok();

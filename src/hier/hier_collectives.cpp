@@ -234,30 +234,27 @@ Status AllGatherTwoLevel(Ctx &c, const CollArgs &a) {
   Topology &t = c.t;
   const size_t block = a.count * DataTypeSize(a.dtype);
   const int m = t.group_count();
-  const auto first = [&t](int g) {
-    return static_cast<size_t>(t.groups[static_cast<size_t>(g)].ranks.front());
-  };
-  const auto size_of = [&t](int g) { return t.groups[static_cast<size_t>(g)].ranks.size(); };
+  const size_t mine_first = t.FirstRank(t.my_group);
   INFINICCL_RETURN_IF_ERROR(InGroup(
-      c, Sub(a, CollKind::kGather, a.sendbuff, At(a.recvbuff, first(t.my_group) * block),
+      c, Sub(a, CollKind::kGather, a.sendbuff, At(a.recvbuff, mine_first * block),
              a.count, a.op, 0, t.local_size, t.local_rank)));
   if (t.leader()) {
     if (t.equal_groups) {
-      const size_t k = size_of(0);
+      const size_t k = t.GroupSize(0);
       INFINICCL_RETURN_IF_ERROR(
           Across(c, *t.leader_mpi, m,
-                 Sub(a, CollKind::kAllGather, At(a.recvbuff, first(t.my_group) * block),
+                 Sub(a, CollKind::kAllGather, At(a.recvbuff, mine_first * block),
                      a.recvbuff, a.count * k, a.op, 0, m, t.my_group)));
     } else {
       for (int g = 0; g < m; ++g) {
-        void *region = At(a.recvbuff, first(g) * block);
+        void *region = At(a.recvbuff, t.FirstRank(g) * block);
         INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m,
                                          Sub(a, CollKind::kBroadcast, region, region,
-                                             a.count * size_of(g), a.op, g, m, t.my_group)));
+                                             a.count * t.GroupSize(g), a.op, g, m, t.my_group)));
       }
     }
   }
-  const size_t n = first(m - 1) + size_of(m - 1);
+  const size_t n = t.FirstRank(m - 1) + t.GroupSize(m - 1);
   INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kBroadcast, a.recvbuff, a.recvbuff,
                                            a.count * n, a.op, 0, t.local_size, t.local_rank)));
   AnnounceOnce(t, 16u,
@@ -275,27 +272,26 @@ Status ReduceScatterTwoLevel(Ctx &c, const CollArgs &a, int nranks) {
   Topology &t = c.t;
   const size_t block = a.count * DataTypeSize(a.dtype);
   const int m = t.group_count();
-  const auto first = [&t](int g) {
-    return static_cast<size_t>(t.groups[static_cast<size_t>(g)].ranks.front());
-  };
-  const auto size_of = [&t](int g) { return t.groups[static_cast<size_t>(g)].ranks.size(); };
+  const size_t mine_first = t.FirstRank(t.my_group);
   const size_t n = static_cast<size_t>(nranks);
   void *scratch = nullptr;
   if (t.leader()) INFINICCL_RETURN_IF_ERROR(t.Scratch(c.device, n * block, &scratch));
   INFINICCL_RETURN_IF_ERROR(InGroup(c, Sub(a, CollKind::kReduce, a.sendbuff, scratch,
                                            a.count * n, LevelOp(a.op), 0, t.local_size,
                                            t.local_rank)));
-  void *mine = At(scratch, first(t.my_group) * block);
+  // The group's blocks of the reduced buffer: the leader's only (no offset
+  // from a null pointer elsewhere; the Scatter ignores a non-root's).
+  void *mine = t.leader() ? At(scratch, mine_first * block) : nullptr;
   if (t.leader()) {
     if (t.equal_groups) {
-      CollArgs across = Sub(a, CollKind::kReduceScatter, scratch, mine, a.count * size_of(0),
+      CollArgs across = Sub(a, CollKind::kReduceScatter, scratch, mine, a.count * t.GroupSize(0),
                             a.op, 0, m, t.my_group);
       across.avg_divisor = nranks;
       INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m, across));
     } else {
       for (int g = 0; g < m; ++g) {
-        void *region = At(scratch, first(g) * block);
-        CollArgs across = Sub(a, CollKind::kReduce, region, region, a.count * size_of(g),
+        void *region = At(scratch, t.FirstRank(g) * block);
+        CollArgs across = Sub(a, CollKind::kReduce, region, region, a.count * t.GroupSize(g),
                               a.op, g, m, t.my_group);
         across.avg_divisor = nranks;
         INFINICCL_RETURN_IF_ERROR(Across(c, *t.leader_mpi, m, across));

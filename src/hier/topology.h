@@ -58,6 +58,11 @@ struct Topology {
   int local_size = 1;
   bool leader() const { return local_rank == 0; }
   int group_count() const { return static_cast<int>(groups.size()); }
+  // Group g's lowest rank, and its number of ranks.
+  size_t FirstRank(int g) const {
+    return static_cast<size_t>(groups[static_cast<size_t>(g)].ranks.front());
+  }
+  size_t GroupSize(int g) const { return groups[static_cast<size_t>(g)].ranks.size(); }
   // Where a communicator rank sits: its group and its local rank there.
   struct Place {
     int group = 0, local = 0;
