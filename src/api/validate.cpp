@@ -72,7 +72,7 @@ Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a) {
   }
   if (blocks.send_blocks == 0 || blocks.recv_blocks == 0) return Status::Ok();
 
-  SetShape(a, elem, rank, size);
+  a->in_place = IsInPlace(*a, blocks, elem);
   if (a->in_place) return Status::Ok();
   if (Overlap(a->sendbuff, send_bytes, a->recvbuff, recv_bytes)) {
     return MakeStatus(infinicclInvalidArgument,

@@ -73,16 +73,20 @@ CallShape ShapeOf(CollKind kind, int rank, int root, int size) {
   return s;
 }
 
+bool IsInPlace(const CollArgs &a, const CallShape &s, size_t elem_bytes) {
+  if (!s.has_in_place || s.send_blocks == 0 || s.recv_blocks == 0) return false;
+  const char *send = static_cast<const char *>(a.sendbuff);
+  const char *recv = static_cast<const char *>(a.recvbuff);
+  const size_t off = s.in_place_block * a.count * elem_bytes;
+  return s.send_inside_recv ? send == recv + off : recv == send + off;
+}
+
 void SetShape(CollArgs *a, size_t elem_bytes, int rank, int size) {
   const CallShape s = ShapeOf(a->kind, rank, a->root, size);
   const size_t block = a->count * elem_bytes;
   a->send_bytes = block * s.send_blocks;
   a->recv_bytes = block * s.recv_blocks;
-  const char *send = static_cast<const char *>(a->sendbuff);
-  const char *recv = static_cast<const char *>(a->recvbuff);
-  const size_t off = s.in_place_block * block;
-  a->in_place = s.has_in_place && s.send_blocks > 0 && s.recv_blocks > 0 &&
-                (s.send_inside_recv ? send == recv + off : recv == send + off);
+  a->in_place = IsInPlace(*a, s, elem_bytes);
 }
 
 }  // namespace infiniccl

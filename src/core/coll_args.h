@@ -81,6 +81,9 @@ struct CallShape {
 };
 CallShape ShapeOf(CollKind kind, int rank, int root, int size);
 
+// Whether `a`'s buffers follow NCCL's in-place layout for shape `s`.
+bool IsInPlace(const CollArgs &a, const CallShape &s, size_t elem_bytes);
+
 // Sets a->send_bytes, recv_bytes and in_place from the shape (what
 // validation sets for an API call; for calls the library makes itself).
 void SetShape(CollArgs *a, size_t elem_bytes, int rank, int size);
