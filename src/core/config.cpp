@@ -284,16 +284,19 @@ const std::vector<Config::Entry> &Config::Table() {
        "Host-buffer AllReduce and Reduce through MPI larger than "
        "`INFINICCL_HOST_PIECE_THRESHOLD` run as a sequence of MPI calls, one per piece "
        "of at most this many bytes (whole elements), still one call to the watchdog "
-       "and to `INFINICCL_CHECK`; a ReduceScatter that would be cut takes the "
-       "library's ring instead (1 MiB columns; Open MPI takes it from 4 MiB anyway). "
-       "The MPI libraries allocate a message-sized temporary per reduction; above "
+       "and to `INFINICCL_CHECK`; MPICH's Scatter (3+ ranks) as one call per column "
+       "whose temporary (half the column) stays within this. A ReduceScatter that "
+       "would be cut takes the library's ring instead (1 MiB columns; Open MPI takes it "
+       "from 4 MiB anyway), and so does Open MPI's AllGather (3+ ranks). "
+       "The MPI libraries allocate a message-sized temporary per call; above "
        "glibc's 32 MiB mmap limit it is mapped and page-faulted in again on every "
        "call, which pieces avoid (docs/PERFORMANCE.md §1). `0`: never cut. Staged "
        "device buffers are not cut again (their chunks are "
        "`INFINICCL_PIPELINE_CHUNK_BYTES`). Every rank must use the same value."},
       {"INFINICCL_HOST_PIECE_THRESHOLD", "16M", &Config::host_piece_threshold,
        {0, kNoLimit, "bytes"}, {},
-       "Host-buffer reductions whose widest buffer is larger than this many bytes are "
+       "Host-buffer calls whose widest buffer (MPICH's Scatter: its temporary) is "
+       "larger than this many bytes are "
        "cut into `INFINICCL_HOST_PIECE_BYTES` pieces; smaller ones stay one MPI call "
        "(below it pieces measured no faster). `0`: cut whatever is larger than one "
        "piece. Every rank must use the same value."},

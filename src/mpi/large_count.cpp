@@ -367,4 +367,53 @@ int Irecv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI
 
 #endif
 
+int Sendrecv(const void *s, void *r, int k, MPI_Datatype t, int dest, int source, int tag,
+             MPI_Comm c) {
+  if (!Serialized()) {
+    return MPI_Sendrecv(s, k, t, dest, tag, r, k, t, source, tag, c, MPI_STATUS_IGNORE);
+  }
+  MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int rc;
+  {
+    SerialLock lock;
+    rc = MPI_Irecv(r, k, t, source, tag, c, &q[0]);
+    if (rc == MPI_SUCCESS) rc = MPI_Isend(s, k, t, dest, tag, c, &q[1]);
+    if (rc != MPI_SUCCESS && q[0] != MPI_REQUEST_NULL) {
+      // The send was never posted: take the receive back rather than wait.
+      MPI_Cancel(&q[0]);
+      MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+    }
+  }
+  for (MPI_Request &one : q) {
+    if (rc != MPI_SUCCESS) break;
+    rc = WaitSerialized(&one);
+  }
+  return rc;
+}
+
+int ScatterColumn(const void *s, void *r, size_t count, size_t piece, MPI_Datatype t,
+                  size_t elem, int root, MPI_Comm c) {
+  if (piece > static_cast<size_t>(INT_MAX)) return MPI_ERR_COUNT;
+  const int k = static_cast<int>(piece);
+  // `piece` elements, then a gap to the next block: one of these per rank.
+  MPI_Datatype column = MPI_DATATYPE_NULL, contiguous = MPI_DATATYPE_NULL;
+  int rc;
+  {
+    SerialLock lock;
+    rc = MPI_Type_contiguous(k, t, &contiguous);
+    if (rc == MPI_SUCCESS) {
+      rc = MPI_Type_create_resized(contiguous, 0, static_cast<MPI_Aint>(count * elem),
+                                   &column);
+      MPI_Type_free(&contiguous);
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&column);
+  }
+  if (rc == MPI_SUCCESS) rc = Call(MPI_Scatter, MPI_Iscatter, s, 1, column, r, k, t, root, c);
+  if (column != MPI_DATATYPE_NULL) {
+    SerialLock lock;
+    MPI_Type_free(&column);
+  }
+  return rc;
+}
+
 }  // namespace infiniccl::mpi

@@ -37,6 +37,21 @@ int Send(const void *buf, size_t count, MPI_Datatype type, size_t elem, int peer
 int Recv(void *buf, size_t count, MPI_Datatype type, size_t elem, int peer, int tag,
          MPI_Comm comm);
 
+// One column of a Scatter: at the root, `piece` elements at the start of each
+// rank's `count`-element block of sendbuf (sendbuf already points `offset`
+// elements into block 0); every rank receives its `piece` elements into
+// recvbuf (MPI_IN_PLACE at a root that keeps its block in sendbuf). A
+// Scatter cut into such columns moves exactly what the whole call moves.
+// `piece` must fit in an int.
+int ScatterColumn(const void *sendbuf, void *recvbuf, size_t count, size_t piece,
+                  MPI_Datatype type, size_t elem, int root, MPI_Comm comm);
+
+// MPI_Sendrecv of `count` elements (an int count) to `dest` and from
+// `source`; when the library serialises its MPI calls, an Irecv and an Isend
+// posted under the lock and polled to completion.
+int Sendrecv(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, int dest,
+             int source, int tag, MPI_Comm comm);
+
 // Nonblocking Send/Recv: the requests they start are appended to `reqs` (one,
 // or one per chunk above INT_MAX with MPI-3, cut exactly as Send/Recv cut
 // theirs, so a nonblocking side matches a blocking one). On failure the

@@ -140,6 +140,29 @@ void AllGatherInPlace(infinicclComm_t comm) {
   Report("AllGather in place, INT_MAX/2+1000 UInt8/rank", t0);
 }
 
+// Root 1 (so the column at the root does not start at byte 0 of the
+// communicator's order) scatters INT_MAX/2+1000 bytes to each rank: its
+// buffer is above INT_MAX, and above the host piece threshold the call runs
+// as columns whose datatype spans a whole block.
+void ScatterOutOfPlace(infinicclComm_t comm) {
+  double t0 = Now();
+  const int root = g_n - 1;
+  const size_t total = g_n * kHalf;
+  Buffer send = g_rank == root ? Alloc(total) : nullptr;
+  if (send) {
+    for (int r = 0; r < g_n; ++r) Fill(send.get() + r * kHalf, kHalf, 5, r);
+  }
+  Buffer recv = Alloc(kHalf);
+  std::memset(recv.get(), 0xff, kHalf);
+  CHECK_RC(Timed([&] {
+             return infinicclScatter(send.get(), recv.get(), kHalf, infinicclUInt8, root, comm,
+                                     nullptr);
+           }),
+           infinicclSuccess);
+  CheckSampled("Scatter UInt8", recv.get(), kHalf, [](size_t i) { return Pattern(5, g_rank, i); });
+  Report("Scatter out of place, INT_MAX/2+1000 UInt8/rank", t0);
+}
+
 // Rank 0 sends to rank 1; the other ranks sit this one out.
 void SendRecv(infinicclComm_t comm) {
   double t0 = Now();
@@ -174,6 +197,8 @@ int main(int argc, char **argv) {
   BroadcastOutOfPlace(comm);
   MPI_Barrier(MPI_COMM_WORLD);
   AllGatherInPlace(comm);
+  MPI_Barrier(MPI_COMM_WORLD);
+  ScatterOutOfPlace(comm);
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_n >= 2) SendRecv(comm);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -61,6 +61,20 @@ TEST(HostPieces, ThresholdCountsTheWidestBuffer) {
   EXPECT_FALSE(PlanHostPieces(size_t{1} << 40, 8, 1024, kMiB, ~size_t{0}).cut());
 }
 
+TEST(HostPieces, ColumnsOfSeveralBlocksStayWithinOnePiece) {
+  // Scatter at 4 ranks, 64 MiB of float32 at the root: 16 MiB per block, cut
+  // into columns of 1 MiB per block (4 MiB in all), the last block's share
+  // included.
+  HostPiecePlan p = PlanHostPieces(4 * kMiB, 4, 4, 4 * kMiB, 16 * kMiB);
+  EXPECT_EQ(Tiles(p), std::vector<size_t>(16, 256 * 1024));
+  // 3 blocks of 8-byte elements, 3001-byte pieces: 125 elements per block.
+  p = PlanHostPieces(300, 8, 3, 3001, 0);
+  EXPECT_EQ(Tiles(p), (std::vector<size_t>{125, 125, 50}));
+  // More blocks than a piece holds elements: one element of each block.
+  p = PlanHostPieces(2, 4, 1000, 3001, 0);
+  EXPECT_EQ(Tiles(p), (std::vector<size_t>{1, 1}));
+}
+
 TEST(HostPieces, PiecesAreWholeElements) {
   // 3001 bytes of 8-byte elements: 375 elements a piece.
   const HostPiecePlan p = PlanHostPieces(1000, 8, 1, 3001, 0);

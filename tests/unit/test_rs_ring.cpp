@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "backend/mpi/reduce_scatter_ring.h"
+#include "backend/mpi/rings.h"
 
 namespace {
 

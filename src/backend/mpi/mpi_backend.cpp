@@ -11,7 +11,7 @@
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
 #include "mpi/mpi_types.h"
-#include "backend/mpi/reduce_scatter_ring.h"
+#include "backend/mpi/rings.h"
 #include "core/dtype.h"
 #include "core/pieces.h"
 
@@ -212,6 +212,9 @@ Status MpiBackend::Reduce(const CollArgs &a) {
 }
 
 Status MpiBackend::AllGather(const CollArgs &a) {
+  if (UseAllGatherRing(size_, HostPiecesFor(a, static_cast<size_t>(size_)).cut())) {
+    return AllGatherRing(a, MpiTypeTable::Type(a.dtype), comm_, rank_, size_);
+  }
   return MpiCheck(mpi::Allgather(SendOrInPlace(a), a.recvbuff, a.count,
                                  MpiTypeTable::Type(a.dtype), DataTypeSize(a.dtype), comm_),
                   "MPI_Allgather");
@@ -228,11 +231,35 @@ Status MpiBackend::Gather(const CollArgs &a) {
 
 Status MpiBackend::Scatter(const CollArgs &a) {
   const bool root = rank_ == a.root;
-  return MpiCheck(mpi::Scatter(root ? a.sendbuff : nullptr,
-                               root && a.in_place ? MPI_IN_PLACE : a.recvbuff, a.count,
-                               MpiTypeTable::Type(a.dtype), DataTypeSize(a.dtype), a.root,
-                               comm_),
-                  "MPI_Scatter");
+  const size_t elem = DataTypeSize(a.dtype);
+  const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
+  const void *send = root ? a.sendbuff : nullptr;
+  void *recv = root && a.in_place ? MPI_IN_PLACE : a.recvbuff;
+  // MPICH's binomial Scatter gives every even relative rank but the root a
+  // temporary of half the root's buffer (size/2 blocks), mapped afresh on
+  // every call once that passes glibc's mmap limit (host_pieces.h); there is
+  // such a rank from 3 ranks on. Large host buffers there run as one MPI call
+  // per column of pieces, planned on that temporary so that each column's
+  // stays within one piece. Open MPI's Scatter allocates nothing per call (no
+  // faults measured), nor MPICH's at 2 ranks: one call.
+#ifdef MPICH_VERSION
+  const HostPiecePlan plan = size_ >= 3 ? HostPiecesFor(a, static_cast<size_t>(size_ / 2))
+                                        : HostPiecePlan::Whole(a.count);
+#else
+  const HostPiecePlan plan = HostPiecePlan::Whole(a.count);
+#endif
+  if (!plan.cut()) {
+    return MpiCheck(mpi::Scatter(send, recv, a.count, type, elem, a.root, comm_),
+                    "MPI_Scatter");
+  }
+  for (size_t k = 0; k < plan.pieces(); ++k) {
+    const size_t off = plan.offset(k) * elem;
+    INFINICCL_RETURN_IF_ERROR(
+        MpiCheck(mpi::ScatterColumn(At(send, off), recv == MPI_IN_PLACE ? recv : At(recv, off),
+                                    a.count, plan.size(k), type, elem, a.root, comm_),
+                 "MPI_Scatter"));
+  }
+  return Status::Ok();
 }
 
 Status MpiBackend::ReduceScatter(const CollArgs &a) {

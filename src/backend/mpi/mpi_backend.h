@@ -2,10 +2,11 @@
 // or device memory with a GPU-aware MPI). The user's buffers go to MPI as
 // they are: no copies, no allocations, MPI_IN_PLACE where MPI defines it.
 // Exceptions: large ReduceScatter on Open MPI runs the library's own ring
-// (reduce_scatter_ring.h), through the kept scratch, still allocation-free;
-// host-buffer AllReduce and Reduce above INFINICCL_HOST_PIECE_THRESHOLD are
-// one MPI call per piece, and ReduceScatter there takes the ring under every
-// MPI (host_pieces.h: MPI's message-sized temporary faults in on every call).
+// (rings.h), through the kept scratch, still allocation-free; above
+// INFINICCL_HOST_PIECE_THRESHOLD, host-buffer AllReduce and Reduce are one
+// MPI call per piece, MPICH's Scatter one per column of pieces, ReduceScatter
+// takes the ring under every MPI and Open MPI's AllGather a ring too
+// (host_pieces.h: MPI's message-sized temporary faults in on every call).
 // On the direct path (CollArgs::device set) the buffers are device memory:
 // the few local copies the backend makes (the root's Broadcast copy, Avg's
 // division, MPICH's Reduce workaround) go through the device runtime.

@@ -1,10 +1,11 @@
-#include "backend/mpi/reduce_scatter_ring.h"
+#include "backend/mpi/rings.h"
 
 #include <cstring>
 #include <utility>
 
 #include "core/dtype.h"
 #include "core/pieces.h"
+#include "mpi/large_count.h"
 #include "mpi/mpi_error.h"
 
 namespace infiniccl {
@@ -46,8 +47,7 @@ Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Co
     for (int step = 0; step < n - 1; ++step) {
       const char *send = step == 0 ? input(rank - 1) + off : partial;
       INFINICCL_RETURN_IF_ERROR(
-          MpiCheck(MPI_Sendrecv(send, k, type, next, kMpiRingTag, incoming, k, type, prev,
-                                kMpiRingTag, comm, MPI_STATUS_IGNORE),
+          MpiCheck(mpi::Sendrecv(send, incoming, k, type, next, prev, kMpiRingTag, comm),
                    "MPI_Sendrecv (ReduceScatter ring)"));
       const int b = rank - step - 2;  // the block that just arrived
       if (step < n - 2) {
@@ -64,6 +64,38 @@ Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Co
       INFINICCL_RETURN_IF_ERROR(
           MpiCheck(MPI_Reduce_local(incoming, out + off, k, type, op),
                    "MPI_Reduce_local (ReduceScatter ring)"));
+    }
+  }
+  return Status::Ok();
+}
+
+bool UseAllGatherRing(int nranks, bool cut) {
+#ifdef OPEN_MPI
+  return nranks >= 3 && cut;
+#else
+  (void)nranks;
+  (void)cut;
+  return false;
+#endif
+}
+
+Status AllGatherRing(const CollArgs &a, MPI_Datatype type, MPI_Comm comm, int rank,
+                     int nranks) {
+  const size_t elem = DataTypeSize(a.dtype);
+  const size_t block = a.count * elem;
+  const int n = nranks, next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  char *out = static_cast<char *>(a.recvbuff);
+  auto at = [&](int b) { return out + static_cast<size_t>(((b % n) + n) % n) * block; };
+  // In place the own block is already there (sendbuff is that block).
+  if (!a.in_place) std::memcpy(at(rank), a.sendbuff, block);
+  for (const Piece cols : Pieces(a.count, Pieces::WidthFor(size_t{1} << 30, elem))) {
+    const size_t off = cols.offset * elem;
+    const int k = static_cast<int>(cols.size);
+    for (int step = 0; step < n - 1; ++step) {
+      INFINICCL_RETURN_IF_ERROR(
+          MpiCheck(mpi::Sendrecv(at(rank - step) + off, at(rank - step - 1) + off, k, type,
+                                 next, prev, kMpiRingTag, comm),
+                   "MPI_Sendrecv (AllGather ring)"));
     }
   }
   return Status::Ok();

@@ -1,6 +1,10 @@
-// ReduceScatter as a ring of MPI_Sendrecv + MPI_Reduce_local, used instead of
-// MPI_Reduce_scatter_block where that is slow for large messages (Open MPI:
-// see UseReduceScatterRing).
+// The library's own rings of MPI_Sendrecv, used where MPI's call is slow for
+// large host messages:
+// - ReduceScatter (+ MPI_Reduce_local) instead of MPI_Reduce_scatter_block
+//   (Open MPI: see UseReduceScatterRing; every MPI above the host piece
+//   threshold, host_pieces.h);
+// - AllGather instead of Open MPI's MPI_Allgather above the host piece
+//   threshold (UseAllGatherRing).
 #pragma once
 
 #include <mpi.h>
@@ -39,5 +43,23 @@ bool UseReduceScatterRing(int nranks, size_t count, size_t elem);
 // this reduces with `op`, which for Avg is Sum.
 Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                          int rank, int nranks, void *scratch);
+
+// Open MPI 4.1's MPI_Allgather at a rank count that is not a power of two
+// maps a temporary of (n-1) blocks afresh on every call: 10923 page faults
+// per 64 MiB call at 3 ranks, 469 ms against 37 ms for MPICH's (host_pieces.h
+// has why faults cost that much). The ring works in recvbuff itself and
+// allocates nothing: at 3 ranks 0.08-0.12 of MPI_Allgather's time at 64 and
+// 256 MiB, at 4 ranks (no faults there) still 0.73-0.76 (docs/PERFORMANCE.md
+// section 1). Taken on Open MPI builds, 3 ranks or more (at 2 the ring is
+// the one exchange MPI makes), host buffers whose recvbuff (count * elem *
+// nranks) is larger than the host piece threshold: when `cut`
+// (HostPiecesFor(a, nranks).cut()) says so.
+bool UseAllGatherRing(int nranks, bool cut);
+
+// AllGather for args `a` (host buffers; NCCL's in-place layout allowed): in
+// step s (0 .. n-2) rank r sends block r-s to r+1 and receives block r-s-1
+// from r-1, in columns of at most 1 GiB (int counts).
+Status AllGatherRing(const CollArgs &a, MPI_Datatype type, MPI_Comm comm, int rank,
+                     int nranks);
 
 }  // namespace infiniccl
