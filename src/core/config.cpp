@@ -323,13 +323,12 @@ const std::vector<Config::Entry> &Config::Table() {
       {"INFINICCL_SIM_COPY_LATENCY_US", "0", &Config::sim_copy_latency_us,
        {0, 1e6, "microseconds"}, {},
        "Emulated device only: fixed cost of each host<->device copy in microseconds, "
-       "slept on the copy thread before the bandwidth term. Calibrated against an H200 "
-       "in docs/PERFORMANCE.md §4 (about 8 us per device-to-host and 3 us per "
-       "host-to-device copy)."},
+       "added to the bandwidth term. `4` with `INFINICCL_SIM_COPY_GBPS=13` is the "
+       "calibration against one H200 (docs/PERFORMANCE.md §4)."},
       {"INFINICCL_SIM_COPY_GBPS", "0", &Config::sim_copy_gbps, {0, kNoLimit, "GB/s"}, {},
        "Emulated device only: copy-engine bandwidth in GB/s. Copies then take "
-       "bytes/bandwidth, spent sleeping on the copy thread (a simulation of a PCIe "
-       "link: time without CPU). `0`: memcpy speed."},
+       "bytes/bandwidth (a simulation of a PCIe link): the copy thread sleeps, then "
+       "spins for the last 150 us so the copy ends on time. `0`: memcpy speed."},
       {"INFINICCL_SIM_DEVICE_COUNT", "8", &Config::sim_device_count,
        {1, 1024, "devices"}, {},
        "Emulated device only: how many devices it reports (1..1024)."},

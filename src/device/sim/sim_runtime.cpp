@@ -18,6 +18,20 @@ constexpr size_t kAlign = 256;
 
 size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// On a loaded machine a sleep ends 100-150 us after it was due (thread
+// wake-up and timer slack), which made every short emulated copy cost about
+// 100 us. A copy thread therefore sleeps only for the part of a wait beyond
+// this margin and spins for the rest (docs/PERFORMANCE.md §4).
+constexpr auto kSpinMargin = std::chrono::microseconds(150);
+
+void WaitUntil(std::chrono::steady_clock::time_point due) {
+  if (due - std::chrono::steady_clock::now() > kSpinMargin) {
+    std::this_thread::sleep_until(due - kSpinMargin);
+  }
+  while (std::chrono::steady_clock::now() < due) {
+  }
+}
+
 }  // namespace
 
 SimRuntime::SimRuntime(int device_count, double copy_gbps, bool pinned_available,
@@ -203,10 +217,9 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
     double want = latency_s;
     if (gbps > 0) want += static_cast<double>(bytes) / (gbps * 1e9);
     if (want > 0) {
-      // A copy engine's time, spent sleeping: it costs the host no CPU.
-      std::this_thread::sleep_until(
-          start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(want)));
+      // A copy engine's time: it ends at its due time, not earlier.
+      WaitUntil(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(want)));
     }
   });
   return Status::Ok();

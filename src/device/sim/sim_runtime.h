@@ -4,9 +4,11 @@
 // reports it as device memory and the library must move it with MemcpyAsync,
 // exactly as it would real device memory. Each stream has a worker thread (an
 // emulated copy engine): copies are asynchronous and overlap with the caller,
-// and INFINICCL_SIM_COPY_GBPS throttles them to a PCIe-like bandwidth by
-// sleeping, so staging costs time without costing CPU. It counts copies,
-// bytes and allocations for tests, and can inject copy failures.
+// and INFINICCL_SIM_COPY_GBPS / INFINICCL_SIM_COPY_LATENCY_US throttle them
+// to a PCIe-like bandwidth and fixed cost: the copy thread sleeps, then spins
+// for the last 150 us so that a copy ends on time (so each throttled copy
+// costs up to 150 us of CPU). It counts copies, bytes and allocations for
+// tests, and can inject copy failures.
 #pragma once
 
 #include <atomic>

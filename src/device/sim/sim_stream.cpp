@@ -13,7 +13,7 @@ SimStream::~SimStream() {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_one();
   worker_.join();
 }
 
@@ -23,13 +23,16 @@ void SimStream::Enqueue(std::function<void()> work) {
     queue_.push_back(std::move(work));
     ++enqueued_;
   }
-  cv_.notify_all();
+  work_cv_.notify_one();
 }
 
 void SimStream::Synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t target = enqueued_;
-  cv_.wait(lock, [&] { return done_ >= target; });
+  while (done_ < target) {
+    if (target < wake_at_) wake_at_ = target;
+    done_cv_.wait(lock);
+  }
 }
 
 void SimStream::Run() {
@@ -47,15 +50,17 @@ void SimStream::Run() {
 #endif
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and drained
     std::function<void()> work = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
     work();
     lock.lock();
-    ++done_;
-    cv_.notify_all();
+    if (++done_ >= wake_at_) {
+      wake_at_ = UINT64_MAX;  // waiters still short of their target set it again
+      done_cv_.notify_all();
+    }
   }
 }
 

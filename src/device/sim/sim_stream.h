@@ -57,9 +57,13 @@ class SimStream {
   void Run();
 
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable work_cv_;  // the worker waits for work or stop_
+  std::condition_variable done_cv_;  // Synchronize waits for done_
   std::deque<std::function<void()>> queue_;
   uint64_t enqueued_ = 0, done_ = 0;
+  // The smallest done_ a Synchronize waits for: the worker wakes waiters
+  // only then, not after every item (a wake-up costs several us).
+  uint64_t wake_at_ = UINT64_MAX;
   bool stop_ = false;
   std::thread worker_;
 };
