@@ -384,10 +384,22 @@ std::vector<std::string> Config::Describe() const {
 
 std::string Config::MarkdownTable() {
   std::string s = "| Variable | Default | Meaning |\n|---|---|---|\n";
+  // Appended piece by piece: GCC 12 at -O3 takes `"x" + std::string(...)`
+  // for an overlapping copy (a false -Werror=restrict).
   for (const Entry &e : Table()) {
-    const std::string def = *e.default_value ? "`" + std::string(e.default_value) + "`"
-                                             : "(unset)";
-    s += std::string("| `") + e.name + "` | " + def + " | " + e.doc + " |\n";
+    s += "| `";
+    s += e.name;
+    s += "` | ";
+    if (*e.default_value) {
+      s += '`';
+      s += e.default_value;
+      s += '`';
+    } else {
+      s += "(unset)";
+    }
+    s += " | ";
+    s += e.doc;
+    s += " |\n";
   }
   return s;
 }
@@ -457,8 +469,9 @@ std::string LogSubsysNames(unsigned mask) {
   if ((mask & kSubsysAll) == kSubsysAll) return "ALL";
   std::string out;
   for (const Word &s : kSubsystems) {
-    if (s.value != kSubsysAll && (mask & static_cast<unsigned>(s.value)))
-      out += (out.empty() ? "" : ",") + std::string(s.text);
+    if (s.value == kSubsysAll || !(mask & static_cast<unsigned>(s.value))) continue;
+    if (!out.empty()) out += ',';
+    out += s.text;
   }
   return out;
 }
