@@ -1,6 +1,7 @@
 #include "backend/mpi/mpi_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 
@@ -13,6 +14,7 @@
 #include "mpi/mpi_types.h"
 #include "backend/mpi/rings.h"
 #include "core/dtype.h"
+#include "core/log.h"
 #include "core/pieces.h"
 
 namespace infiniccl {
@@ -30,6 +32,8 @@ constexpr size_t kAveragePieceBytes = size_t{1} << 20;
 #ifdef MPICH_VERSION
 // What the scratch may keep between calls: what the ring and Avg use.
 constexpr size_t kKeptScratchBytes = 2 * kRingChunkBytes;
+// The root's buffer from which MPICH 4.0's MPI_Scatter crashes (Scatter).
+constexpr size_t kMpichScatterCrashBytes = size_t{1} << 31;
 #endif
 
 const void *SendOrInPlace(const CollArgs &a) {
@@ -243,8 +247,23 @@ Status MpiBackend::Scatter(const CollArgs &a) {
   // stays within one piece. Open MPI's Scatter allocates nothing per call (no
   // faults measured), nor MPICH's at 2 ranks: one call.
 #ifdef MPICH_VERSION
-  const HostPiecePlan plan = size_ >= 3 ? HostPiecesFor(a, static_cast<size_t>(size_ / 2))
-                                        : HostPiecePlan::Whole(a.count);
+  HostPiecePlan plan = size_ >= 3 ? HostPiecesFor(a, static_cast<size_t>(size_ / 2))
+                                  : HostPiecePlan::Whole(a.count);
+  // MPICH 4.0's MPI_Scatter crashes (segfault inside the call, on the ranks
+  // that receive) once the root's buffer reaches 2 GiB: found by
+  // mpi_large_count at 2 ranks, reported for 3+ as pmodels/mpich#6332. So a
+  // column never reaches it, whatever the settings: at most 1 GiB in all.
+  size_t column = 0;
+  if (__builtin_mul_overflow(plan.piece, elem * static_cast<size_t>(size_), &column) ||
+      column >= kMpichScatterCrashBytes) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      INFINICCL_INFO("MPICH: a Scatter of 2 GiB or more at the root runs as columns of at "
+                     "most 1 GiB (MPI_Scatter crashes there, pmodels/mpich#6332)");
+    }
+    plan = PlanHostPieces(a.count, elem, static_cast<size_t>(size_),
+                          kMpichScatterCrashBytes / 2, 0);
+  }
 #else
   const HostPiecePlan plan = HostPiecePlan::Whole(a.count);
 #endif
