@@ -290,7 +290,9 @@ const std::vector<Config::Entry> &Config::Table() {
        "from 4 MiB anyway), and so does Open MPI's AllGather (3+ ranks). "
        "The MPI libraries allocate a message-sized temporary per call; above "
        "glibc's 32 MiB mmap limit it is mapped and page-faulted in again on every "
-       "call, which pieces avoid (docs/PERFORMANCE.md §1). `0`: never cut. Staged "
+       "call, which pieces avoid (docs/PERFORMANCE.md §1). `0`: never cut (except MPICH's "
+       "Scatter of 2 GiB or more at the root: 1 GiB columns, as MPI_Scatter crashes "
+       "there). Staged "
        "device buffers are not cut again (their chunks are "
        "`INFINICCL_PIPELINE_CHUNK_BYTES`). Every rank must use the same value."},
       {"INFINICCL_HOST_PIECE_THRESHOLD", "16M", &Config::host_piece_threshold,
