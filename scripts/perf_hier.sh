@@ -6,7 +6,9 @@
 # 100 GB/s inside each node. The same benchmark runs with
 # INFINICCL_HIERARCHY=1 and =0, alternating, ROUNDS times; the table takes
 # each side's minimum over rounds and gives flat / hierarchical (above 1:
-# the two-level path is faster).
+# the two-level path is faster). SIDES="auto 0" measures the route instead:
+# INFINICCL_HIERARCHY=auto with each collective's own threshold
+# (INFINICCL_HIERARCHY_MIN_BYTES=auto) against the flat path; "1 0 auto" all three.
 # LINK=RATE (tc's spelling, e.g. 8gbit) makes the link between the emulated
 # nodes that slow: each run goes in a network namespace of its own whose
 # loopback device (the only way between the emulated nodes; ranks of one
@@ -20,39 +22,50 @@ mpi=${3:-openmpi}
 rounds=${ROUNDS:-2}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out"
-export INFINICCL_SIM_COPY_GBPS=16 INFINICCL_SIM_CCL=1 INFINICCL_SIM_LINK_GBPS=100 \
-  INFINICCL_HIERARCHY_MIN_BYTES=0
+export INFINICCL_SIM_COPY_GBPS=16 INFINICCL_SIM_CCL=1 INFINICCL_SIM_LINK_GBPS=100
 modes=${MODES:-infiniccl_allreduce,infiniccl_broadcast,infiniccl_reduce,infiniccl_allgather,infiniccl_reduce_scatter}
 for round in $(seq "$rounds"); do
-  for h in 1 0; do
+  for h in ${SIDES:-1 0}; do
+    min=0
+    [ "$h" = auto ] && min=auto
     job=("$here/../tests/nodes/run_on_nodes.sh" --mpi "$mpi" --nodes "${NODES:-2,2}"
       --timeout 900 -- "$build/tools/bench/infiniccl-bench" --device sim --modes "$modes"
       -b "${MINBYTES:-64K}" -e "${MAXBYTES:-64M}" -f 4 -w 1 -n "${ITERS:-4}" --validate -q
       --json "$out/h${h}_r${round}.json")
     if [ -n "${LINK:-}" ]; then
-      INFINICCL_HIERARCHY=$h unshare -n bash -c 'ip link set lo up &&
+      INFINICCL_HIERARCHY=$h INFINICCL_HIERARCHY_MIN_BYTES=$min unshare -n bash -c 'ip link set lo up &&
         tc qdisc add dev lo root tbf rate "$0" burst 1mb latency 100ms && "$@"' \
         "$LINK" "${job[@]}" >/dev/null
     else
-      INFINICCL_HIERARCHY=$h "${job[@]}" >/dev/null
+      INFINICCL_HIERARCHY=$h INFINICCL_HIERARCHY_MIN_BYTES=$min "${job[@]}" >/dev/null
     fi
   done
 done
 python3 - "$out" <<'PY'
-import glob, json, os, sys
-best = {}  # (h, mode, bytes) -> min time
+import glob, json, os, re, sys
+best = {}  # (side, mode, bytes) -> min time
 for path in glob.glob(os.path.join(sys.argv[1], "h*_r*.json")):
-    h = os.path.basename(path)[1]
+    side = re.match(r"h(.*)_r\d+\.json", os.path.basename(path)).group(1)
     for r in json.load(open(path))["rows"]:
-        key = (h, r["mode"], r["bytes"])
+        key = (side, r["mode"], r["bytes"])
         best[key] = min(best.get(key, float("inf")), r["time_us"])
+names = {"1": "hierarchical", "auto": "auto (the route)"}
+sides = [s for s in ("1", "auto") if any(k[0] == s for k in best)]
 modes = sorted({m for _, m, _ in best})
 sizes = sorted({b for _, _, b in best})
-print("| collective | bytes | hierarchical (us) | flat (us) | flat / hierarchical |")
-print("|---|---:|---:|---:|---:|")
+head = "| collective | bytes | flat (us) |"
+for s in sides:
+    head += f" {names[s]} (us) | flat / {names[s].split()[0]} |"
+print(head)
+print("|---|---:|---:|" + "---:|---:|" * len(sides))
 for m in modes:
     for b in sizes:
-        if ("1", m, b) in best and ("0", m, b) in best:
-            hi, fl = best[("1", m, b)], best[("0", m, b)]
-            print(f"| {m.replace('infiniccl_', '')} | {b} | {hi:.0f} | {fl:.0f} | {fl / hi:.2f} |")
+        if ("0", m, b) not in best or not all((s, m, b) in best for s in sides):
+            continue
+        fl = best[("0", m, b)]
+        row = f"| {m.replace('infiniccl_', '')} | {b} | {fl:.0f} |"
+        for s in sides:
+            t = best[(s, m, b)]
+            row += f" {t:.0f} | {fl / t:.2f} |"
+        print(row)
 PY

@@ -36,6 +36,7 @@ constexpr Word kSubsystems[] = {
 constexpr Word kBackends[] = {{"auto", 0}, {"mpi", 1}, {"ccl", 2}};
 constexpr Word kDevices[] = {{"auto", 0}, {"sim", 1}, {"cpu", 2}};
 constexpr Word kAutoIsZero[] = {{"auto", 0}};
+constexpr Word kAutoIsMax[] = {{"auto", -1}};  // SIZE_MAX in a size_t
 constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 const Word *Find(std::span<const Word> words, const char *text, bool exact_case) {
@@ -342,10 +343,15 @@ const std::vector<Config::Entry> &Config::Table() {
        "CCL inside each group, MPI between groups. `auto` when there are at least two "
        "groups and one has a CCL of two or more ranks; `1` whenever there are at least "
        "two groups; `0` never (the flat paths)."},
-      {"INFINICCL_HIERARCHY_MIN_BYTES", "16M", &Config::hierarchy_min_bytes,
-       {0, kNoLimit, "bytes"}, {},
-       "Two-level collectives only from this many bytes; smaller calls keep the flat "
-       "path (measured in docs/PERFORMANCE.md §7). Suffixes K, M, G."},
+      {"INFINICCL_HIERARCHY_MIN_BYTES", "auto", &Config::hierarchy_min_bytes,
+       {0, kNoLimit, "bytes"}, kAutoIsMax,
+       "Two-level collectives only from this many bytes (each rank's send buffer); "
+       "smaller calls keep the flat path. `auto`: each collective's own threshold, "
+       "measured in docs/PERFORMANCE.md §7: `64K` for Broadcast, Reduce, AllGather and "
+       "ReduceScatter, `16M` for AllReduce, and AllReduce never when the groups are "
+       "consecutive ranks, of one power-of-two size, and a power-of-two number of them "
+       "(MPI's own AllReduce then already crosses between groups no more than the "
+       "two-level one). A number applies to every collective. Suffixes K, M, G."},
       {"INFINICCL_SIM_CCL", "0", &Config::sim_ccl, {}, kBool,
        "Emulated device only: `1` gives each group of emulated-device ranks on one node "
        "an EMULATED CCL (collectives over MPI on the device memory, throttled to "

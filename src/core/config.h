@@ -67,7 +67,7 @@ struct Config {
   int sim_device_count;         // INFINICCL_SIM_DEVICE_COUNT
   bool sim_pinned;              // INFINICCL_SIM_PINNED
   Tristate hierarchy;           // INFINICCL_HIERARCHY
-  size_t hierarchy_min_bytes;   // INFINICCL_HIERARCHY_MIN_BYTES
+  size_t hierarchy_min_bytes;   // INFINICCL_HIERARCHY_MIN_BYTES (SIZE_MAX = auto)
   bool sim_ccl;                 // INFINICCL_SIM_CCL
   double sim_link_gbps;         // INFINICCL_SIM_LINK_GBPS (0 = unthrottled)
   bool sim_ccl_fail;            // INFINICCL_SIM_CCL_FAIL (test)

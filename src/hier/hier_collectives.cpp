@@ -308,17 +308,6 @@ Status ReduceScatterTwoLevel(Ctx &c, const CollArgs &a, int nranks) {
 
 }  // namespace
 
-bool HasHierForm(CollKind kind, const Topology &t) {
-  switch (kind) {
-    case CollKind::kAllReduce:
-    case CollKind::kBroadcast:
-    case CollKind::kReduce: return true;
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter: return t.consecutive_groups;
-    default: return false;
-  }
-}
-
 Status RunHierarchical(Topology &t, DeviceRuntime *device, const CollArgs &a,
                        BufferPlacement placement, int nranks, const void *owner) {
   Ctx c{t, device, placement, owner};

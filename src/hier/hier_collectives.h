@@ -15,10 +15,6 @@
 
 namespace infiniccl {
 
-// Whether `kind` has a two-level form on `t` (the others keep the flat
-// path: docs/CCL.md says why).
-bool HasHierForm(CollKind kind, const Topology &t);
-
 // `a` validated, count > 0; `device` the runtime of its device buffers
 // (nullptr: host buffers); `nranks` the communicator's size; `owner` the
 // communicator (staging pool bookkeeping).

@@ -1,13 +1,23 @@
 #include "hier/topology.h"
 
 #include <cstdlib>
+#include <utility>
 
+#include "core/config.h"
 #include "mpi/mpi_thread.h"
 
 namespace infiniccl {
 
 namespace {
 std::atomic<uint64_t> g_counts[3];
+
+// 65536 -> "64K", 16777216 -> "16M", 1000 -> "1000" (INFINICCL_* spelling).
+std::string SizeText(size_t n) {
+  for (const auto &[shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}}) {
+    if (n != 0 && n % (size_t{1} << shift) == 0) return std::to_string(n >> shift) + suffix;
+  }
+  return std::to_string(n);
+}
 }  // namespace
 
 HierStats GetHierStats() {
@@ -126,10 +136,55 @@ std::vector<std::string> Topology::Describe() const {
                   " through the leaders" +
                   (consecutive_groups ? "" : " (AllGather, ReduceScatter flat: groups hold "
                                              "ranks that are not consecutive)"));
+    // Which calls take the forms: from what size (each rank's buffer).
+    std::string from = "two-level from (INFINICCL_HIERARCHY_MIN_BYTES=" +
+                       std::string(GlobalConfig().hierarchy_min_bytes == kHierMinBytesAuto
+                                       ? "auto"
+                                       : SizeText(GlobalConfig().hierarchy_min_bytes)) +
+                       "):";
+    for (CollKind k : {CollKind::kAllReduce, CollKind::kBroadcast, CollKind::kReduce,
+                       CollKind::kAllGather, CollKind::kReduceScatter}) {
+      const size_t min = HierMinBytes(k, *this, GlobalConfig().hierarchy_min_bytes);
+      from += std::string(k == CollKind::kAllReduce ? " " : ", ") + CollKindName(k) + " " +
+              (min != SIZE_MAX ? SizeText(min)
+               : k == CollKind::kAllReduce && FlatAllReduceIsTwoLevel(*this)
+                   ? "never (MPI's own AllReduce crosses groups no more here)"
+                   : "never");
+    }
+    out.push_back(from);
   } else {
     out.push_back("flat (no hierarchy): " + why);
   }
   return out;
+}
+
+namespace {
+
+bool HasHierForm(CollKind kind, const Topology &t) {
+  switch (kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kBroadcast:
+    case CollKind::kReduce: return true;
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter: return t.consecutive_groups;
+    default: return false;
+  }
+}
+
+bool PowerOfTwo(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+}  // namespace
+
+bool FlatAllReduceIsTwoLevel(const Topology &t) {
+  return t.equal_groups && t.consecutive_groups && !t.groups.empty() &&
+         PowerOfTwo(t.GroupSize(0)) && PowerOfTwo(t.groups.size());
+}
+
+size_t HierMinBytes(CollKind kind, const Topology &t, size_t configured) {
+  if (!HasHierForm(kind, t)) return SIZE_MAX;
+  if (configured != kHierMinBytesAuto) return configured;
+  if (kind != CollKind::kAllReduce) return size_t{64} << 10;
+  return FlatAllReduceIsTwoLevel(t) ? SIZE_MAX : size_t{16} << 20;
 }
 
 }  // namespace infiniccl

@@ -10,11 +10,14 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/coll_args.h"
 #include "device/device_runtime.h"
 
 namespace infiniccl {
@@ -115,6 +118,34 @@ struct Topology {
   void *scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
 };
+
+// INFINICCL_HIERARCHY_MIN_BYTES=auto (the default): each form's own
+// threshold, HierMinBytes below.
+inline constexpr size_t kHierMinBytesAuto = SIZE_MAX;
+
+// From how many bytes (each rank's send buffer) a call of `kind` on `t`
+// takes its two-level form; SIZE_MAX: never (it has none: docs/CCL.md says
+// why, or its flat path is measured to be as good). `configured`: the value
+// of INFINICCL_HIERARCHY_MIN_BYTES, every form's threshold unless it is
+// kHierMinBytesAuto, which gives each form the threshold measured in
+// docs/PERFORMANCE.md §7:
+// - Broadcast, Reduce, AllGather, ReduceScatter: 64 KiB (over a slow link,
+//   1.1-6x faster than the flat path from there at 2 nodes x 2 ranks, 1.5-3.9x
+//   from 256 KiB at 2 x 3; below 64 KiB three steps' latency can lose);
+// - AllReduce: 16 MiB (0.75-0.92 below it at 2 x 3, 1.9-2.0x from it), and
+//   never when the flat AllReduce already sends the least across groups
+//   (FlatAllReduceIsTwoLevel).
+size_t HierMinBytes(CollKind kind, const Topology &t, size_t configured);
+
+// Open MPI's and MPICH's AllReduce of a large buffer over a power-of-two
+// number of ranks is recursive halving then doubling, nearest partners first
+// (Rabenseifner). When the groups hold consecutive ranks, all of one
+// power-of-two size k, and their number m is a power of two, its first
+// log2(k) steps stay inside the groups and the others cross with
+// 2(m-1)/(mk) of the buffer per rank: what the sharded two-level form sends.
+// Then the two-level form can only save staging copies, and measured 8%
+// slower at 2 x 2 (docs/PERFORMANCE.md §7).
+bool FlatAllReduceIsTwoLevel(const Topology &t);
 
 // Counters of the two-level forms that ran in this process (for tests).
 struct HierStats {

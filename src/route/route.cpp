@@ -75,8 +75,10 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
     facts.one_rank_reduction = comm.size() == 1 && IsReduction(a.kind);
   }
 
-  facts.hierarchical = comm.hierarchical() && HasHierForm(a.kind, *comm.topology()) && !grouped &&
-                       a.count * DataTypeSize(a.dtype) >= GlobalConfig().hierarchy_min_bytes;
+  facts.hierarchical =
+      comm.hierarchical() && !grouped &&
+      a.count * DataTypeSize(a.dtype) >=
+          HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
   Path path = Path::kHostMpi;
   INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
   // The MPI path for device buffers: direct when the MPI reads them.

@@ -19,7 +19,8 @@ struct RouteFacts {
   bool one_rank_reduction = false;  // AllReduce/Reduce/ReduceScatter on 1 rank
   // The communicator is hierarchical (groups with their own CCL, MPI between
   // them), the call has a two-level form, it is not a grouped Send/Recv,
-  // and it is at least INFINICCL_HIERARCHY_MIN_BYTES. The same on every rank
+  // and it is at least its form's threshold (HierMinBytes: from
+  // INFINICCL_HIERARCHY_MIN_BYTES and the topology). The same on every rank
   // whatever its buffers are, so host-only ranks take the path too.
   bool hierarchical = false;
 };

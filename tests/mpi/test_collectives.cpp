@@ -16,9 +16,16 @@
 // those ranks on host buffers without the emulated device (a mixed job);
 // --expect-hier=sharded|leader fails unless that two-level AllReduce form
 // (src/hier) ran on every rank; --expect-hier=none unless none ran.
+// --route-check=flat|sharded|leader runs, instead of the matrix, calls just
+// below and at the two-level thresholds that INFINICCL_HIERARCHY_MIN_BYTES=auto
+// gives (topology.h, HierMinBytes), on emulated device buffers with exact
+// results: Broadcast of 64 KiB - 4 and 64 KiB must be flat and two-level,
+// AllReduce of 16 MiB - 4 flat and AllReduce of 16 MiB the form named.
 #include <mpi.h>
 
+#include <array>
 #include <cinttypes>
+#include <cstring>
 #include <cstdlib>
 #include <set>
 #include <span>
@@ -399,6 +406,67 @@ void CheckCodecs() {
   CHECK(FloatToBFloat16(1.0f / 3) == 0x3eab);
 }
 
+#ifdef ITEST_DEVICE_MIRROR
+// --route-check (above): which path the default thresholds give, as a user
+// who sets none gets them. float32 sums of small integers: exact.
+void RouteCheck(const World &w, const std::string &allreduce_form) {
+  auto ran = [] {
+    const infiniccl::HierStats h = infiniccl::GetHierStats();
+    return std::array<uint64_t, 2>{h.sharded + h.leader + h.other, h.sharded};
+  };
+  struct Case {
+    bool reduce;
+    size_t bytes;
+    bool two_level;
+  };
+  const bool ar_two_level = allreduce_form != "flat";
+  const Case cases[] = {{false, (64u << 10) - 4, false}, {false, 64u << 10, true},
+                        {true, (16u << 20) - 4, false}, {true, 16u << 20, ar_two_level}};
+  const int root = w.n - 1;
+  for (const Case &c : cases) {
+    const size_t n = c.bytes / sizeof(float);
+    std::vector<float> host(n);
+    for (size_t i = 0; i < n; ++i)
+      host[i] = static_cast<float>((i % 7 + 1) * static_cast<size_t>(c.reduce || w.rank == root ? w.rank + 1 : 0));
+    std::vector<unsigned char> bytes(c.bytes);
+    std::memcpy(bytes.data(), host.data(), c.bytes);
+    DeviceBuffer send(c.bytes), recv(c.bytes);
+    send.Upload(bytes);
+    const auto before = ran();
+    if (c.reduce) {
+      CHECK_RC(infinicclAllReduce(send.ptr, recv.ptr, n, infinicclFloat32, infinicclSum, w.comm,
+                                  nullptr),
+               infinicclSuccess);
+    } else {
+      CHECK_RC(infinicclBroadcast(send.ptr, recv.ptr, n, infinicclFloat32, root, w.comm, nullptr),
+               infinicclSuccess);
+    }
+    const auto after = ran();
+    const std::vector<unsigned char> out = recv.Download();
+    std::memcpy(host.data(), out.data(), c.bytes);
+    const size_t factor = c.reduce ? static_cast<size_t>(w.n) * (w.n + 1) / 2 : root + 1;
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += host[i] != static_cast<float>((i % 7 + 1) * factor);
+    const char *name = c.reduce ? "AllReduce" : "Broadcast";
+    CHECK(wrong == 0, "--route-check: %s of %zu bytes: %zu elements wrong", name, c.bytes, wrong);
+    const bool two_level = after[0] > before[0];
+    CHECK(two_level == c.two_level, "--route-check: %s of %zu bytes took the %s path, expected %s",
+          name, c.bytes, two_level ? "two-level" : "flat", c.two_level ? "two-level" : "flat");
+    ++g_cases;
+    g_elements += static_cast<long>(n);
+    if (c.reduce && c.two_level && two_level) {
+      const bool sharded = after[1] > before[1];
+      CHECK(sharded == (allreduce_form == "sharded"),
+            "--route-check: AllReduce of %zu bytes took the %s form, expected %s", c.bytes,
+            sharded ? "sharded" : "leaders'", allreduce_form.c_str());
+    }
+    if (w.rank == 0)
+      std::printf("[rank 0] route-check %s %zu bytes: %s\n", name, c.bytes,
+                  two_level ? "two-level" : "flat");
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -418,7 +486,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.n);
   bool host_only = false;
-  std::string expect_hier;
+  std::string expect_hier, route_check;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--host-ranks=", 0) == 0) {
@@ -426,6 +494,8 @@ int main(int argc, char **argv) {
       host_only = list.find("," + std::to_string(w.rank) + ",") != std::string::npos;
     } else if (arg.rfind("--expect-hier=", 0) == 0) {
       expect_hier = arg.substr(14);
+    } else if (arg.rfind("--route-check=", 0) == 0) {
+      route_check = arg.substr(14);
     }
   }
   if (!host_only) MirrorEnable();
@@ -447,7 +517,6 @@ int main(int argc, char **argv) {
   CHECK_RC(infinicclCommUserRank(w.comm, &v), infinicclSuccess);
   CHECK(v == w.rank, "CommUserRank %d, MPI says %d", v, w.rank);
   CheckCodecs();
-
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -456,7 +525,7 @@ int main(int argc, char **argv) {
     else if (arg.rfind("--large-count=", 0) == 0)
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
     else if (arg.rfind("--mpi-thread=", 0) == 0 || arg.rfind("--host-ranks=", 0) == 0 ||
-             arg.rfind("--expect-hier=", 0) == 0)
+             arg.rfind("--expect-hier=", 0) == 0 || arg.rfind("--route-check=", 0) == 0)
       continue;
     else if (arg.rfind("--dtypes=", 0) == 0) {
       std::string list = arg.substr(9);
@@ -475,6 +544,17 @@ int main(int argc, char **argv) {
     } else
       only.insert(arg);
   }
+  if (!route_check.empty()) {
+#ifdef ITEST_DEVICE_MIRROR
+    CHECK(route_check == "flat" || route_check == "sharded" || route_check == "leader",
+          "--route-check=%s: flat, sharded or leader", route_check.c_str());
+    RouteCheck(w, route_check);
+#else
+    CHECK(false, "--route-check needs the device-buffer build (test_collectives_sim)");
+#endif
+    only = {"(no matrix)"};
+  }
+
   uint64_t seed = 0;
   for (Coll coll : kAllColls) {
     if (!only.empty() && only.count(CollName(coll)) == 0) continue;

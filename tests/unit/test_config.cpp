@@ -363,7 +363,7 @@ TEST(ConfigTable, EachDefaultAsShown) {
       {"INFINICCL_SIM_DEVICE_COUNT", {"8", "8"}},
       {"INFINICCL_SIM_PINNED", {"1", "1"}},
       {"INFINICCL_HIERARCHY", {"auto", "auto"}},
-      {"INFINICCL_HIERARCHY_MIN_BYTES", {"16M", "16777216"}},
+      {"INFINICCL_HIERARCHY_MIN_BYTES", {"auto", "auto"}},
       {"INFINICCL_SIM_CCL", {"0", "0"}},
       {"INFINICCL_SIM_LINK_GBPS", {"0", "0"}},
       {"INFINICCL_SIM_CCL_FAIL", {"0", "0"}},

@@ -216,7 +216,7 @@ Status MpiBackend::Reduce(const CollArgs &a) {
 }
 
 Status MpiBackend::AllGather(const CollArgs &a) {
-  if (UseAllGatherRing(size_, HostPiecesFor(a, static_cast<size_t>(size_)).cut())) {
+  if (UseAllGatherRing(size_) && HostPiecesFor(a, static_cast<size_t>(size_)).cut()) {
     return AllGatherRing(a, MpiTypeTable::Type(a.dtype), comm_, rank_, size_);
   }
   return MpiCheck(mpi::Allgather(SendOrInPlace(a), a.recvbuff, a.count,

@@ -69,12 +69,11 @@ Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Co
   return Status::Ok();
 }
 
-bool UseAllGatherRing(int nranks, bool cut) {
+bool UseAllGatherRing(int nranks) {
 #ifdef OPEN_MPI
-  return nranks >= 3 && cut;
+  return nranks >= 3;
 #else
   (void)nranks;
-  (void)cut;
   return false;
 #endif
 }

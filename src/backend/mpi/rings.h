@@ -51,10 +51,10 @@ Status ReduceScatterRing(const CollArgs &a, MPI_Datatype type, MPI_Op op, MPI_Co
 // allocates nothing: at 3 ranks 0.08-0.12 of MPI_Allgather's time at 64 and
 // 256 MiB, at 4 ranks (no faults there) still 0.73-0.76 (docs/PERFORMANCE.md
 // section 1). Taken on Open MPI builds, 3 ranks or more (at 2 the ring is
-// the one exchange MPI makes), host buffers whose recvbuff (count * elem *
-// nranks) is larger than the host piece threshold: when `cut`
-// (HostPiecesFor(a, nranks).cut()) says so.
-bool UseAllGatherRing(int nranks, bool cut);
+// the one exchange MPI makes), for host buffers whose recvbuff (count *
+// elem * nranks) is larger than the host piece threshold (the caller asks
+// HostPiecesFor(a, nranks).cut() once this says yes).
+bool UseAllGatherRing(int nranks);
 
 // AllGather for args `a` (host buffers; NCCL's in-place layout allowed): in
 // step s (0 .. n-2) rank r sends block r-s to r+1 and receives block r-s-1
