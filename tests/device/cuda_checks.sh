@@ -14,7 +14,8 @@
 # ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; and the
 # benchmark tables of docs/PERFORMANCE.md §5 (ranks share the GPU, so staged
 # MPI): copy costs, AllReduce next to host MPI and the bare copies, the chunk
-# sweep, Broadcast/AllGather/AllToAll, and the per-call breakdown (TRACE).
+# sweep, Broadcast/AllGather/AllToAll (default and 4 MiB chunks), and the
+# per-call breakdown (TRACE).
 # Every step runs even when an earlier one failed; each step's output goes
 # to <out>/<step>.log (at most 8 files come back from the device tool, so
 # steps share logs by prefix) and its exit code to <out>/summary.txt.
@@ -124,6 +125,12 @@ done
 step bench.coll 40 "${mpi[@]}" -np 4 "${bench[@]}" \
   --modes host_broadcast,infiniccl_broadcast,host_allgather,infiniccl_allgather,host_alltoall,infiniccl_alltoall \
   -b 1M -e 64M -f 4 --warmup 3 --iters 10 --validate
+# The same with 4 MiB chunks: on a GPU that four processes time-slice, fewer,
+# larger copies may pay for the collectives that move no reduction (the
+# 1 MiB default came from the AllReduce sweep only).
+step bench.collchunk 25 env INFINICCL_PIPELINE_CHUNK_BYTES=4M "${mpi[@]}" -np 4 "${bench[@]}" \
+  --modes host_broadcast,infiniccl_broadcast,host_allgather,infiniccl_allgather,host_alltoall,infiniccl_alltoall \
+  -b 4M -e 64M -f 4 --warmup 2 --iters 5 --validate
 # Where a staged call's time goes: one TRACE line per call, averaged.
 breakdown() {
   local bytes

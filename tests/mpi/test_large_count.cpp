@@ -163,6 +163,29 @@ void ScatterOutOfPlace(infinicclComm_t comm) {
   Report("Scatter out of place, INT_MAX/2+1000 UInt8/rank", t0);
 }
 
+// Each rank sends INT_MAX/2+1000 bytes to root 0: the root's recvbuff is
+// above INT_MAX (MPICH 4.0.2's MPI_Scatter crashes at that size, pmodels/
+// mpich#6332; Gather is its mirror).
+void GatherOutOfPlace(infinicclComm_t comm) {
+  double t0 = Now();
+  const int root = 0;
+  const size_t total = g_n * kHalf;
+  Buffer send = Alloc(kHalf);
+  Fill(send.get(), kHalf, 6, g_rank);
+  Buffer recv = g_rank == root ? Alloc(total) : nullptr;
+  if (recv) std::memset(recv.get(), 0xff, total);
+  CHECK_RC(Timed([&] {
+             return infinicclGather(send.get(), recv.get(), kHalf, infinicclUInt8, root, comm,
+                                    nullptr);
+           }),
+           infinicclSuccess);
+  if (recv) {
+    CheckSampled("Gather UInt8", recv.get(), total,
+                 [](size_t i) { return Pattern(6, int(i / kHalf), i % kHalf); });
+  }
+  Report("Gather out of place, INT_MAX/2+1000 UInt8/rank", t0);
+}
+
 // Rank 0 sends to rank 1; the other ranks sit this one out.
 void SendRecv(infinicclComm_t comm) {
   double t0 = Now();
@@ -199,6 +222,8 @@ int main(int argc, char **argv) {
   AllGatherInPlace(comm);
   MPI_Barrier(MPI_COMM_WORLD);
   ScatterOutOfPlace(comm);
+  MPI_Barrier(MPI_COMM_WORLD);
+  GatherOutOfPlace(comm);
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_n >= 2) SendRecv(comm);
   MPI_Barrier(MPI_COMM_WORLD);
