@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <type_traits>
 
 extern char **environ;  // POSIX; declared by <unistd.h> only under _GNU_SOURCE
@@ -471,6 +472,15 @@ bool ParseBytes(const char *text, size_t *out) {
   if (shift != 0 && n > (~0ull >> shift)) return false;
   *out = static_cast<size_t>(n << shift);
   return true;
+}
+
+std::string BytesText(size_t bytes) {
+  for (const auto &[shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}}) {
+    if (bytes != 0 && bytes % (size_t{1} << shift) == 0) {
+      return std::to_string(bytes >> shift) + suffix;
+    }
+  }
+  return std::to_string(bytes);
 }
 
 std::string LogSubsysNames(unsigned mask) {

@@ -146,5 +146,8 @@ const char *BackendChoiceName(BackendChoice choice);
 // 1024); false if malformed or too large. The one size parser of the
 // library and its tools (infiniccl-bench's -b/-e/--elements use it too).
 bool ParseBytes(const char *text, size_t *out);
+// Its inverse, in the shortest spelling it reads: 65536 -> "64K",
+// 16777216 -> "16M", 1000 -> "1000".
+std::string BytesText(size_t bytes);
 
 }  // namespace infiniccl

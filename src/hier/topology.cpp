@@ -1,7 +1,6 @@
 #include "hier/topology.h"
 
 #include <cstdlib>
-#include <utility>
 
 #include "core/config.h"
 #include "mpi/mpi_thread.h"
@@ -10,14 +9,6 @@ namespace infiniccl {
 
 namespace {
 std::atomic<uint64_t> g_counts[3];
-
-// 65536 -> "64K", 16777216 -> "16M", 1000 -> "1000" (INFINICCL_* spelling).
-std::string SizeText(size_t n) {
-  for (const auto &[shift, suffix] : {std::pair{30, "G"}, {20, "M"}, {10, "K"}}) {
-    if (n != 0 && n % (size_t{1} << shift) == 0) return std::to_string(n >> shift) + suffix;
-  }
-  return std::to_string(n);
-}
 }  // namespace
 
 HierStats GetHierStats() {
@@ -137,16 +128,15 @@ std::vector<std::string> Topology::Describe() const {
                   (consecutive_groups ? "" : " (AllGather, ReduceScatter flat: groups hold "
                                              "ranks that are not consecutive)"));
     // Which calls take the forms: from what size (each rank's buffer).
+    const size_t configured = GlobalConfig().hierarchy_min_bytes;
     std::string from = "two-level from (INFINICCL_HIERARCHY_MIN_BYTES=" +
-                       std::string(GlobalConfig().hierarchy_min_bytes == kHierMinBytesAuto
-                                       ? "auto"
-                                       : SizeText(GlobalConfig().hierarchy_min_bytes)) +
+                       (configured == kHierMinBytesAuto ? "auto" : BytesText(configured)) +
                        "):";
     for (CollKind k : {CollKind::kAllReduce, CollKind::kBroadcast, CollKind::kReduce,
                        CollKind::kAllGather, CollKind::kReduceScatter}) {
-      const size_t min = HierMinBytes(k, *this, GlobalConfig().hierarchy_min_bytes);
+      const size_t min = HierMinBytes(k, *this, configured);
       from += std::string(k == CollKind::kAllReduce ? " " : ", ") + CollKindName(k) + " " +
-              (min != SIZE_MAX ? SizeText(min)
+              (min != SIZE_MAX ? BytesText(min)
                : k == CollKind::kAllReduce && FlatAllReduceIsTwoLevel(*this)
                    ? "never (MPI's own AllReduce crosses groups no more here)"
                    : "never");

@@ -130,8 +130,8 @@ inline constexpr size_t kHierMinBytesAuto = SIZE_MAX;
 // kHierMinBytesAuto, which gives each form the threshold measured in
 // docs/PERFORMANCE.md §7:
 // - Broadcast, Reduce, AllGather, ReduceScatter: 64 KiB (over a slow link,
-//   1.1-6x faster than the flat path from there at 2 nodes x 2 ranks, 1.5-3.9x
-//   from 256 KiB at 2 x 3; below 64 KiB three steps' latency can lose);
+//   1.03-5.75x faster than the flat path from there at 2 nodes x 2 ranks, up
+//   to 6.5x at 2 x 3; below 64 KiB three steps' latency can lose);
 // - AllReduce: 16 MiB (0.75-0.92 below it at 2 x 3, 1.9-2.0x from it), and
 //   never when the flat AllReduce already sends the least across groups
 //   (FlatAllReduceIsTwoLevel).
@@ -143,8 +143,8 @@ size_t HierMinBytes(CollKind kind, const Topology &t, size_t configured);
 // power-of-two size k, and their number m is a power of two, its first
 // log2(k) steps stay inside the groups and the others cross with
 // 2(m-1)/(mk) of the buffer per rank: what the sharded two-level form sends.
-// Then the two-level form can only save staging copies, and measured 8%
-// slower at 2 x 2 (docs/PERFORMANCE.md §7).
+// Then the two-level form can only save staging copies, and measured
+// 0.92-1.01x of the flat path at 2 x 2 (docs/PERFORMANCE.md §7).
 bool FlatAllReduceIsTwoLevel(const Topology &t);
 
 // Counters of the two-level forms that ran in this process (for tests).

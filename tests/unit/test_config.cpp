@@ -275,6 +275,13 @@ TEST(Config, ParseBytes) {
   }
   for (const char *bad : {"", "K", "-1", "1X", "1 K", "99999999999999999999", "17179869184G"})
     EXPECT_FALSE(infiniccl::ParseBytes(bad, &b)) << bad;
+  // BytesText is its inverse, in the shortest spelling.
+  for (const auto &[bytes, text] : std::map<size_t, std::string>{
+           {0, "0"}, {1000, "1000"}, {65536, "64K"}, {16u << 20, "16M"}, {size_t{3} << 30, "3G"},
+           {(size_t{1} << 20) + 1024, "1025K"}}) {
+    EXPECT_EQ(infiniccl::BytesText(bytes), text);
+    EXPECT_TRUE(infiniccl::ParseBytes(text.c_str(), &b) && b == bytes) << text;
+  }
 }
 
 TEST(Config, WatchdogTimeout) {
