@@ -15,6 +15,7 @@ LAYERS = [
     ["backend"],
     ["staging"],
     ["hier"],
+    ["progress"],
     ["comm"],
     ["route"],
     ["api"],

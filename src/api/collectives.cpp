@@ -63,15 +63,21 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
                     "(INFINICCL_CHECK found: " +
                         c.diverged_why() + "); destroy it and create a new one");
     }
+    // Queued work that failed: every later call returns its error (the
+    // ranks no longer agree on what MPI calls come next).
+    INFINICCL_RETURN_IF_ERROR(c.QueuedError());
     const uint64_t seq = p2p ? 0 : c.NextSeq();
     Status valid = ValidateCollective(c.rank(), c.size(), group.active(), &args);
     // Published to the watchdog from here on, the check's own exchange
     // included; counted even for count 0.
     CallInFlight in_flight(c, args, seq);
+    bool queued = false;
     const Status result = [&]() -> Status {
       // Before the count-0 return: a rank passing 0 where the others pass
       // 1024 is exactly what the check is for.
       if (!p2p && c.check() && c.has_mpi()) {
+        // The exchange runs on this thread: after the queued work.
+        INFINICCL_RETURN_IF_ERROR(c.DrainQueued());
         Status agreed = CrossCheck(c, args, seq, valid.ok());
         INFINICCL_RETURN_IF_ERROR(valid);  // this rank's own reason comes first
         INFINICCL_RETURN_IF_ERROR(agreed);
@@ -79,11 +85,12 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
       INFINICCL_RETURN_IF_ERROR(valid);
       if (args.count == 0) return Status::Ok();
       if (group.active()) group.AddPendingComm(ctx.comm);
-      return RouteCollective(c, args);
+      return RouteCollective(c, args, &queued);
     }();
     // On the node's board: a rank that returned (say, its arguments were
-    // refused) is not one stuck inside the call its peers wait in.
-    c.NoteReturned(seq, static_cast<int>(result.code()));
+    // refused) is not one stuck inside the call its peers wait in. A queued
+    // call is noted by the engine when it completes.
+    if (!queued) c.NoteReturned(seq, static_cast<int>(result.code()));
     return result;
   });
   // As NCCL: a call that fails inside a group also fails the group's End

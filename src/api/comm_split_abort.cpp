@@ -66,8 +66,10 @@ infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
     }
     *asyncError = infinicclSuccess;
     // No Enter(): meant to be called while another thread uses the comm.
+    // Queued work through MPI first (the progress engine), then the CCL's.
     const Backend *ccl = ctx.comm->ccl_backend();
-    const Status async = ccl != nullptr ? ccl->AsyncError() : Status::Ok();
+    Status async = ctx.comm->QueuedError();
+    if (async.ok() && ccl != nullptr) async = ccl->AsyncError();
     if (!async.ok()) {
       *asyncError = async.code();
       ctx.comm->SetLastError(async.message());
@@ -83,9 +85,16 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &c));
     c.reset();
     INFINICCL_RETURN_IF_ERROR(Runtime::Abort(comm, &c));
+    // Queued work that has not started is dropped and its streams released;
+    // an operation the engine is running counts as a call in flight.
+    ProgressEngine *engine = c->engine_if_started();
+    if (engine != nullptr) engine->Cancel();
     // Send/Recv posted in a group that has not ended are calls in flight as
     // well: their MPI requests cannot be withdrawn either.
-    auto busy = [&] { return c->calls_in_flight() + c->group_users(); };
+    auto busy = [&] {
+      return c->calls_in_flight() + c->group_users() +
+             (engine != nullptr && engine->Busy() ? 1 : 0);
+    };
     const auto deadline = std::chrono::steady_clock::now() + kAbortGrace;
     while (busy() > 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

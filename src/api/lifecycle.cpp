@@ -150,6 +150,9 @@ infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
                         "(last entered: %s); destroy it once they have returned",
                         busy, c->last_call());
     }
+    // Queued work finishes first, as ncclCommDestroy's does; its failure was
+    // the communicator's asynchronous error and does not stop the destroy.
+    c->DrainQueued();
     // INFINICCL_CHECK: the ranks compare this CommDestroy with what their
     // peers are doing, which is where a skipped collective shows at the latest.
     Status checked = Status::Ok();

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -450,7 +451,30 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
         why.c_str());
   }
   Watchdog::Watch(&c);
+  c.async_ = AsyncAllowed(&why);
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    INFINICCL_INFO("device buffers through MPI: %s%s",
+                   c.async_ ? "queued to each communicator's progress engine, the call "
+                              "returns at once (INFINICCL_ASYNC)"
+                            : "synchronous, ",
+                   why.c_str());
+  });
   return Status::Ok();
+}
+
+bool AsyncAllowed(std::string *why) {
+  why->clear();
+  if (GlobalConfig().async == Tristate::kOff) {
+    *why = "INFINICCL_ASYNC=0";
+    return false;
+  }
+  if (mpi::Serialized()) {
+    *why = "MPI was started below MPI_THREAD_MULTIPLE, which the progress engine's "
+           "thread needs beside the application's";
+    return false;
+  }
+  return true;
 }
 
 // INFINICCL_CHECK set on some ranks only would leave the checking ranks

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <string>
 
 #include "comm/communicator.h"
 #include "core/status.h"
@@ -25,6 +26,11 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
 
 // infinicclGetUniqueId: the first usable CCL's id (ncclGetUniqueId).
 Status NewUniqueId(infinicclUniqueId *id);
+
+// Whether communicators made now queue device work that goes through MPI to
+// their progress engine (INFINICCL_ASYNC not 0, MPI at MPI_THREAD_MULTIPLE);
+// when not, `why` says why. Said once at INFO by the first communicator.
+bool AsyncAllowed(std::string *why);
 
 // infinicclCommInitRank: no MPI, only the CCL of the first active device
 // kind, on the calling thread's current device (as ncclCommInitRank).

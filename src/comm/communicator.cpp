@@ -1,5 +1,6 @@
 #include "comm/communicator.h"
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -10,7 +11,12 @@
 namespace infiniccl {
 
 Communicator::~Communicator() {
+  // Queued work first (as ncclCommDestroy): it uses everything below, and
+  // the watchdog still watches it meanwhile.
+  if (engine_owner_) engine_owner_->Drain();
   Watchdog::Unwatch(this);
+  engine_.store(nullptr);
+  engine_owner_.reset();
   ccl_backend_.reset();  // first: destroying it waits for its queued work
   StagingPool::Global().ReleaseOwner(this);
   int finalized = 1;
@@ -70,24 +76,21 @@ const char *Communicator::LastError() const {
 }
 
 void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
-  // Raw bits: the call is published before validation, so a C caller's
-  // out-of-range dtype/op may be here, which the enum type cannot hold.
-  int dtype, op;
-  std::memcpy(&dtype, &a.dtype, sizeof dtype);
-  std::memcpy(&op, &a.op, sizeof op);
-  // Seqlock writer: idle (token 0) before the description changes, then
-  // the new token once it is complete.
-  inflight_.token.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  inflight_.seq.store(call_seq, std::memory_order_relaxed);
-  inflight_.count.store(a.count, std::memory_order_relaxed);
-  inflight_.kind.store(static_cast<int>(a.kind), std::memory_order_relaxed);
-  inflight_.dtype.store(dtype, std::memory_order_relaxed);
-  inflight_.op.store(op, std::memory_order_relaxed);
-  inflight_.root.store(a.root, std::memory_order_relaxed);
-  inflight_.path.store(static_cast<int>(Path::kNone), std::memory_order_relaxed);
-  inflight_.token.store(++calls_, std::memory_order_release);
+  inflight_.Publish(a, call_seq, ++calls_);
   if (board_ && call_seq != 0) board_->Enter(call_seq, static_cast<int>(a.kind));
+}
+
+ProgressEngine &Communicator::engine() {
+  if (ProgressEngine *e = engine_.load(std::memory_order_acquire)) return *e;
+  std::lock_guard<std::mutex> lock(engine_mutex_);
+  if (!engine_owner_) {
+    char name[96];
+    std::snprintf(name, sizeof name, "comm %#llx (rank %d of %d)",
+                  static_cast<unsigned long long>(handle_), rank_, size_);
+    engine_owner_ = std::make_unique<ProgressEngine>(name);
+    engine_.store(engine_owner_.get(), std::memory_order_release);
+  }
+  return *engine_owner_;
 }
 
 bool Communicator::FirstUse(int bit) {

@@ -17,11 +17,12 @@
 #include "backend/backend.h"
 #include "comm/binding.h"
 #include "core/coll_args.h"
-#include "comm/inflight.h"
 #include "comm/seq_board.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
 #include "hier/topology.h"
+#include "progress/engine.h"
+#include "progress/inflight.h"
 
 namespace infiniccl {
 
@@ -100,7 +101,7 @@ class Communicator {
   // for Send/Recv) and records this rank's arrival on the node's SeqBoard;
   // End marks the communicator idle. A few relaxed stores, no allocation.
   void BeginCall(const CollArgs &a, uint64_t call_seq);
-  void EndCall() { inflight_.token.store(0, std::memory_order_release); }
+  void EndCall() { inflight_.End(); }
   // Collective `call_seq` returned `result` on this rank (on the board, so
   // the watchdog can tell a rank that returned early from one inside).
   void NoteReturned(uint64_t call_seq, int result) {
@@ -112,6 +113,27 @@ class Communicator {
     if (board_) board_->Leave(why);
   }
   InFlight &inflight() { return inflight_; }
+
+  // The progress engine (progress/engine.h): whether calls on device buffers
+  // of `device` that go through MPI are queued to it (INFINICCL_ASYNC, MPI
+  // at MPI_THREAD_MULTIPLE, the runtime has gates; decided at creation),
+  // and the engine itself, started by the first such call.
+  bool QueuesFor(DeviceRuntime &device) { return async_ && device.GateMechanism() != nullptr; }
+  ProgressEngine &engine();
+  // Null until the first queued call.
+  ProgressEngine *engine_if_started() { return engine_.load(std::memory_order_acquire); }
+  // Waits for the queued work (a call that runs on this thread next must
+  // reach MPI after it); the engine's error, or Ok.
+  Status DrainQueued() {
+    ProgressEngine *e = engine_if_started();
+    return e == nullptr ? Status::Ok() : e->Drain();
+  }
+  // The error of queued work that failed (sticky), or Ok: one atomic load
+  // while nothing failed.
+  Status QueuedError() {
+    ProgressEngine *e = engine_if_started();
+    return e == nullptr || !e->failed() ? Status::Ok() : e->Error();
+  }
   const SeqBoard *board() const { return board_.get(); }
 
   // INFINICCL_CHECK for this communicator: agreed by its ranks when it was
@@ -165,6 +187,10 @@ class Communicator {
   std::string diverged_why_;  // under error_mutex_
   uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
   InFlight inflight_;
+  bool async_ = false;
+  std::mutex engine_mutex_;
+  std::unique_ptr<ProgressEngine> engine_owner_;  // destroyed (drained) first, see ~
+  std::atomic<ProgressEngine *> engine_{nullptr};
   std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable
   uintptr_t handle_ = 0;
 };

@@ -27,10 +27,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Two records per communicator: the calling thread's call, and the
+// operation its progress engine runs (queued by a call that returned).
+constexpr int kRecords = 2;
+
 struct Watched {
   Communicator *comm;
-  uint64_t token = 0;  // the call seen in flight at the last poll
-  Clock::time_point first_seen;
+  uint64_t token[kRecords] = {0, 0};  // the call seen in flight at the last poll
+  Clock::time_point first_seen[kRecords];
 };
 
 struct State {
@@ -158,8 +162,8 @@ int ParentOf(int pid) {
 constexpr int kLastResortSec = 10;
 constexpr int kFollowerExitSec = 15;
 
-[[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, double seconds,
-                       int timeout, std::chrono::milliseconds grace) {
+[[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, bool queued,
+                       double seconds, int timeout, std::chrono::milliseconds grace) {
   const bool p2p = s.kind == CollKind::kSend || s.kind == CollKind::kRecv;
   char where[32] = "";
   if (p2p) {
@@ -181,8 +185,15 @@ constexpr int kFollowerExitSec = 15;
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, PathName(s.path));
   // A two-level call: which level this rank waits in (hier/topology.h).
   std::string level;
+  if (queued) {
+    ProgressEngine *e = c.engine_if_started();
+    level = "; queued (the call returned at once; the progress engine runs it";
+    level += e != nullptr && e->waiting_for_stream()
+                 ? ", and still waits for the work queued before it on the caller's stream)"
+                 : ")";
+  }
   if (s.path == Path::kHier && c.topology() != nullptr) {
-    level = "; waiting " + c.topology()->DescribeStep(c.topology()->step.load());
+    level += "; waiting " + c.topology()->DescribeStep(c.topology()->step.load());
   }
   const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
                               : Stragglers(c, s.seq, static_cast<int>(s.kind));
@@ -233,19 +244,24 @@ void Loop(int timeout) {
     if (s.stop) break;
     const Clock::time_point now = Clock::now();
     for (Watched &w : s.comms) {
-      InFlight::Snapshot snap;
-      if (!w.comm->inflight().Read(&snap)) {
-        w.token = 0;
-        continue;
+      ProgressEngine *engine = w.comm->engine_if_started();
+      const InFlight *records[kRecords] = {&w.comm->inflight(),
+                                           engine != nullptr ? &engine->inflight() : nullptr};
+      for (int i = 0; i < kRecords; ++i) {
+        InFlight::Snapshot snap;
+        if (records[i] == nullptr || !records[i]->Read(&snap)) {
+          w.token[i] = 0;
+          continue;
+        }
+        if (snap.token != w.token[i]) {
+          w.token[i] = snap.token;
+          w.first_seen[i] = now;
+          continue;
+        }
+        // Seen since first_seen, so in flight for at least that long.
+        const double waited = std::chrono::duration<double>(now - w.first_seen[i]).count();
+        if (waited >= timeout) Fire(*w.comm, snap, i == 1, waited, timeout, 2 * period);
       }
-      if (snap.token != w.token) {
-        w.token = snap.token;
-        w.first_seen = now;
-        continue;
-      }
-      // Seen since first_seen, so in flight for at least that long.
-      const double waited = std::chrono::duration<double>(now - w.first_seen).count();
-      if (waited >= timeout) Fire(*w.comm, snap, waited, timeout, 2 * period);
     }
   }
 }
@@ -257,7 +273,7 @@ void Watchdog::Watch(Communicator *comm) {
   if (timeout <= 0) return;
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.comms.push_back(Watched{comm, 0, Clock::now()});
+  s.comms.push_back(Watched{comm, {0, 0}, {Clock::now(), Clock::now()}});
   if (!s.thread.joinable()) {
     s.stop = false;
     s.thread = std::thread(Loop, timeout);

@@ -36,6 +36,7 @@ constexpr Word kSubsystems[] = {
     {"DEVICE", kSubsysDevice},   {"WATCHDOG", kSubsysWatchdog}, {"ALL", kSubsysAll}};
 constexpr Word kBackends[] = {{"auto", 0}, {"mpi", 1}, {"ccl", 2}};
 constexpr Word kDevices[] = {{"auto", 0}, {"sim", 1}, {"cpu", 2}};
+constexpr Word kDeviceWaits[] = {{"auto", 0}, {"host_func", 1}};
 constexpr Word kAutoIsZero[] = {{"auto", 0}};
 constexpr Word kAutoIsMax[] = {{"auto", -1}};  // SIZE_MAX in a size_t
 constexpr double kNoLimit = std::numeric_limits<double>::infinity();
@@ -324,6 +325,20 @@ const std::vector<Config::Entry> &Config::Table() {
        "disables the watchdog. 30 minutes so that a rank legitimately late "
        "(checkpoint, data loading, first-step compilation) is never killed; see "
        "docs/RELIABILITY.md."},
+      {"INFINICCL_ASYNC", "auto", &Config::async, {}, kTristate,
+       "Calls on device buffers that go through MPI (staged, direct, two-level): `auto` "
+       "and `1` queue them to the communicator's progress engine and return at once, "
+       "ordered on the caller's stream as NCCL's calls are (docs/ARCHITECTURE.md); the "
+       "buffers must stay valid and unmodified until the stream has passed the call. "
+       "They stay synchronous where the engine cannot run: MPI below "
+       "`MPI_THREAD_MULTIPLE`, or a device runtime without device-side waits "
+       "(`infiniccl-info` and one INFO line say why). `0`: every call returns with its "
+       "result, as before the engine (for comparison and debugging)."},
+      {"INFINICCL_DEVICE_WAIT", "auto", &Config::device_wait_host_func, {}, kDeviceWaits,
+       "How a CUDA stream waits for the progress engine: `auto` by stream memory "
+       "operations (`cuStreamWaitValue32`) where the driver allows them, else a host "
+       "function (`cudaLaunchHostFunc`); `host_func` forces the latter (for testing it). "
+       "Other runtimes: see `infiniccl-info`."},
       {"INFINICCL_SIM_COPY_LATENCY_US", "0", &Config::sim_copy_latency_us,
        {0, 1e6, "microseconds"}, {},
        "Emulated device only: fixed cost of each host<->device copy in microseconds, "

@@ -62,6 +62,8 @@ struct Config {
   Tristate mpi_device_direct;   // INFINICCL_MPI_DEVICE_DIRECT
   BackendChoice backend;        // INFINICCL_BACKEND
   int timeout_sec;              // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
+  Tristate async;               // INFINICCL_ASYNC
+  bool device_wait_host_func;   // INFINICCL_DEVICE_WAIT=host_func
   double sim_copy_latency_us;   // INFINICCL_SIM_COPY_LATENCY_US
   double sim_copy_gbps;         // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
   int sim_device_count;         // INFINICCL_SIM_DEVICE_COUNT

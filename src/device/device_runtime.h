@@ -81,6 +81,36 @@ class DeviceRuntime {
   virtual Status EventSynchronize(void *event) = 0;
   // Work queued on `stream` after this waits for `event`.
   virtual Status StreamWaitEvent(void *stream, void *event) = 0;
+
+  // A stream for the library's own copies that never waits for the legacy
+  // default stream (CUDA's cudaStreamNonBlocking): the progress engine's
+  // copies must run while a user's stream 0 is held by a gate.
+  virtual Status StreamCreateNonBlocking(void **stream) { return StreamCreate(stream); }
+
+  // Gates: device-side waits that the host releases (the progress engine,
+  // docs/ARCHITECTURE.md). A gate is a 32-bit counter in host memory the
+  // device can watch. GateWait queues on `stream` a wait until the counter
+  // has reached `target` (wrap-around safe: (int32_t)(value - target) >= 0);
+  // work queued on the stream after it runs only then. GateOpen stores
+  // `value` from the host (never fails, never blocks). GateMechanism names
+  // how the device waits ("cuStreamWaitValue32", "cudaLaunchHostFunc",
+  // "emulated stream wait"), or is nullptr when the runtime has no gates:
+  // calls on its memory then stay synchronous.
+  virtual const char *GateMechanism() { return nullptr; }
+  virtual Status GateCreate(void **gate) {
+    *gate = nullptr;
+    return Status(infinicclNotSupported, "this device runtime has no device-side waits");
+  }
+  virtual Status GateDestroy(void * /*gate*/) { return Status::Ok(); }
+  virtual Status GateWait(void * /*stream*/, void * /*gate*/, uint32_t /*target*/) {
+    return Status(infinicclNotSupported, "this device runtime has no device-side waits");
+  }
+  virtual void GateOpen(void * /*gate*/, uint32_t /*value*/) {}
 };
+
+// True once a gate holding `value` satisfies a wait for `target`.
+inline bool GateReached(uint32_t value, uint32_t target) {
+  return static_cast<int32_t>(value - target) >= 0;
+}
 
 }  // namespace infiniccl

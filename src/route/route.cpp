@@ -35,7 +35,7 @@ void Announce(Communicator &comm, const CollArgs &a, Path path, const char *devi
 
 }  // namespace
 
-Status RouteCollective(Communicator &comm, const CollArgs &a) {
+Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   PointerInfo send, recv;
   if (a.send_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.sendbuff, &send));
   if (a.recv_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.recvbuff, &recv));
@@ -101,45 +101,79 @@ Status RouteCollective(Communicator &comm, const CollArgs &a) {
   // Ranks that differ in how device buffers reach MPI (a mixed job) all
   // stage, in one agreed chunk size, so that their MPI calls match.
   const Topology *topo = comm.topology();
-  if (topo != nullptr && topo->uniform_staging && !grouped &&
-      (path == Path::kHostMpi || path == Path::kStagedMpi || path == Path::kDirectMpi)) {
-    DeviceRuntime *runtime = device != nullptr ? device : DeviceRegistry::Get(DeviceKind::kCpu);
-    return RunStaged(comm.mpi_backend(), *runtime, a, BufferPlacement{send_dev, recv_dev},
-                     comm.size(), &comm, topo->across_chunk_bytes);
-  }
+  const bool uniform = topo != nullptr && topo->uniform_staging && !grouped &&
+                       (path == Path::kHostMpi || path == Path::kStagedMpi ||
+                        path == Path::kDirectMpi);
   if (grouped && path != Path::kCcl) {
+    // Posted from this thread: after the queued work.
+    INFINICCL_RETURN_IF_ERROR(comm.DrainQueued());
     return GroupP2p::OfCurrentGroup().Post(comm, a, path, device);
   }
-  switch (path) {
-    case Path::kHostMpi:
-      // Host buffers: straight to MPI, whatever devices exist.
-      return comm.mpi_backend().Run(a);
-    case Path::kCcl:
-      // Device buffers of a device with a CCL communicator: enqueued on the
-      // caller's stream, returns without waiting (as NCCL does); inside a
-      // group the CCL's own group (opened by Group::Start) defers it.
-      return ccl->Run(a);
-    case Path::kLocalCopy:
-      // Waited for unless the communicator has the device's CCL, whose
-      // calls return once queued (the MPI paths return with the result).
-      return RunLocalCopy(*device, a, BufferPlacement{send_dev, recv_dev},
-                          /*stream_ordered=*/comm.ccl_backend() != nullptr &&
-                              comm.binding().kind == kind && send_dev && recv_dev);
-    case Path::kDirectMpi:
-      // Device buffers and an MPI that reads them.
-      return RunDirect(comm.mpi_backend(), *device, a);
-    case Path::kHier:
-      // Two levels (hier/): the groups' CCLs inside, MPI across.
-      return RunHierarchical(*comm.topology(), facts.device_buffers ? device : nullptr, a,
-                             BufferPlacement{send_dev, recv_dev}, comm.size(), &comm);
-    case Path::kStagedMpi:
-    case Path::kNone:
-      break;
+  const BufferPlacement placement{send_dev, recv_dev};
+  const int nranks = comm.size();
+  Communicator *c = &comm;
+  // The path itself, on `x`: `a` on this thread, or `a` with the progress
+  // engine's stream on the engine's thread.
+  auto execute = [c, path, device, placement, nranks, uniform, topo](const CollArgs &x,
+                                                                      bool ordered) -> Status {
+    if (uniform) {
+      DeviceRuntime *runtime = device != nullptr ? device : DeviceRegistry::Get(DeviceKind::kCpu);
+      return RunStaged(c->mpi_backend(), *runtime, x, placement, nranks, c,
+                       topo->across_chunk_bytes);
+    }
+    switch (path) {
+      case Path::kHostMpi:
+        // Host buffers: straight to MPI, whatever devices exist.
+        return c->mpi_backend().Run(x);
+      case Path::kCcl:
+        // Device buffers of a device with a CCL communicator: enqueued on the
+        // caller's stream, returns without waiting (as NCCL does); inside a
+        // group the CCL's own group (opened by Group::Start) defers it.
+        return c->ccl_backend()->Run(x);
+      case Path::kLocalCopy:
+        // One copy on the caller's stream: left there when calls are
+        // stream-ordered (a CCL of the device, or the progress engine).
+        return RunLocalCopy(*device, x, placement, ordered);
+      case Path::kDirectMpi:
+        // Device buffers and an MPI that reads them.
+        return RunDirect(c->mpi_backend(), *device, x);
+      case Path::kHier:
+        // Two levels (hier/): the groups' CCLs inside, MPI across.
+        return RunHierarchical(*c->topology(), device, x, placement, nranks, c);
+      case Path::kStagedMpi:
+      case Path::kNone:
+        break;
+    }
+    // Device buffers otherwise: staged through pooled host buffers,
+    // pipelined when large.
+    return RunStaged(c->mpi_backend(), *device, x, placement, nranks, c);
+  };
+  const bool queues = device != nullptr && comm.QueuesFor(*device);
+  if (path == Path::kCcl) return execute(a, true);
+  if (path == Path::kLocalCopy) {
+    return execute(a, queues || (comm.ccl_backend() != nullptr &&
+                                 comm.binding().kind == kind && send_dev && recv_dev));
   }
-  // Device buffers otherwise: staged through pooled host buffers,
-  // pipelined when large.
-  return RunStaged(comm.mpi_backend(), *device, a, BufferPlacement{send_dev, recv_dev},
-                   comm.size(), &comm);
+  if (!queues) {
+    // Reaches MPI from this thread: after the queued work.
+    INFINICCL_RETURN_IF_ERROR(comm.DrainQueued());
+    return execute(a, false);
+  }
+  // Device work through MPI: queued to the communicator's progress engine,
+  // ordered on the caller's stream; this call returns now.
+  QueuedOp op;
+  op.args = a;
+  op.seq = a.kind == CollKind::kSend || a.kind == CollKind::kRecv ? 0 : comm.seq();
+  op.path = path;
+  op.device = device;
+  op.device_id = send_dev ? send.device : recv.device;
+  op.run = [execute](const CollArgs &x) { return execute(x, false); };
+  op.done = [c, seq = op.seq](const Status &st) {
+    c->NoteReturned(seq, static_cast<int>(st.code()));
+  };
+  INFINICCL_RETURN_IF_ERROR(comm.engine().Enqueue(std::move(op)));
+  if (queued != nullptr) *queued = true;
+  return Status::Ok();
 }
 
 }  // namespace infiniccl

@@ -7,6 +7,12 @@
 // INFINICCL_BACKEND=auto|mpi|ccl overrides; the decision itself is the pure
 // function DecidePath (route_decision.h).
 //
+// Device buffers through MPI (3, 4, and the two-level path) are queued to
+// the communicator's progress engine when it runs (progress/engine.h): the
+// call returns at once, ordered on the caller's stream, and `*queued` is
+// set; everything else that reaches MPI from the calling thread first waits
+// for the queued work, so MPI sees one call order on every rank.
+//
 // The first call of each kind on a communicator logs its path at INFO; every
 // call logs it at TRACE.
 #pragma once
@@ -17,6 +23,6 @@
 
 namespace infiniccl {
 
-Status RouteCollective(Communicator &comm, const CollArgs &args);
+Status RouteCollective(Communicator &comm, const CollArgs &args, bool *queued = nullptr);
 
 }  // namespace infiniccl

@@ -60,7 +60,9 @@ class SyncOnExit {
 // One stream per (runtime, device) for the host-to-device copies of
 // pipelined calls, so they run beside the device-to-host copies on the
 // user's stream (two copy engines on a GPU, two copy threads on the
-// emulated device). Created once, kept for the life of the process.
+// emulated device). Created once, kept for the life of the process;
+// non-blocking, so that it never waits for a legacy default stream held by
+// the progress engine's gate.
 Status OutStream(DeviceRuntime &device, void **out) {
   static std::mutex mutex;
   static std::map<std::pair<DeviceRuntime *, int>, void *> streams;
@@ -68,7 +70,7 @@ Status OutStream(DeviceRuntime &device, void **out) {
   INFINICCL_RETURN_IF_ERROR(device.GetDevice(&id));
   std::lock_guard<std::mutex> lock(mutex);
   void *&s = streams[{&device, id}];
-  if (s == nullptr) INFINICCL_RETURN_IF_ERROR(device.StreamCreate(&s));
+  if (s == nullptr) INFINICCL_RETURN_IF_ERROR(device.StreamCreateNonBlocking(&s));
   *out = s;
   return Status::Ok();
 }

@@ -12,7 +12,9 @@
 // copy of chunk k+1 (on the user's stream) and the host-to-device copy of
 // chunk k-1 (on a second stream) run on the copy engines while MPI works on
 // chunk k. A small operation is one chunk, all on the user's stream.
-// The call returns when the results are in the device buffers.
+// These functions return when the results are in the device buffers; the
+// progress engine (progress/engine.h) runs them on its own thread with its
+// own stream in place of the user's, so that the user's call returns at once.
 #pragma once
 
 #include "backend/backend.h"

@@ -322,6 +322,11 @@ int main(int argc, char **argv) {
   const size_t cap = 1 << 20;
   if (mode == "pool") setenv("INFINICCL_STAGING_CACHE_BYTES", "1M", 1);
   setenv("INFINICCL_PIPELINE_CHUNK_BYTES", "65539", 0);
+  // The pool and the pipeline, call by call: each check reads statistics and
+  // injected failures right after the call that made them, so the calls
+  // return with their results (the progress engine runs the same pipeline;
+  // its own semantics are test_async's).
+  setenv("INFINICCL_ASYNC", "0", 0);
   if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
   EnableSim();
   infinicclComm_t comm = nullptr;

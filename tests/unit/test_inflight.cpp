@@ -6,7 +6,7 @@
 #include <atomic>
 #include <thread>
 
-#include "comm/inflight.h"
+#include "progress/inflight.h"
 
 using namespace infiniccl;
 

@@ -12,12 +12,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "device/device_runtime.h"
+#include "device/host_gate.h"
 
 // The generic names for a runtime API that is CUDA's under the prefix `p`
 // (cuda, mc, musa): each type, constant and function is p + the generic name
@@ -73,6 +76,14 @@
   static Error EventSynchronize(Event e) { return p##EventSynchronize(e); }            \
   static Error StreamWaitEvent(Stream s, Event e, unsigned f) {                        \
     return p##StreamWaitEvent(s, e, f);                                                \
+  }                                                                                    \
+  static constexpr unsigned kStreamNonBlocking = p##StreamNonBlocking;                 \
+  static Error StreamCreateWithFlags(Stream *s, unsigned f) {                          \
+    return p##StreamCreateWithFlags(s, f);                                             \
+  }                                                                                    \
+  static constexpr const char *kLaunchHostFunc = #p "LaunchHostFunc";                  \
+  static Error LaunchHostFunc(Stream s, void (*fn)(void *), void *arg) {               \
+    return p##LaunchHostFunc(s, fn, arg);                                              \
   }
 // clang-format on
 
@@ -238,6 +249,64 @@ class CudaLikeRuntime final : public DeviceRuntime {
                                     0u);
   }
 
+  Status StreamCreateNonBlocking(void **stream) override {
+    *stream = nullptr;
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamCreateWithFlags);
+    Stream created{};
+    INFINICCL_RETURN_IF_ERROR(
+        INFINICCL_CUDA_LIKE_CALL(StreamCreateWithFlags, &created, Api::kStreamNonBlocking));
+    *stream = created;
+    return Status::Ok();
+  }
+
+  // Gates: the vendor's stream memory operation where the Api has one and
+  // the driver allows it (Api::WaitValue32, CUDA's cuStreamWaitValue32),
+  // else a host function on the stream that blocks until the gate opens
+  // (cudaLaunchHostFunc: it holds the runtime's callback thread meanwhile).
+  const char *GateMechanism() override {
+    if (DeviceCount() == 0) return nullptr;
+    return UseWaitValue() ? Api::kWaitValue32 : Api::kLaunchHostFunc;
+  }
+  Status GateCreate(void **gate) override {
+    *gate = nullptr;
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(GateCreate);
+    auto g = std::make_unique<Gate>();
+    if (UseWaitValue()) {
+      if constexpr (requires { Api::kWaitValue32; }) {
+        INFINICCL_RETURN_IF_ERROR(Api::MappedWord(&g->word, &g->device_word));
+        g->host = std::make_unique<HostGate>(static_cast<uint32_t *>(g->word));
+      }
+    } else {
+      g->host = std::make_unique<HostGate>();
+    }
+    *gate = g.release();
+    return Status::Ok();
+  }
+  Status GateDestroy(void *gate) override {
+    auto *g = static_cast<Gate *>(gate);
+    if (g == nullptr) return Status::Ok();
+    Status st = Status::Ok();
+    if (g->word != nullptr) st = INFINICCL_CUDA_LIKE_CALL(FreeHost, g->word);
+    delete g;
+    return st;
+  }
+  Status GateWait(void *stream, void *gate, uint32_t target) override {
+    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(GateWait);
+    auto *g = static_cast<Gate *>(gate);
+    if constexpr (requires { Api::kWaitValue32; }) {
+      if (g->word != nullptr) {
+        return Api::WaitValue32(AsStream(stream), g->device_word, target);
+      }
+    }
+    auto *arg = new HostWait{g->host.get(), target};
+    Status st = INFINICCL_CUDA_LIKE_CALL(LaunchHostFunc, AsStream(stream), &HostWaitFn, arg);
+    if (!st.ok()) delete arg;
+    return st;
+  }
+  void GateOpen(void *gate, uint32_t value) override {
+    static_cast<Gate *>(gate)->host->Open(value);
+  }
+
  private:
   using Error = typename Api::Error;
   using Stream = typename Api::Stream;
@@ -302,8 +371,46 @@ class CudaLikeRuntime final : public DeviceRuntime {
     return st;
   }
 
+  struct Gate {
+    std::unique_ptr<HostGate> host;
+    void *word = nullptr;          // mapped page-locked counter (WaitValue32 only)
+    uint64_t device_word = 0;      // its device address
+  };
+  struct HostWait {
+    HostGate *gate;
+    uint32_t target;
+  };
+  static void HostWaitFn(void *arg) {
+    auto *w = static_cast<HostWait *>(arg);
+    w->gate->Wait(w->target);
+    delete w;
+  }
+
+  // Stream memory operations: compiled in for this vendor, not forced off
+  // (INFINICCL_DEVICE_WAIT=host_func), and usable on this driver (probed
+  // once: drivers loaded without NVreg_EnableStreamMemOPs refuse them).
+  bool UseWaitValue() {
+    if constexpr (requires { Api::kWaitValue32; }) {
+      if (GlobalConfig().device_wait_host_func) return false;
+      std::call_once(wait_value_once_, [&] {
+        int device = 0;
+        Api::GetDevice(&device);
+        std::string why;
+        wait_value_ = Api::WaitValue32Usable(device, &why);
+        INFINICCL_INFO("%s: device-side waits by %s%s%s", description_.c_str(),
+                       wait_value_ ? Api::kWaitValue32 : Api::kLaunchHostFunc,
+                       wait_value_ ? "" : " (", wait_value_ ? "" : (why + ")").c_str());
+      });
+      return wait_value_;
+    } else {
+      return false;
+    }
+  }
+
   const DeviceKind kind_;
   const char *const name_;
+  std::once_flag wait_value_once_;
+  bool wait_value_ = false;
   std::string description_;
 
   std::mutex probe_mutex_;

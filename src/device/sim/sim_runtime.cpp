@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "device/host_gate.h"
 #include "device/sim/sim_stream.h"
 
 namespace infiniccl {
@@ -257,13 +258,27 @@ Status SimRuntime::StreamDestroy(void *stream) {
 }
 
 Status SimRuntime::EventCreate(void **event) {
-  *event = new SimEvent();
+  auto e = std::make_shared<SimEvent>();
+  std::lock_guard<std::mutex> lock(mutex_);
+  *event = e.get();
+  events_.emplace(e.get(), std::move(e));
   return Status::Ok();
 }
 
+// As cudaEventDestroy: an event still recorded on a stream that has not
+// reached it is freed once the stream has (the queued marker holds it).
 Status SimRuntime::EventDestroy(void *event) {
-  delete static_cast<SimEvent *>(event);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (events_.erase(static_cast<SimEvent *>(event)) == 0) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device event", event);
+  }
   return Status::Ok();
+}
+
+std::shared_ptr<SimEvent> SimRuntime::EventFor(void *event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = events_.find(static_cast<SimEvent *>(event));
+  return it == events_.end() ? nullptr : it->second;
 }
 
 Status SimRuntime::EventRecord(void *event, void *stream) {
@@ -271,7 +286,10 @@ Status SimRuntime::EventRecord(void *event, void *stream) {
 }
 
 Status SimRuntime::EventSynchronize(void *event) {
-  auto *e = static_cast<SimEvent *>(event);
+  std::shared_ptr<SimEvent> e = EventFor(event);
+  if (e == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device event", event);
+  }
   e->Wait(e->Last());
   return Status::Ok();
 }
@@ -282,16 +300,40 @@ Status SimRuntime::StreamWaitEvent(void *stream, void *event) {
 
 Status SimRuntime::QueueEvent(const char *call, void *event, void *stream, bool record) {
   SimStream *s = StreamFor(stream);
-  if (s == nullptr || event == nullptr) {
+  std::shared_ptr<SimEvent> e = EventFor(event);
+  if (s == nullptr || e == nullptr) {
     return MakeStatus(infinicclInvalidArgument, "%s: bad event or stream", call);
   }
-  auto *e = static_cast<SimEvent *>(event);
   if (record) {
     s->Enqueue([e, generation = e->Record()] { e->Complete(generation); });
   } else {
     s->Enqueue([e, generation = e->Last()] { e->Wait(generation); });
   }
   return Status::Ok();
+}
+
+Status SimRuntime::GateCreate(void **gate) {
+  *gate = new HostGate();
+  return Status::Ok();
+}
+
+Status SimRuntime::GateDestroy(void *gate) {
+  delete static_cast<HostGate *>(gate);
+  return Status::Ok();
+}
+
+Status SimRuntime::GateWait(void *stream, void *gate, uint32_t target) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr || gate == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "GateWait: bad gate or stream %p", stream);
+  }
+  auto *g = static_cast<HostGate *>(gate);
+  s->Enqueue([g, target] { g->Wait(target); });
+  return Status::Ok();
+}
+
+void SimRuntime::GateOpen(void *gate, uint32_t value) {
+  static_cast<HostGate *>(gate)->Open(value);
 }
 
 SimStats SimRuntime::stats() const {

@@ -22,6 +22,7 @@
 
 namespace infiniccl {
 
+class SimEvent;
 class SimStream;
 
 struct SimStats {
@@ -74,6 +75,14 @@ class SimRuntime final : public DeviceRuntime {
   Status EventSynchronize(void *event) override;
   Status StreamWaitEvent(void *stream, void *event) override;
 
+  // A gate wait is a work item of the stream that blocks its worker (the
+  // emulated copy engine) until the gate is opened.
+  const char *GateMechanism() override { return "emulated stream wait"; }
+  Status GateCreate(void **gate) override;
+  Status GateDestroy(void *gate) override;
+  Status GateWait(void *stream, void *gate, uint32_t target) override;
+  void GateOpen(void *gate, uint32_t value) override;
+
   // Test hooks.
   SimStats stats() const;
   void ResetStats();
@@ -92,6 +101,8 @@ class SimRuntime final : public DeviceRuntime {
   // EventRecord (`record`: a new generation, complete when the stream reaches
   // it) and StreamWaitEvent (the stream waits for the last one recorded).
   Status QueueEvent(const char *call, void *event, void *stream, bool record);
+  // The live event `event` names, or nullptr.
+  std::shared_ptr<SimEvent> EventFor(void *event);
   // Device memory range check: the allocation containing [p, p+bytes).
   bool FindDevice(const void *p, size_t bytes, int *device) const;
 
@@ -106,6 +117,7 @@ class SimRuntime final : public DeviceRuntime {
   std::map<uintptr_t, Allocation> device_mem_;  // base -> allocation
   std::set<uintptr_t> pinned_mem_;
   std::set<SimStream *> streams_;
+  std::map<SimEvent *, std::shared_ptr<SimEvent>> events_;
   std::unique_ptr<SimStream> default_stream_;
   SimStats stats_;
 };

@@ -1,5 +1,5 @@
-// InFlight: what one communicator is doing right now, readable by the
-// watchdog thread without locks or MPI calls.
+// InFlight: what one communicator (or its progress engine) is doing right
+// now, readable by the watchdog thread without locks or MPI calls.
 //
 // The calling thread writes the description first and then publishes a
 // non-zero `token` (release); the end of the call stores 0. The watchdog
@@ -37,6 +37,13 @@ struct InFlight {
     Path path;
   };
   bool Read(Snapshot *out) const;
+
+  // Publishes call `call_seq` described by `a` under `new_token` (the
+  // seqlock writer: idle while the description changes). Raw bits of dtype
+  // and op: a call is published before validation, so a C caller's
+  // out-of-range value may be here, which the enum type cannot hold.
+  void Publish(const CollArgs &a, uint64_t call_seq, uint64_t new_token);
+  void End() { token.store(0, std::memory_order_release); }
 
   void SetPath(Path p) { path.store(static_cast<int>(p), std::memory_order_relaxed); }
 };

@@ -1,0 +1,157 @@
+#include "progress/engine.h"
+
+#include "core/log.h"
+
+namespace infiniccl {
+
+ProgressEngine::ProgressEngine(std::string name) : name_(std::move(name)) {}
+
+ProgressEngine::~ProgressEngine() {
+  Drain();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (auto &[key, d] : devices_) {
+    DeviceRuntime *device = key.first;
+    device->SetDevice(key.second);
+    for (void *e : d.events) device->EventDestroy(e);
+    if (d.stream != nullptr) {
+      device->StreamSynchronize(d.stream);
+      device->StreamDestroy(d.stream);
+    }
+    if (d.gate != nullptr) device->GateDestroy(d.gate);
+  }
+}
+
+Status ProgressEngine::Enqueue(QueuedOp op) {
+  DeviceRuntime &device = *op.device;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (failed_.load(std::memory_order_relaxed)) return error_;
+  PerDevice &d = devices_[{op.device, op.device_id}];
+  if (d.gate == nullptr) INFINICCL_RETURN_IF_ERROR(device.GateCreate(&d.gate));
+  void *event = nullptr;
+  if (!d.events.empty()) {
+    event = d.events.back();
+    d.events.pop_back();
+  } else {
+    INFINICCL_RETURN_IF_ERROR(device.EventCreate(&event));
+  }
+  // What the operation reads: the caller's stream up to here.
+  Status st = device.EventRecord(event, op.args.stream);
+  // What reads its results: the caller's stream from here, once opened.
+  const uint32_t target = d.queued + 1;
+  if (st.ok()) st = device.GateWait(op.args.stream, d.gate, target);
+  if (!st.ok()) {
+    d.events.push_back(event);
+    return st;
+  }
+  d.queued = target;
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  queue_.push_back(Item{std::move(op), event, target});
+  if (!thread_.joinable()) thread_ = std::thread(&ProgressEngine::Loop, this);
+  lock.unlock();
+  work_cv_.notify_one();
+  return Status::Ok();
+}
+
+Status ProgressEngine::Drain() {
+  if (!Busy()) return Error();
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  return error_;
+}
+
+Status ProgressEngine::Error() const {
+  if (!failed()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void ProgressEngine::Cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancel_ = true;
+  if (!failed_.load()) {
+    error_ = Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
+    failed_.store(true, std::memory_order_release);
+  }
+  // Queued operations are skipped by the thread (gates opened in order);
+  // the gates also open now, so no stream waits for work that will not run.
+  for (auto &[key, d] : devices_) {
+    if (d.gate != nullptr) OpenGate(*key.first, d, d.queued);
+  }
+}
+
+void ProgressEngine::OpenGate(DeviceRuntime &device, PerDevice &d, uint32_t target) {
+  if (target == d.opened || !GateReached(target, d.opened)) return;
+  d.opened = target;
+  device.GateOpen(d.gate, target);
+}
+
+void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
+  // The error first: whoever the open gate wakes must find it.
+  if (!status.ok() && !failed_.load(std::memory_order_relaxed)) {
+    std::string what = MakeStatus(status.code(), "queued %s #%llu on %s (path %s) failed: ",
+                                  CollKindName(item.op.args.kind),
+                                  static_cast<unsigned long long>(item.op.seq),
+                                  name_.c_str(), PathName(item.op.path))
+                           .message();
+    LogPrint(LogLevel::kWarn, "%s%s; the stream was released (results undefined); later "
+             "calls on the communicator return this error",
+             what.c_str(), status.message().c_str());
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      error_ = Status(status.code(), what + status.message());
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  if (item.op.done) item.op.done(status);
+  std::lock_guard<std::mutex> lock(mutex_);
+  OpenGate(*item.op.device, d, item.target);
+}
+
+void ProgressEngine::Loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and nothing left
+    Item item = std::move(queue_.front());
+    queue_.pop_front();
+    const bool skip = failed_.load(std::memory_order_relaxed) || cancel_;
+    const Status skipped = error_;
+    PerDevice &d = devices_[{item.op.device, item.op.device_id}];
+    running_.store(true, std::memory_order_release);
+    lock.unlock();
+
+    DeviceRuntime &device = *item.op.device;
+    Status st = skipped;
+    if (!skip) {
+      inflight_.Publish(item.op.args, item.op.seq, ++tokens_);
+      inflight_.SetPath(item.op.path);
+      waiting_stream_.store(true, std::memory_order_relaxed);
+      st = device.SetDevice(item.op.device_id);
+      // The work queued before the call on the caller's stream.
+      if (st.ok()) st = device.EventSynchronize(item.event);
+      waiting_stream_.store(false, std::memory_order_relaxed);
+      // Aborted while it waited for the stream: not started after all.
+      if (st.ok() && cancel_.load()) st = Error();
+      if (st.ok() && d.stream == nullptr) st = device.StreamCreateNonBlocking(&d.stream);
+      if (st.ok()) {
+        CollArgs a = item.op.args;
+        a.stream = d.stream;
+        st = item.op.run(a);
+      }
+      inflight_.End();
+    }
+    Finish(item, d, st);
+
+    lock.lock();
+    d.events.push_back(item.event);
+    running_.store(false, std::memory_order_release);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,126 @@
+// ProgressEngine: a communicator's queue of device-buffer operations that go
+// through MPI (staged, direct, two-level), run by one thread of its own in
+// call order, so that each such call returns at once, ordered on the
+// caller's stream as NCCL's calls are (docs/ARCHITECTURE.md, "The progress
+// engine").
+//
+// Enqueue (the caller's thread): records an event on the caller's stream
+// (what the operation reads is ready once the stream reaches it), queues a
+// gate wait after it on the same stream (work queued after the call runs
+// only once the engine opens the gate), and hands the operation over.
+// The engine's thread: waits for the event, runs the operation with its
+// copies on the engine's own non-blocking stream (the caller's stream is
+// held by the gate), opens the gate. An operation that fails opens its gate
+// all the same (the results are undefined), becomes the engine's error,
+// and every operation queued after it is skipped (gate opened, not run):
+// its ranks no longer agree on what MPI calls come next.
+//
+// One engine (one thread) per communicator, started by its first queued
+// operation: operations of one communicator reach MPI in call order on every
+// rank, and two communicators driven by two threads in different orders on
+// different ranks cannot block each other, which one thread per process
+// would (docs/PERFORMANCE.md §8).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/coll_args.h"
+#include "core/status.h"
+#include "device/device_runtime.h"
+#include "progress/inflight.h"
+
+namespace infiniccl {
+
+struct QueuedOp {
+  CollArgs args;             // validated; args.stream is the caller's stream
+  uint64_t seq = 0;          // collective sequence number (0: Send/Recv)
+  Path path = Path::kNone;
+  DeviceRuntime *device = nullptr;  // the runtime of the device buffers
+  int device_id = 0;
+  // Runs the operation on `a` (args with the engine's stream) and returns
+  // once its results are in place.
+  std::function<Status(const CollArgs &a)> run;
+  // After the operation completed, failed or was skipped.
+  std::function<void(const Status &)> done;
+};
+
+class ProgressEngine {
+ public:
+  // `name`: how messages name the communicator ("comm 0x... rank 1 of 4").
+  explicit ProgressEngine(std::string name);
+  // Finishes the queued work (as ncclCommDestroy does), then stops.
+  ~ProgressEngine();
+  ProgressEngine(const ProgressEngine &) = delete;
+  ProgressEngine &operator=(const ProgressEngine &) = delete;
+
+  // Queues `op` and returns without waiting for the device or MPI. Fails
+  // (nothing queued) with the engine's error once an operation has failed.
+  Status Enqueue(QueuedOp op);
+
+  // Operations queued and not yet finished: one atomic load.
+  bool Busy() const { return pending_.load(std::memory_order_acquire) != 0; }
+  // Blocks until every queued operation has finished; the engine's error.
+  Status Drain();
+  // The first failure of a queued operation ("queued AllReduce #12 ...:
+  // message"), or Ok.
+  Status Error() const;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // infinicclCommAbort: operations not yet started are skipped and their
+  // gates opened; the one running (if any) is left to finish.
+  void Cancel();
+  // Whether an operation is running (not merely queued).
+  bool running() const { return running_.load(std::memory_order_acquire); }
+
+  // What the engine's thread runs now, for the watchdog; `stage()` says
+  // whether it still waits for the caller's stream to reach the call.
+  const InFlight &inflight() const { return inflight_; }
+  bool waiting_for_stream() const { return waiting_stream_.load(std::memory_order_relaxed); }
+
+ private:
+  using DeviceKey = std::pair<DeviceRuntime *, int>;
+  struct PerDevice {
+    void *gate = nullptr;
+    uint32_t queued = 0;           // the last target handed out
+    uint32_t opened = 0;           // the gate's value: only ever moves forward
+    void *stream = nullptr;        // the engine's copy stream (engine thread only)
+    std::vector<void *> events;    // free events
+  };
+  struct Item {
+    QueuedOp op;
+    void *event;      // recorded on the caller's stream
+    uint32_t target;  // its gate's value that releases the caller's stream
+  };
+
+  void Loop();
+  void Finish(Item &item, PerDevice &d, const Status &status);
+  // Opens `d`'s gate up to `target` unless it is open that far already.
+  void OpenGate(DeviceRuntime &device, PerDevice &d, uint32_t target);
+
+  const std::string name_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_, idle_cv_;
+  std::deque<Item> queue_;
+  std::map<DeviceKey, PerDevice> devices_;  // under mutex_
+  std::atomic<int> pending_{0};
+  std::atomic<bool> running_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> waiting_stream_{false};
+  Status error_;  // under mutex_
+  std::atomic<bool> cancel_{false};
+  bool stop_ = false;
+  std::thread thread_;
+  InFlight inflight_;
+  uint64_t tokens_ = 0;
+};
+
+}  // namespace infiniccl

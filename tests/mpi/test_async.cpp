@@ -1,0 +1,347 @@
+// The progress engine (src/progress/engine.h) on the EMULATED device (sim):
+// calls on device buffers that go through MPI return at once, ordered on the
+// caller's stream.
+//
+// Modes (argv[1]):
+//   semantics - a call returns while its stream is still held (before the
+//               call, by a gate of the test's own): it reads what the stream
+//               produced before it and work queued after it sees its result;
+//               host, device, host interleaved on one communicator; two
+//               communicators alternately from one thread and from two
+//               threads; CommDestroy with queued work (it finishes first);
+//               every collective queued back to back, checked after one
+//               synchronize
+//   failure   - an injected copy failure on every rank: the stream is
+//               released, the error becomes the asynchronous error
+//               (CommGetAsyncError), the next call returns it with the
+//               message; CommAbort with queued work releases the stream
+//   sync      - run with INFINICCL_ASYNC=0: the same call blocks until its
+//               stream is released (the old behaviour, kept for comparison)
+// Expected values come from test_util.h (independent of the library).
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device_mirror.h"
+
+using namespace itest;
+
+namespace {
+
+int g_n = 0;
+using Clock = std::chrono::steady_clock;
+
+std::vector<unsigned char> Input(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
+                                 int rank, size_t count) {
+  std::vector<unsigned char> h(count * Info(dt).size);
+  for (size_t i = 0; i < count; ++i) Encode(dt, h.data(), i, ReduceValue(dt, op, seed, rank, i));
+  return h;
+}
+
+long CountWrong(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
+                const std::vector<unsigned char> &got, size_t count) {
+  long wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!Matches(dt, op, Decode(dt, got.data(), i), ExpectedReduce(dt, op, seed, g_n, i))) {
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+// Downloads `b` on `stream` (after whatever the stream holds) and waits.
+std::vector<unsigned char> DownloadOn(const DeviceBuffer &b, void *stream) {
+  std::vector<unsigned char> h(b.bytes);
+  CHECK(g_sim->MemcpyAsync(h.data(), b.ptr, b.bytes, infiniccl::CopyKind::kDeviceToHost,
+                           stream)
+            .ok());
+  CHECK(g_sim->StreamSynchronize(stream).ok());
+  return h;
+}
+
+// A stream held by a gate of the test's own until Release(): what an
+// unfinished kernel is to a real stream.
+struct HeldStream {
+  void *stream = nullptr;
+  void *gate = nullptr;
+  HeldStream() {
+    CHECK(g_sim->StreamCreate(&stream).ok());
+    CHECK(g_sim->GateCreate(&gate).ok());
+    CHECK(g_sim->GateWait(stream, gate, 1).ok());
+  }
+  void Release() { g_sim->GateOpen(gate, 1); }
+  ~HeldStream() {
+    Release();
+    g_sim->StreamSynchronize(stream);
+    g_sim->StreamDestroy(stream);
+    g_sim->GateDestroy(gate);
+  }
+};
+
+void TestReturnsWhileHeld(infinicclComm_t comm, int rank, bool async) {
+  const size_t count = 300000;  // pipelined (chunk 64 KiB)
+  DeviceBuffer send(count * 4), recv(count * 4);
+  send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale data: zeros
+  const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 21, rank, count);
+  HeldStream held;
+  // Produced on the stream after the hold: what the call must read.
+  send.UploadAsync(fresh, held.stream);
+  std::atomic<bool> released{false};
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    released = true;
+    held.Release();
+  });
+  CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclSum, comm,
+                           held.stream) == infinicclSuccess);
+  const bool returned_before_release = !released.load();
+  releaser.join();
+  if (async) {
+    CHECK(returned_before_release,
+          "the call waited for its stream (it must return at once, queued)");
+  } else {
+    CHECK(!returned_before_release, "INFINICCL_ASYNC=0: the call returned before its input");
+  }
+  const long wrong = CountWrong(infinicclInt32, infinicclSum, 21, DownloadOn(recv, held.stream),
+                                count);
+  CHECK(wrong == 0, "%ld elements wrong (read before the producer or seen before done)", wrong);
+}
+
+// Device (queued), host (waits for it), device, host on one communicator.
+void TestInterleaved(infinicclComm_t comm, int rank) {
+  const size_t count = 70000;
+  void *stream = nullptr;
+  CHECK(g_sim->StreamCreate(&stream).ok());
+  DeviceBuffer d1(count * 4), d2(count * 4);
+  d1.Upload(Input(infinicclFloat32, infinicclSum, 31, rank, count));
+  d2.Upload(Input(infinicclFloat32, infinicclMax, 33, rank, count));
+  std::vector<unsigned char> h1 = Input(infinicclInt64, infinicclSum, 32, rank, count);
+  std::vector<unsigned char> h2 = Input(infinicclInt8, infinicclMin, 34, rank, count);
+  CHECK(infinicclAllReduce(d1.ptr, d1.ptr, count, infinicclFloat32, infinicclSum, comm,
+                           stream) == infinicclSuccess);
+  CHECK(infinicclAllReduce(h1.data(), h1.data(), count, infinicclInt64, infinicclSum, comm,
+                           stream) == infinicclSuccess);
+  CHECK(infinicclAllReduce(d2.ptr, d2.ptr, count, infinicclFloat32, infinicclMax, comm,
+                           stream) == infinicclSuccess);
+  CHECK(infinicclAllReduce(h2.data(), h2.data(), count, infinicclInt8, infinicclMin, comm,
+                           stream) == infinicclSuccess);
+  // Host results are there when the call returns.
+  CHECK(CountWrong(infinicclInt64, infinicclSum, 32, h1, count) == 0, "host call 1");
+  CHECK(CountWrong(infinicclInt8, infinicclMin, 34, h2, count) == 0, "host call 2");
+  CHECK(CountWrong(infinicclFloat32, infinicclSum, 31, DownloadOn(d1, stream), count) == 0,
+        "device call 1");
+  CHECK(CountWrong(infinicclFloat32, infinicclMax, 33, DownloadOn(d2, stream), count) == 0,
+        "device call 2");
+  CHECK(g_sim->StreamDestroy(stream).ok());
+}
+
+// Two communicators, each with its own stream, used alternately: from one
+// thread, then each from a thread of its own (the two threads' calls
+// interleave differently on every rank; one engine per communicator keeps
+// each communicator's calls in order).
+void TestTwoComms(int rank) {
+  infinicclComm_t comms[2] = {nullptr, nullptr};
+  for (auto &c : comms) CHECK(infinicclCommInitAll(&c, 0, nullptr) == infinicclSuccess);
+  const size_t count = 50000;
+  const int rounds = 6;
+  auto run = [&](int which, int round, DeviceBuffer &buf, void *stream) {
+    // The upload's host vector must outlive the copy: waited for here.
+    const std::vector<unsigned char> input =
+        Input(infinicclInt32, infinicclSum, 40 + which * 100 + round, rank, count);
+    buf.UploadAsync(input, stream);
+    CHECK(g_sim->StreamSynchronize(stream).ok());
+    CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum,
+                             comms[which], stream) == infinicclSuccess);
+    const long wrong = CountWrong(infinicclInt32, infinicclSum, 40 + which * 100 + round,
+                                  DownloadOn(buf, stream), count);
+    CHECK(wrong == 0, "comm %d round %d: %ld wrong", which, round, wrong);
+  };
+  void *streams[2];
+  for (auto &s : streams) CHECK(g_sim->StreamCreate(&s).ok());
+  {
+    DeviceBuffer a(count * 4), b(count * 4);
+    for (int r = 0; r < rounds; ++r) {
+      run(0, r, a, streams[0]);
+      run(1, r, b, streams[1]);
+    }
+  }
+  std::thread threads[2];
+  for (int which = 0; which < 2; ++which) {
+    threads[which] = std::thread([&, which] {
+      DeviceBuffer buf(count * 4);
+      for (int r = 0; r < rounds; ++r) run(which, r, buf, streams[which]);
+    });
+  }
+  for (auto &t : threads) t.join();
+  for (auto &s : streams) CHECK(g_sim->StreamDestroy(s).ok());
+  for (auto &c : comms) CHECK(infinicclCommDestroy(c) == infinicclSuccess);
+}
+
+// Every collective queued back to back on one stream, then one download each.
+void TestBackToBack(int rank) {
+  infinicclComm_t comm = nullptr;
+  CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
+  const size_t count = 9000;
+  const size_t n = static_cast<size_t>(g_n);
+  void *stream = nullptr;
+  CHECK(g_sim->StreamCreate(&stream).ok());
+  std::vector<int32_t> mine(count * n);
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] = int32_t(rank * 1000003 + i);
+  std::vector<unsigned char> bytes(mine.size() * 4);
+  std::memcpy(bytes.data(), mine.data(), bytes.size());
+  DeviceBuffer src(count * n * 4), ar(count * 4), bc(count * 4), ag(count * n * 4),
+      rs(count * 4), a2a(count * n * 4);
+  src.Upload(bytes);
+  CHECK(infinicclAllReduce(src.ptr, ar.ptr, count, infinicclInt32, infinicclSum, comm,
+                           stream) == infinicclSuccess);
+  CHECK(infinicclBroadcast(src.ptr, bc.ptr, count, infinicclInt32, g_n - 1, comm, stream) ==
+        infinicclSuccess);
+  CHECK(infinicclAllGather(src.ptr, ag.ptr, count, infinicclInt32, comm, stream) ==
+        infinicclSuccess);
+  CHECK(infinicclReduceScatter(src.ptr, rs.ptr, count, infinicclInt32, infinicclSum, comm,
+                               stream) == infinicclSuccess);
+  CHECK(infinicclAllToAll(src.ptr, a2a.ptr, count, infinicclInt32, comm, stream) ==
+        infinicclSuccess);
+  auto value = [&](int r, size_t i) { return int64_t(r) * 1000003 + int64_t(i); };
+  auto as_ints = [&](const DeviceBuffer &b) {
+    std::vector<unsigned char> h = DownloadOn(b, stream);
+    std::vector<int32_t> v(h.size() / 4);
+    std::memcpy(v.data(), h.data(), h.size());
+    return v;
+  };
+  long wrong = 0;
+  const std::vector<int32_t> got_ar = as_ints(ar), got_bc = as_ints(bc), got_ag = as_ints(ag),
+                             got_rs = as_ints(rs), got_a2a = as_ints(a2a);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t sum = 0, sum_rs = 0;
+    for (int r = 0; r < g_n; ++r) {
+      sum += value(r, i);
+      sum_rs += value(r, size_t(rank) * count + i);
+    }
+    wrong += got_ar[i] != int32_t(sum);
+    wrong += got_bc[i] != int32_t(value(g_n - 1, i));
+    wrong += got_rs[i] != int32_t(sum_rs);
+    for (int r = 0; r < g_n; ++r) {
+      wrong += got_ag[size_t(r) * count + i] != int32_t(value(r, i));
+      wrong += got_a2a[size_t(r) * count + i] != int32_t(value(r, size_t(rank) * count + i));
+    }
+  }
+  CHECK(wrong == 0, "back-to-back collectives: %ld wrong elements", wrong);
+  // Destroy with work queued: it finishes first (as ncclCommDestroy).
+  DeviceBuffer last(count * 4);
+  last.Upload(Input(infinicclInt32, infinicclSum, 50, rank, count));
+  for (int i = 0; i < 4; ++i) {
+    CHECK(infinicclAllReduce(last.ptr, ar.ptr, count, infinicclInt32, infinicclSum, comm,
+                             stream) == infinicclSuccess);
+  }
+  CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
+  CHECK(CountWrong(infinicclInt32, infinicclSum, 50, DownloadOn(ar, stream), count) == 0,
+        "the work queued before CommDestroy did not finish");
+  CHECK(g_sim->StreamDestroy(stream).ok());
+}
+
+void TestFailure(int rank) {
+  infinicclComm_t comm = nullptr;
+  CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
+  const size_t count = 4096;
+  DeviceBuffer buf(count * 4);
+  buf.Upload(Input(infinicclInt32, infinicclSum, 60, rank, count));
+  void *stream = nullptr;
+  CHECK(g_sim->StreamCreate(&stream).ok());
+  // Every rank's next device-to-host copy fails: no rank reaches MPI.
+  g_sim->FailNextCopies(1);
+  CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum, comm,
+                           stream) == infinicclSuccess,
+        "the failure belongs to the queued operation, not to the call");
+  // The stream is released (this would hang otherwise).
+  CHECK(g_sim->StreamSynchronize(stream).ok());
+  g_sim->FailNextCopies(0);
+  infinicclResult_t async = infinicclSuccess;
+  CHECK(infinicclCommGetAsyncError(comm, &async) == infinicclSuccess);
+  CHECK(async == infinicclSystemError, "async error %s, expected a system error",
+        ResultName(async));
+  CHECK(std::strstr(infinicclGetLastError(comm), "injected") != nullptr &&
+            std::strstr(infinicclGetLastError(comm), "queued AllReduce") != nullptr,
+        "message: %s", infinicclGetLastError(comm));
+  // The next call returns it, with the message, device or host buffers alike.
+  std::vector<int32_t> host(16, 1);
+  const infinicclResult_t next = infinicclAllReduce(host.data(), host.data(), 16,
+                                                    infinicclInt32, infinicclSum, comm, nullptr);
+  CHECK(next == infinicclSystemError, "next call returned %s", ResultName(next));
+  CHECK(std::strstr(infinicclGetLastError(nullptr), "injected") != nullptr, "message: %s",
+        infinicclGetLastError(nullptr));
+  CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
+  CHECK(g_sim->StreamDestroy(stream).ok());
+}
+
+void TestAbortWithQueued(int rank) {
+  infinicclComm_t comm = nullptr;
+  CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
+  const size_t count = 4096;
+  DeviceBuffer buf(count * 4);
+  buf.Upload(Input(infinicclInt32, infinicclSum, 70, rank, count));
+  HeldStream held;
+  // Queued behind the held stream on every rank: none can start.
+  for (int i = 0; i < 3; ++i) {
+    CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum, comm,
+                             held.stream) == infinicclSuccess);
+  }
+  std::thread releaser([&] {
+    // The engine waits for the stream meanwhile; released so the running
+    // wait ends (MPI is not reached: the operations are cancelled).
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    held.Release();
+  });
+  CHECK(infinicclCommAbort(comm) == infinicclSuccess);
+  releaser.join();
+  CHECK(g_sim->StreamSynchronize(held.stream).ok());  // released, not hung
+  infinicclResult_t async = infinicclSuccess;
+  CHECK(infinicclCommGetAsyncError(comm, &async) == infinicclInvalidUsage,
+        "an aborted communicator is refused");
+  // Every rank aborted: the world still works.
+  int one = 1, sum = 0;
+  CHECK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+        sum == g_n);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const std::string mode = argc > 1 ? argv[1] : "semantics";
+  setenv("INFINICCL_PIPELINE_CHUNK_BYTES", "65536", 0);
+  if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
+  EnableSim();
+  infinicclComm_t comm = nullptr;
+  if (infinicclCommInitAll(&comm, 0, nullptr) != infinicclSuccess) return 2;
+  int rank = 0;
+  infinicclCommUserRank(comm, &rank);
+  infinicclCommCount(comm, &g_n);
+  g_rank = rank;
+
+  if (mode == "semantics") {
+    TestReturnsWhileHeld(comm, rank, /*async=*/true);
+    TestInterleaved(comm, rank);
+    TestTwoComms(rank);
+    TestBackToBack(rank);
+  } else if (mode == "failure") {
+    TestFailure(rank);
+    TestAbortWithQueued(rank);
+  } else if (mode == "sync") {
+    TestReturnsWhileHeld(comm, rank, /*async=*/false);
+    TestInterleaved(comm, rank);
+  } else {
+    std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+    return 2;
+  }
+  CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
+  const long total = TotalFailures();
+  if (rank == 0) std::printf("test_async %s: %ld failures\n", mode.c_str(), total);
+  if (infinicclFinalize() != infinicclSuccess) return 1;
+  return total == 0 ? 0 : 1;
+}
