@@ -9,16 +9,18 @@
 #   3. unit + MPI tests once more under AddressSanitizer + UBSan (Open MPI,
 #      CPU-only), without the soak;
 #   4. fuzz: the argument-validation fuzz target under libFuzzer (clang,
-#      ASan + UBSan) for 60 s.
+#      ASan + UBSan) for 60 s;
+#   5. tsan: the progress engine's own tests under ThreadSanitizer (its
+#      thread is the library's first long-lived one that runs operations).
 # Installs what a fresh Debian machine lacks first.
-# usage: scripts/test.sh [openmpi|mpich|asan|fuzz]...   (default: all four)
+# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan]...   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 infiniccl_install_deps
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan fuzz)
+[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan fuzz tsan)
 jobs=$(nproc)
 passed=0
 failed=0
@@ -91,8 +93,17 @@ for stage in "${stages[@]}"; do
       fi
       unset LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
       ;;
+    tsan)
+      # Only the engine's unit test: MPI's own progress threads would drown
+      # the report in races of theirs.
+      cmake -S . -B build-ci-tsan -DINFINICCL_WERROR=ON -DINFINICCL_MPI=openmpi \
+        -DWITH_NVIDIA=OFF -DINFINICCL_SANITIZE=thread -DINFINICCL_LARGE_COUNT_TESTS=OFF \
+        -DCMAKE_BUILD_TYPE=Debug
+      cmake --build build-ci-tsan -j "$jobs" --target unit_engine
+      TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_engine$'
+      ;;
     *)
-      echo "unknown stage '$stage' (openmpi, mpich, asan or fuzz)" >&2
+      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz or tsan)" >&2
       exit 2
       ;;
   esac

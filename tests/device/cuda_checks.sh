@@ -9,7 +9,7 @@
 #
 # It runs, each step under a time limit and the whole under about 3 minutes:
 # which NCCL was loaded (path and version, printed); the unit and device
-# tests; the MPI device tests at 1 and 2 ranks; NCCL at 1 rank (every
+# tests (the progress engine's gate by both mechanisms); the MPI device tests at 1 and 2 ranks; NCCL at 1 rank (every
 # collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
 # ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; and the
 # benchmark tables of docs/PERFORMANCE.md §5 (ranks share the GPU, so staged
@@ -90,6 +90,11 @@ step env 20 bash -c "build=$build; $(declare -f which_nccl); which_nccl"
 # ---- tests ----------------------------------------------------------------------
 step tests.unit 40 ctest --test-dir "$build" -L 'unit|device' -LE mpi -E nccl_device \
   --output-on-failure --timeout 60
+# The progress engine's gate by the host-function mechanism, forced (the
+# unit run above used the default: cuStreamWaitValue32 where the driver
+# allows it; both print "gate mechanism: ...").
+step tests.unitgate 20 env INFINICCL_DEVICE_WAIT=host_func ctest --test-dir "$build" \
+  -R cuda_runtime_test --output-on-failure --timeout 30 -V
 # Several -L options must all match: MPI tests labelled device, 1 and 2 ranks.
 step tests.mpi 60 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E 'nccl_device|python' \
   --output-on-failure --timeout 60

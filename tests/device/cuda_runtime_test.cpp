@@ -6,9 +6,11 @@
 // kind of machine. Built only when the CUDA runtime is (WITH_NVIDIA).
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -301,6 +303,43 @@ TEST_F(CudaRuntimeTest, GpuEventsOrderOneStreamAfterAnother) {
   EXPECT_TRUE(rt_->EventDestroy(event).ok());
   EXPECT_TRUE(rt_->StreamDestroy(consumer).ok());
   EXPECT_TRUE(rt_->StreamDestroy(producer).ok());
+}
+
+// The progress engine's gate on a real stream, by whichever mechanism this
+// process uses (cuStreamWaitValue32 by default where the driver allows it;
+// cuda_checks.sh runs this again with INFINICCL_DEVICE_WAIT=host_func): a
+// copy queued after the wait does not run before the gate opens, then does,
+// and a legacy default stream held by a gate does not block a non-blocking
+// stream's copies (the engine's own).
+TEST_F(CudaRuntimeTest, GpuGateHoldsTheStreamUntilOpened) {
+  REQUIRE_GPU();
+  const char *mechanism = rt_->GateMechanism();
+  ASSERT_NE(mechanism, nullptr);
+  std::printf("gate mechanism: %s\n", mechanism);
+  void *gate = nullptr, *engine = nullptr, *host = nullptr, *dev = nullptr;
+  ASSERT_TRUE(rt_->GateCreate(&gate).ok());
+  ASSERT_TRUE(rt_->StreamCreateNonBlocking(&engine).ok());
+  ASSERT_TRUE(rt_->MallocHost(&host, 4096).ok());
+  ASSERT_TRUE(rt_->Malloc(&dev, 4096).ok());
+  const std::vector<uint8_t> expected = Pattern(4096, 5);
+  std::memset(host, 0, 4096);
+  // On the legacy default stream (nullptr), as a user passing stream 0.
+  ASSERT_TRUE(rt_->GateWait(nullptr, gate, 1).ok());
+  ASSERT_TRUE(rt_->MemcpyAsync(host, dev, 4096, CopyKind::kDeviceToHost, nullptr).ok());
+  // The engine's stream is not held: its copy completes meanwhile.
+  std::vector<uint8_t> staged = expected;
+  ASSERT_TRUE(rt_->MemcpyAsync(dev, staged.data(), 4096, CopyKind::kHostToDevice, engine).ok());
+  ASSERT_TRUE(rt_->StreamSynchronize(engine).ok());
+  usleep(100000);
+  EXPECT_EQ(cudaStreamQuery(nullptr), cudaErrorNotReady) << "the gate did not hold stream 0";
+  cudaGetLastError();
+  rt_->GateOpen(gate, 1);
+  ASSERT_TRUE(rt_->StreamSynchronize(nullptr).ok());
+  EXPECT_EQ(std::memcmp(host, expected.data(), 4096), 0);
+  EXPECT_TRUE(rt_->Free(dev).ok());
+  EXPECT_TRUE(rt_->FreeHost(host).ok());
+  EXPECT_TRUE(rt_->StreamDestroy(engine).ok());
+  EXPECT_TRUE(rt_->GateDestroy(gate).ok());
 }
 
 TEST_F(CudaRuntimeTest, GpuErrorsBecomeStatusesAndDoNotStick) {

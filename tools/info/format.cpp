@@ -44,7 +44,8 @@ std::string FormatJson(const RankReport &r) {
     devices.push_back({{"kind", d.kind},
                        {"description", d.description},
                        {"count", d.count},
-                       {"emulated", d.emulated}});
+                       {"emulated", d.emulated},
+                       {"device_wait", d.device_wait}});
   }
   ordered_json versions = ordered_json::object();
   for (size_t i = 0; i < r.backends.size() && i < r.backend_versions.size(); ++i)
@@ -74,6 +75,7 @@ std::string FormatJson(const RankReport &r) {
       {"pid", r.pid},
       {"devices", devices},
       {"no_device_reasons", r.no_device_reasons},
+      {"async_calls", r.async_calls},
       {"local_rank", r.local_rank},
       {"local_rank_source", r.local_rank_source},
       {"device_kind", r.device_kind},
@@ -127,7 +129,11 @@ std::string FormatHumanRank(const RankReport &r) {
                       "]" + (d.emulated ? " EMULATED" : ""));
     }
     s += Line("devices found:", Join(found, "; "));
+    for (const DeviceSummary &d : r.devices) {
+      s += Line(("  " + d.kind + " waits by:").c_str(), d.device_wait);
+    }
   }
+  s += Line("device calls via MPI:", r.async_calls);
   s += Line("local rank:",
             std::to_string(r.local_rank) + " (from " + r.local_rank_source + ")");
   if (r.device_id < 0) {

@@ -12,6 +12,7 @@
 #include "comm/communicator.h"
 #include "core/config.h"
 #include "comm/runtime.h"
+#include "comm/comm_init.h"
 #include "device/registry.h"
 
 namespace info {
@@ -98,8 +99,15 @@ void CollectProcess(RankReport *r) {
     d.description = rt->description();
     d.count = rt->DeviceCount();
     d.emulated = rt->emulated();
+    const char *wait = rt->DeviceCount() > 0 ? rt->GateMechanism() : nullptr;
+    d.device_wait = wait != nullptr ? wait : "none (calls on its memory stay synchronous)";
     r->devices.push_back(d);
   }
+  std::string why;
+  r->async_calls = infiniccl::AsyncAllowed(&why)
+                       ? "queued to each communicator's progress engine; the call returns "
+                         "at once, ordered on the caller's stream"
+                       : "synchronous: " + why;
   // Why a vendor runtime built in has no device: its own words (the CUDA
   // runtime's error string), which the library otherwise logs only at INFO.
   const infiniccl::Config &config = infiniccl::GlobalConfig();

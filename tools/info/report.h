@@ -16,6 +16,7 @@ struct DeviceSummary {
   std::string description;  // the runtime's own words
   int count = 0;
   bool emulated = false;
+  std::string device_wait;  // how a stream waits for the progress engine
 };
 
 struct Setting {
@@ -53,6 +54,8 @@ struct RankReport {
   // Why each vendor runtime built finds no device ("cuda: ... CUDA driver
   // version is insufficient ..."), or why none is looked for.
   std::vector<std::string> no_device_reasons;
+  // Device calls through MPI: "queued ..." or "synchronous: why".
+  std::string async_calls;
 
   // The binding the communicator made.
   int local_rank = -1;

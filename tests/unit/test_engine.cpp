@@ -1,0 +1,163 @@
+// The progress engine alone (progress/engine.h) on the EMULATED device, no
+// MPI: operations run in call order on the engine's thread, after the work
+// queued before them on the caller's stream, and the caller's stream waits
+// for them; failures, Cancel and destruction release every stream. Also the
+// program of CI's ThreadSanitizer stage (the engine is the library's first
+// long-lived thread that runs operations).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "device/sim/sim_runtime.h"
+#include "progress/engine.h"
+
+namespace infiniccl {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  SimRuntime sim{2, 0, true};
+  void *stream = nullptr;
+  void SetUp() override { ASSERT_TRUE(sim.StreamCreate(&stream).ok()); }
+  void TearDown() override { EXPECT_TRUE(sim.StreamDestroy(stream).ok()); }
+
+  QueuedOp Op(std::function<Status(const CollArgs &)> run) {
+    QueuedOp op;
+    op.args.kind = CollKind::kAllReduce;
+    op.args.stream = stream;
+    op.path = Path::kStagedMpi;
+    op.device = &sim;
+    op.run = std::move(run);
+    return op;
+  }
+};
+
+TEST_F(EngineTest, RunsInOrderAfterTheStreamAndHoldsIt) {
+  std::vector<int> host(1, 0);
+  void *dev = nullptr;
+  ASSERT_TRUE(sim.Malloc(&dev, sizeof(int) * 64).ok());
+  // A producer on the caller's stream, slow: 4 KiB at 0.001 GB/s, ~4 ms.
+  std::vector<int> input(64, 7);
+  sim.SetCopyGbps(0.001);
+  ASSERT_TRUE(sim.MemcpyAsync(dev, input.data(), 256, CopyKind::kHostToDevice, stream).ok());
+  sim.SetCopyGbps(0);
+  ProgressEngine engine("test");
+  std::vector<int> order;
+  std::mutex m;
+  for (int k = 0; k < 8; ++k) {
+    ASSERT_TRUE(engine
+                    .Enqueue(Op([&, k](const CollArgs &a) -> Status {
+                      EXPECT_NE(a.stream, stream) << "runs on the engine's own stream";
+                      // The producer has finished: the op reads its output.
+                      EXPECT_EQ(static_cast<int *>(dev)[k], 7 + k);
+                      static_cast<int *>(dev)[k + 1] += k + 1;
+                      std::lock_guard<std::mutex> lock(m);
+                      order.push_back(k);
+                      return Status::Ok();
+                    }))
+                    .ok());
+  }
+  // Queued after the eight operations on the caller's stream: sees all.
+  ASSERT_TRUE(sim.MemcpyAsync(input.data(), dev, 256, CopyKind::kDeviceToHost, stream).ok());
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+  for (int k = 1; k <= 8; ++k) EXPECT_EQ(input[static_cast<size_t>(k)], 7 + k);
+  EXPECT_TRUE(engine.Drain().ok());
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_FALSE(engine.Busy());
+  ASSERT_TRUE(sim.Free(dev).ok());
+}
+
+TEST_F(EngineTest, AFailureReleasesTheStreamAndSkipsTheRest) {
+  ProgressEngine engine("comm X");
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
+    ++ran;
+    return Status(infinicclSystemError, "boom");
+  })).ok());
+  ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
+    ++ran;
+    return Status::Ok();
+  })).ok());
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());  // released, not hung
+  const Status drained = engine.Drain();
+  EXPECT_EQ(ran.load(), 1) << "the operation after the failure ran";
+  EXPECT_EQ(drained.code(), infinicclSystemError);
+  EXPECT_NE(drained.message().find("queued AllReduce"), std::string::npos) << drained.message();
+  EXPECT_NE(drained.message().find("boom"), std::string::npos) << drained.message();
+  EXPECT_TRUE(engine.failed());
+  // Nothing more is queued once failed.
+  EXPECT_EQ(engine.Enqueue(Op([](const CollArgs &) { return Status::Ok(); })).code(),
+            infinicclSystemError);
+}
+
+TEST_F(EngineTest, CancelReleasesQueuedWork) {
+  ProgressEngine engine("test");
+  // The caller's stream is held by someone else's gate: nothing can start.
+  void *gate = nullptr;
+  ASSERT_TRUE(sim.GateCreate(&gate).ok());
+  ASSERT_TRUE(sim.GateWait(stream, gate, 1).ok());
+  std::atomic<int> ran{0};
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
+      ++ran;
+      return Status::Ok();
+    })).ok());
+  }
+  engine.Cancel();
+  sim.GateOpen(gate, 1);
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+  EXPECT_EQ(engine.Drain().code(), infinicclInvalidUsage);
+  EXPECT_EQ(ran.load(), 0);
+  ASSERT_TRUE(sim.GateDestroy(gate).ok());
+}
+
+TEST_F(EngineTest, DestructionFinishesTheQueue) {
+  std::atomic<int> ran{0};
+  {
+    ProgressEngine engine("test");
+    for (int k = 0; k < 5; ++k) {
+      ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        ++ran;
+        return Status::Ok();
+      })).ok());
+    }
+  }
+  EXPECT_EQ(ran.load(), 5);
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+}
+
+TEST_F(EngineTest, ManyThreadsManyEngines) {
+  // Four callers, each with its own engine and stream, racing.
+  std::vector<std::thread> threads;
+  std::atomic<int> ran{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      void *s = nullptr;
+      ASSERT_TRUE(sim.StreamCreate(&s).ok());
+      {
+        ProgressEngine engine("test");
+        for (int k = 0; k < 50; ++k) {
+          QueuedOp op = Op([&](const CollArgs &) {
+            ++ran;
+            return Status::Ok();
+          });
+          op.args.stream = s;
+          ASSERT_TRUE(engine.Enqueue(std::move(op)).ok());
+          if (k % 10 == 0) ASSERT_TRUE(sim.StreamSynchronize(s).ok());
+        }
+        EXPECT_TRUE(engine.Drain().ok());
+      }
+      ASSERT_TRUE(sim.StreamDestroy(s).ok());
+    });
+  }
+  for (auto &t : threads) t.join();
+  EXPECT_EQ(ran.load(), 200);
+}
+
+}  // namespace
+}  // namespace infiniccl
