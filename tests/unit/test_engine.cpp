@@ -148,7 +148,9 @@ TEST_F(EngineTest, ManyThreadsManyEngines) {
           });
           op.args.stream = s;
           ASSERT_TRUE(engine.Enqueue(std::move(op)).ok());
-          if (k % 10 == 0) ASSERT_TRUE(sim.StreamSynchronize(s).ok());
+          if (k % 10 == 0) {
+            ASSERT_TRUE(sim.StreamSynchronize(s).ok());
+          }
         }
         EXPECT_TRUE(engine.Drain().ok());
       }
