@@ -95,8 +95,10 @@ for stage in "${stages[@]}"; do
       ;;
     tsan)
       # Only the engine's unit test: MPI's own progress threads would drown
-      # the report in races of theirs.
-      cmake -S . -B build-ci-tsan -DINFINICCL_WERROR=ON -DINFINICCL_MPI=openmpi \
+      # the report in races of theirs. Without -Werror: GCC warns that TSan
+      # does not model the watchdog record's seqlock fences (-Wtsan), which
+      # this test never reads from another thread.
+      cmake -S . -B build-ci-tsan -DINFINICCL_MPI=openmpi \
         -DWITH_NVIDIA=OFF -DINFINICCL_SANITIZE=thread -DINFINICCL_LARGE_COUNT_TESTS=OFF \
         -DCMAKE_BUILD_TYPE=Debug
       cmake --build build-ci-tsan -j "$jobs" --target unit_engine

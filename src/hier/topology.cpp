@@ -32,7 +32,10 @@ Topology::Place Topology::PlaceOf(int rank) const {
 
 Status Topology::Scratch(DeviceRuntime *device, size_t bytes, void **out) {
   if (device != scratch_device_ || bytes > scratch_bytes_) {
-    FreeScratch();
+    if (scratch_ != nullptr) retired_.push_back({scratch_device_, scratch_});
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    scratch_device_ = nullptr;
     void *p = nullptr;
     if (device != nullptr) {
       INFINICCL_RETURN_IF_ERROR(device->Malloc(&p, bytes));
@@ -49,6 +52,14 @@ Status Topology::Scratch(DeviceRuntime *device, size_t bytes, void **out) {
 }
 
 void Topology::FreeScratch() {
+  for (const Retired &r : retired_) {
+    if (r.device != nullptr) {
+      (void)r.device->Free(r.ptr);
+    } else {
+      std::free(r.ptr);
+    }
+  }
+  retired_.clear();
   if (scratch_ == nullptr) return;
   if (scratch_device_ != nullptr) {
     (void)scratch_device_->Free(scratch_);  // nothing to tell a caller here

@@ -114,6 +114,15 @@ struct Topology {
 
  private:
   void FreeScratch();
+  // Scratch outgrown by a later call: kept until the topology goes, since a
+  // call may run on the progress engine's thread, where freeing device
+  // memory (cudaFree synchronises the device) would wait for the caller's
+  // stream that the engine itself holds.
+  struct Retired {
+    DeviceRuntime *device;
+    void *ptr;
+  };
+  std::vector<Retired> retired_;
   DeviceRuntime *scratch_device_ = nullptr;
   void *scratch_ = nullptr;
   size_t scratch_bytes_ = 0;

@@ -365,6 +365,8 @@ TEST(ConfigTable, EachDefaultAsShown) {
       {"INFINICCL_MPI_DEVICE_DIRECT", {"auto", "auto"}},
       {"INFINICCL_BACKEND", {"auto", "auto"}},
       {"INFINICCL_TIMEOUT_SEC", {"1800", "1800"}},
+      {"INFINICCL_ASYNC", {"auto", "auto"}},
+      {"INFINICCL_DEVICE_WAIT", {"auto", "auto"}},
       {"INFINICCL_SIM_COPY_LATENCY_US", {"0", "0"}},
       {"INFINICCL_SIM_COPY_GBPS", {"0", "0"}},
       {"INFINICCL_SIM_DEVICE_COUNT", {"8", "8"}},

@@ -274,10 +274,10 @@ class CudaLikeRuntime final : public DeviceRuntime {
     if (UseWaitValue()) {
       if constexpr (requires { Api::kWaitValue32; }) {
         INFINICCL_RETURN_IF_ERROR(Api::MappedWord(&g->word, &g->device_word));
-        g->host = std::make_unique<HostGate>(static_cast<uint32_t *>(g->word));
+        g->host = std::make_shared<HostGate>(static_cast<uint32_t *>(g->word));
       }
     } else {
-      g->host = std::make_unique<HostGate>();
+      g->host = std::make_shared<HostGate>();
     }
     *gate = g.release();
     return Status::Ok();
@@ -298,7 +298,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
         return Api::WaitValue32(AsStream(stream), g->device_word, target);
       }
     }
-    auto *arg = new HostWait{g->host.get(), target};
+    auto *arg = new HostWait{g->host, target};
     Status st = INFINICCL_CUDA_LIKE_CALL(LaunchHostFunc, AsStream(stream), &HostWaitFn, arg);
     if (!st.ok()) delete arg;
     return st;
@@ -372,12 +372,12 @@ class CudaLikeRuntime final : public DeviceRuntime {
   }
 
   struct Gate {
-    std::unique_ptr<HostGate> host;
+    std::shared_ptr<HostGate> host;  // shared with host-function waits still inside it
     void *word = nullptr;          // mapped page-locked counter (WaitValue32 only)
     uint64_t device_word = 0;      // its device address
   };
   struct HostWait {
-    HostGate *gate;
+    std::shared_ptr<HostGate> gate;
     uint32_t target;
   };
   static void HostWaitFn(void *arg) {

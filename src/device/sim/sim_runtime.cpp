@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "device/host_gate.h"
 #include "device/sim/sim_stream.h"
@@ -112,6 +113,9 @@ Status SimRuntime::Malloc(void **ptr, size_t bytes) {
 
 Status SimRuntime::Free(void *ptr) {
   if (ptr == nullptr) return Status::Ok();
+  // As cudaFree, an implicit synchronisation: work queued before the free
+  // (a queued collective reading the buffer, say) finishes first.
+  SynchronizeAll();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = device_mem_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == device_mem_.end()) {
@@ -154,6 +158,16 @@ Status SimRuntime::FreeHost(void *ptr) {
   ++stats_.host_frees;
   std::free(ptr);
   return Status::Ok();
+}
+
+void SimRuntime::SynchronizeAll() {
+  std::vector<SimStream *> all;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    all.assign(streams_.begin(), streams_.end());
+  }
+  default_stream_->Synchronize();
+  for (SimStream *s : all) s->Synchronize();
 }
 
 SimStream *SimRuntime::StreamFor(void *stream) {
@@ -313,21 +327,33 @@ Status SimRuntime::QueueEvent(const char *call, void *event, void *stream, bool 
 }
 
 Status SimRuntime::GateCreate(void **gate) {
-  *gate = new HostGate();
+  auto g = std::make_shared<HostGate>();
+  std::lock_guard<std::mutex> lock(mutex_);
+  *gate = g.get();
+  gates_.emplace(g.get(), std::move(g));
   return Status::Ok();
 }
 
+// A stream still inside a wait keeps the gate until it leaves it.
 Status SimRuntime::GateDestroy(void *gate) {
-  delete static_cast<HostGate *>(gate);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (gates_.erase(static_cast<HostGate *>(gate)) == 0) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device gate", gate);
+  }
   return Status::Ok();
 }
 
 Status SimRuntime::GateWait(void *stream, void *gate, uint32_t target) {
   SimStream *s = StreamFor(stream);
-  if (s == nullptr || gate == nullptr) {
+  std::shared_ptr<HostGate> g;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = gates_.find(static_cast<HostGate *>(gate));
+    if (it != gates_.end()) g = it->second;
+  }
+  if (s == nullptr || g == nullptr) {
     return MakeStatus(infinicclInvalidArgument, "GateWait: bad gate or stream %p", stream);
   }
-  auto *g = static_cast<HostGate *>(gate);
   s->Enqueue([g, target] { g->Wait(target); });
   return Status::Ok();
 }

@@ -22,6 +22,7 @@
 
 namespace infiniccl {
 
+class HostGate;
 class SimEvent;
 class SimStream;
 
@@ -98,6 +99,8 @@ class SimRuntime final : public DeviceRuntime {
     int device;
   };
   SimStream *StreamFor(void *stream);
+  // Waits for every stream (Free's implicit synchronisation).
+  void SynchronizeAll();
   // EventRecord (`record`: a new generation, complete when the stream reaches
   // it) and StreamWaitEvent (the stream waits for the last one recorded).
   Status QueueEvent(const char *call, void *event, void *stream, bool record);
@@ -118,6 +121,7 @@ class SimRuntime final : public DeviceRuntime {
   std::set<uintptr_t> pinned_mem_;
   std::set<SimStream *> streams_;
   std::map<SimEvent *, std::shared_ptr<SimEvent>> events_;
+  std::map<HostGate *, std::shared_ptr<HostGate>> gates_;
   std::unique_ptr<SimStream> default_stream_;
   SimStats stats_;
 };
