@@ -225,7 +225,8 @@ void PrintOverlap(std::FILE *out, const Env &env, const Result &r) {
                OverlapEfficiency(r),
                r.validated ? std::to_string(r.wrong).c_str() : "N/A");
   std::fprintf(out,
-               "#  (one loop each, the slowest rank's mean over %d loops%s; efficiency = "
+               "#  (one loop each: the median over %d loops of the slowest rank's time%s; "
+               "efficiency = "
                "(compute + comm - both) / min(compute, comm): 1 = fully hidden, 0 = "
                "serial)\n",
                o.iters, o.repeat > 1 ? ", minimum over repeats" : "");

@@ -15,8 +15,8 @@ namespace bench {
 // Empty when the overlap mode can run on env's device; otherwise why not.
 std::string OverlapUnavailable(const Env &env);
 
-// One repeat: warm-up, env.opt->iters timed loops of each part (folded into
-// *res as minimums over repeats), and, with `validate`, one checked loop in
+// One repeat: warm-up, env.opt->iters timed loops of each part (the median
+// of the slowest rank's times, folded into *res as minimums over repeats), and, with `validate`, one checked loop in
 // which each kernel is followed by the copy that writes its bucket on the
 // compute stream, so an AllReduce that ran early would read poison.
 void RunOverlap(const Env &env, bool validate, Result *res);

@@ -36,8 +36,8 @@ struct Result {
   // return_allreduce: the slowest rank's mean host time of the call alone
   // (until it returns), minimum over repeats; time_us is call + synchronize.
   double return_us = std::numeric_limits<double>::infinity();
-  // overlap: the slowest rank's mean time of one loop of each part, minimum
-  // over repeats (time_us is both_us).
+  // overlap: one loop of each part, the median over loops of the slowest
+  // rank's time, minimum over repeats (time_us is both_us).
   double compute_us = std::numeric_limits<double>::infinity();
   double comm_us = std::numeric_limits<double>::infinity();
   double both_us = std::numeric_limits<double>::infinity();
