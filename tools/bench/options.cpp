@@ -195,9 +195,9 @@ buffers: rs_block rs_counts rs_allreduce rs_reduce_scatter rs_ring.
                   overlap efficiency (compute + comm - both) / min(compute,
                   comm); -n loops timed (the parts interleaved; each part's
                   time is the median over loops of the slowest rank's), -w
-                  warm-up loops. Needs streams and a kernel: --device sim (EMULATED
-                  kernels, infinicclSimKernel); a real GPU's busy kernel is
-                  not built yet.
+                  warm-up loops. Needs streams and a kernel: --device sim
+                  (EMULATED kernels, infinicclSimKernel); a real GPU's busy
+                  kernel is not built yet.
 On a device other than cpu, stage_* copy with MemcpyAsync + StreamSynchronize
 and stage_reuse_* host buffers are pinned when the device offers MallocHost.
 
