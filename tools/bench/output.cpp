@@ -415,13 +415,14 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
             "comm_us,both_us,overlap_efficiency\n";
     for (const Result &r : rows) {
       const Row row = MakeRow(env, r);
+      const bool loop = r.mode->family == Family::kOverlap;  // no bandwidth
       csv_ << CsvField(r.mode->name) << ',' << Info(r.mode->coll).name << ','
            << env.device->Name() << ',' << r.layout.bytes << ',' << r.layout.total_count
            << ',' << o.dtype->name << ',' << row.redop << ',' << row.root << ','
            << (o.inplace && SupportsInplace(*r.mode) ? 1 : 0) << ',' << env.nranks << ','
            << (row.measured ? Fixed(row.time_us, 3) : "") << ','
-           << (row.measured ? Fixed(row.algbw, 6) : "") << ','
-           << (row.measured ? Fixed(row.busbw, 6) : "") << ','
+           << (row.measured && !loop ? Fixed(row.algbw, 6) : "") << ','
+           << (row.measured && !loop ? Fixed(row.busbw, 6) : "") << ','
            << (r.validated ? std::to_string(r.wrong) : "") << ','
            << (r.staging_measured ? std::to_string(r.staging_allocs) : "") << ','
            << (row.measured ? "" : CsvField(r.unavailable)) << ',';
