@@ -2,10 +2,10 @@
 `sim` runtime, so the staging path can be exercised from Python on machines
 without an accelerator.
 
-Needs INFINICCL_DEVICE=sim and the test build of the library
-(libinfiniccl_pysim, which adds the infinicclTestSim* entry points; ctest
-points INFINICCL_LIBRARY at it). The installed library has no such entry
-points: sim_available() then says why.
+Needs INFINICCL_DEVICE=sim. Uses the emulated device's public API
+(infiniccl/infiniccl_sim.h: infinicclSimMalloc, infinicclSimFree,
+infinicclSimMemcpy), which every libinfiniccl exports; sim_available() says
+why when it cannot be used.
 """
 import ctypes
 
@@ -16,28 +16,34 @@ from . import _lib, init  # _lib: the loaded CDLL
 
 def _hooks():
     try:
-        m = _lib.infinicclTestSimMalloc
+        m = _lib.infinicclSimMalloc
     except AttributeError:
         return None
     m.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-    _lib.infinicclTestSimFree.argtypes = [ctypes.c_void_p]
-    _lib.infinicclTestSimCopy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                          ctypes.c_int]
+    m.restype = ctypes.c_int
+    _lib.infinicclSimFree.argtypes = [ctypes.c_void_p]
+    _lib.infinicclSimFree.restype = ctypes.c_int
+    _lib.infinicclSimMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                        ctypes.c_void_p]
+    _lib.infinicclSimMemcpy.restype = ctypes.c_int
     return _lib
+
+
+def _last_error(lib):
+    return (lib.infinicclGetLastError(None) or b"").decode(errors="replace")
 
 
 def sim_available():
     """(True, "") or (False, why)."""
     lib = _hooks()
     if lib is None:
-        return False, "the loaded libinfiniccl has no emulated-device test hooks " \
-                      "(use the build tree's libinfiniccl_pysim via INFINICCL_LIBRARY)"
+        return False, "the loaded libinfiniccl predates the emulated device's API " \
+                      "(infiniccl/infiniccl_sim.h)"
     init()
     p = ctypes.c_void_p()
-    rc = lib.infinicclTestSimMalloc(ctypes.byref(p), 1)
-    if rc != 0:
-        return False, "the emulated device is not enabled (set INFINICCL_DEVICE=sim)"
-    lib.infinicclTestSimFree(p)
+    if lib.infinicclSimMalloc(ctypes.byref(p), 1) != 0:
+        return False, _last_error(lib)  # names INFINICCL_DEVICE=sim when it is unset
+    lib.infinicclSimFree(p)
     return True, ""
 
 
@@ -54,7 +60,7 @@ class SimArray:
         self.dtype = np.dtype(dtype)
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
         p = ctypes.c_void_p()
-        if lib.infinicclTestSimMalloc(ctypes.byref(p), max(self.nbytes, 1)) != 0:
+        if lib.infinicclSimMalloc(ctypes.byref(p), max(self.nbytes, 1)) != 0:
             raise RuntimeError(sim_available()[1] or "emulated device allocation failed")
         self.ptr = p.value
         self._lib = lib
@@ -63,14 +69,15 @@ class SimArray:
     def from_numpy(cls, a):
         a = np.ascontiguousarray(a)
         s = cls(a.shape, a.dtype)
-        if s._lib.infinicclTestSimCopy(s.ptr, a.ctypes.data, s.nbytes, 1) != 0:
-            raise RuntimeError("upload to the emulated device failed")
+        if s._lib.infinicclSimMemcpy(s.ptr, a.ctypes.data, s.nbytes, None) != 0:
+            raise RuntimeError("upload to the emulated device failed: " + _last_error(s._lib))
         return s
 
     def numpy(self):
         out = np.empty(self.shape, self.dtype)
-        if self._lib.infinicclTestSimCopy(out.ctypes.data, self.ptr, self.nbytes, 0) != 0:
-            raise RuntimeError("download from the emulated device failed")
+        if self._lib.infinicclSimMemcpy(out.ctypes.data, self.ptr, self.nbytes, None) != 0:
+            raise RuntimeError("download from the emulated device failed: " +
+                               _last_error(self._lib))
         return out
 
     @property
@@ -80,7 +87,7 @@ class SimArray:
 
     def free(self):
         if self.ptr is not None:
-            self._lib.infinicclTestSimFree(self.ptr)
+            self._lib.infinicclSimFree(self.ptr)
             self.ptr = None
 
     def __del__(self):

@@ -10,7 +10,13 @@ usage: bench_cli_test.py BENCH CASE [LAUNCHER...]
         outputs      an unwritable --json/--csv path fails before anything is measured;
                      the JSON carries the run's metadata, the CSV the unavailable column
         misc         --version, --list-modes names only calls that exist
-  LAUNCHER  the launcher command line for 2 ranks, without the program (nccl_flags)
+        overlap      the DDP-like overlap loop on the EMULATED device at 2 ranks: the
+                     three times, the efficiency, exact results, JSON and CSV fields;
+                     on the cpu device it is unavailable and says why
+        return_time  return_allreduce at 2 ranks on the EMULATED device: the call's
+                     return time next to call + synchronize, per size, table and JSON
+  LAUNCHER  the launcher command line for 2 ranks, without the program (nccl_flags,
+            overlap, return_time)
 
 Singleton runs (no launcher) where one rank shows the behaviour.
 """
@@ -199,6 +205,97 @@ def case_misc():
     for word in ("-c, --check 0|1", "-q, --quiet", "-V, --version", "--stepbytes",
                  "--datatype", "Out of bounds values"):
         expect(word in out, "--help lacks %r" % word)
+
+
+def overlap_numbers(out):
+    """compute, comm, both, max, sum, both/max, efficiency, #wrong of the block."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.split()[1:3] == ["compute(us)", "comm(us)"]:
+            f = lines[i + 1].split()
+            expect(f[0] == "#" and len(f) == 9, "overlap numbers: %r" % lines[i + 1])
+            return [float(x) for x in f[1:8]] + [f[8]]
+    fail("no overlap block:\n" + out)
+
+
+def case_overlap():
+    buckets, bucket_bytes, kernel_us = 3, 256 * 1024, 2000
+    with tempfile.TemporaryDirectory() as d:
+        js, cs = os.path.join(d, "o.json"), os.path.join(d, "o.csv")
+        rc, out, err = run(["--device", "sim", "--modes", "overlap", "--buckets",
+                            str(buckets), "--bucket-bytes", "256K", "--kernel-us",
+                            str(kernel_us), "-w", "1", "-n", "2", "--json", js, "--csv",
+                            cs], LAUNCHER)
+        expect(rc == 0, "exit %d\n%s\n%s" % (rc, out, err))
+        expect("# overlap: 3 buckets of 262144 B (float32 sum infinicclAllReduce on a "
+               "second stream), each after a 2000 us kernel on the compute stream "
+               "(EMULATED kernels" in out, "overlap header:\n" + out)
+        expect(rows(out) == [], "no table rows for the overlap loop:\n" + out)
+        compute, comm, both, mx, total, ratio, eff, wrong = overlap_numbers(out)
+        # Orderings, not speeds: the kernels of one stream run one after the other.
+        floor = buckets * kernel_us
+        expect(compute >= floor and both >= floor,
+               "compute %.1f and both %.1f us >= %d us of kernels" % (compute, both, floor))
+        expect(comm > 0 and wrong == "0", "comm %.1f us, wrong %s" % (comm, wrong))
+        expect(abs(mx - max(compute, comm)) <= 0.2 and abs(total - compute - comm) <= 0.2,
+               "max and sum columns: %s" % [compute, comm, mx, total])
+        want = (compute + comm - both) / min(compute, comm)
+        expect(abs(eff - want) <= 0.002,
+               "efficiency %.3f, from the times %.3f" % (eff, want))
+        expect(re.search(r"^# Out of bounds values : 0 OK$", out, re.M), "footer:\n" + out)
+        with open(js) as f:
+            doc = json.load(f)
+        [row] = doc["rows"]
+        expect(row["mode"] == "overlap" and row["collective"] == "allreduce" and
+               row["buckets"] == buckets and row["bucket_bytes"] == bucket_bytes and
+               row["kernel_us"] == kernel_us and row["wrong"] == 0 and
+               row["unavailable"] is None and row["nranks"] == 2, str(row))
+        for key in ("compute_us", "comm_us", "both_us", "overlap_efficiency"):
+            expect(isinstance(row[key], (int, float)), "%s: %s" % (key, row))
+        expect(row["time_us"] == row["both_us"] and row["busbw_gbps"] is None, str(row))
+        expect(abs(row["overlap_efficiency"] -
+                   (row["compute_us"] + row["comm_us"] - row["both_us"]) /
+                   min(row["compute_us"], row["comm_us"])) < 1e-9, str(row))
+        with open(cs, newline="") as f:
+            [c] = list(csv.DictReader(f))
+        expect(c["mode"] == "overlap" and float(c["compute_us"]) >= floor and
+               c["overlap_efficiency"] != "" and c["return_us"] == "" and
+               c["busbw_gbps"] == "", str(c))
+    # The cpu device has no streams or kernels: unavailable, with the reason.
+    rc, out, err = run(["--modes", "overlap", "-n", "1", "-w", "0"])
+    expect(rc == 0 and "#  N/A overlap: needs device streams and kernels" in out,
+           "overlap on cpu: exit %d\n%s\n%s" % (rc, out, err))
+
+
+def case_return_time():
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "r.json")
+        rc, out, err = run(["--device", "sim", "--modes", "return_allreduce,overlap",
+                            "-b", "4K", "-e", "64K", "-f", "4", "-w", "1", "-n", "3",
+                            "--buckets", "2", "--bucket-bytes", "64K", "--kernel-us",
+                            "500", "--json", js], LAUNCHER)
+        expect(rc == 0, "exit %d\n%s\n%s" % (rc, out, err))
+        sizes = (4096, 16384, 65536)
+        expect(rows(out) == [(b, "return_allreduce") for b in sizes],
+               "rows: %s" % rows(out))
+        block = re.findall(r"^#\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$", out, re.M)
+        expect("# return time: host time of one infinicclAllReduce call" in out and
+               [int(b[0]) for b in block] == list(sizes), "return block:\n" + out)
+        for size, ret, total, ratio in block:
+            # The call is part of call + synchronize on every rank.
+            expect(0 < float(ret) <= float(total), "%s B: return %s, call+sync %s" %
+                   (size, ret, total))
+        footers(out)
+        with open(js) as f:
+            doc = json.load(f)
+        ret_rows = [r for r in doc["rows"] if r["mode"] == "return_allreduce"]
+        expect([r["bytes"] for r in ret_rows] == list(sizes), str(ret_rows))
+        for r in ret_rows:
+            expect(0 < r["return_us"] <= r["time_us"] and r["wrong"] == 0 and
+                   r["collective"] == "allreduce", str(r))
+        # Both kinds in one run: the overlap row comes after the sizes.
+        expect(doc["rows"][-1]["mode"] == "overlap" and
+               doc["rows"][-1]["wrong"] == 0, str(doc["rows"][-1]))
 
 
 CASES = {n[len("case_"):]: f for n, f in globals().items() if n.startswith("case_")}

@@ -3,6 +3,7 @@
  * referenced below, so a missing or hidden symbol fails the link. main()
  * checks a few enum values and calls what works without infinicclInit. */
 #include <infiniccl/infiniccl.h>
+#include <infiniccl/infiniccl_sim.h>
 
 /* Compile-time checks without C11's _Static_assert. */
 #define CHECK(name, cond) typedef char check_##name[(cond) ? 1 : -1]
@@ -45,6 +46,19 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
 };
 
+/* The emulated device's API (infiniccl_sim.h). */
+static const AnyFunction kSimFunctions[] = {
+    (AnyFunction)infinicclSimMalloc,          (AnyFunction)infinicclSimFree,
+    (AnyFunction)infinicclSimMemcpy,          (AnyFunction)infinicclSimStreamCreate,
+    (AnyFunction)infinicclSimStreamDestroy,   (AnyFunction)infinicclSimStreamSynchronize,
+    (AnyFunction)infinicclSimEventCreate,     (AnyFunction)infinicclSimEventRecord,
+    (AnyFunction)infinicclSimStreamWaitEvent, (AnyFunction)infinicclSimEventDestroy,
+    (AnyFunction)infinicclSimKernel,
+};
+static infinicclResult_t (*const kSimMemcpy)(void *, const void *, size_t,
+                                             void *) = infinicclSimMemcpy;
+static infinicclResult_t (*const kSimKernel)(void *, unsigned) = infinicclSimKernel;
+
 /* Typed pointers: a changed signature fails to compile. */
 static infinicclResult_t (*const kAllReduce)(const void *, void *, size_t,
                                              infinicclDataType_t, infinicclRedOp_t,
@@ -77,6 +91,11 @@ int main(void) {
     if (kFunctions[i] == NULL) return 10;
   }
   if (sizeof kFunctions / sizeof kFunctions[0] != 32) return 11;
+  for (i = 0; i < sizeof kSimFunctions / sizeof kSimFunctions[0]; ++i) {
+    if (kSimFunctions[i] == NULL) return 16;
+  }
+  if (sizeof kSimFunctions / sizeof kSimFunctions[0] != 11) return 17;
+  if (kSimMemcpy == NULL || kSimKernel == NULL) return 18;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL) return 13;
   if (comm != NULL) return 14;

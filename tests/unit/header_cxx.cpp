@@ -2,6 +2,7 @@
 // functions have C linkage and are exported by the shared library (each is
 // referenced below). main() calls what works without infinicclInit.
 #include <infiniccl/infiniccl.h>
+#include <infiniccl/infiniccl_sim.h>
 
 #include <cstddef>
 #include <cstring>
@@ -31,6 +32,17 @@ static_assert(
 static_assert(std::is_same<decltype(&infinicclGetLastError),
                            const char *(*)(infinicclComm_t)>::value,
               "GetLastError signature");
+
+static_assert(std::is_same<decltype(&infinicclSimMemcpy),
+                           infinicclResult_t (*)(void *, const void *, std::size_t,
+                                                 void *)>::value,
+              "SimMemcpy signature");
+static_assert(std::is_same<decltype(&infinicclSimKernel),
+                           infinicclResult_t (*)(void *, unsigned)>::value,
+              "SimKernel signature");
+static_assert(std::is_same<decltype(&infinicclSimStreamWaitEvent),
+                           infinicclResult_t (*)(void *, void *)>::value,
+              "SimStreamWaitEvent signature");
 
 typedef void (*AnyFunction)();
 
@@ -67,6 +79,17 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclCommInitMpi),
     reinterpret_cast<AnyFunction>(&infinicclGroupStart),
     reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
+    reinterpret_cast<AnyFunction>(&infinicclSimMalloc),
+    reinterpret_cast<AnyFunction>(&infinicclSimFree),
+    reinterpret_cast<AnyFunction>(&infinicclSimMemcpy),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamCreate),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamDestroy),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamSynchronize),
+    reinterpret_cast<AnyFunction>(&infinicclSimEventCreate),
+    reinterpret_cast<AnyFunction>(&infinicclSimEventRecord),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamWaitEvent),
+    reinterpret_cast<AnyFunction>(&infinicclSimEventDestroy),
+    reinterpret_cast<AnyFunction>(&infinicclSimKernel),
 };
 
 int main() {

@@ -41,6 +41,25 @@ class Device {
   virtual void Synchronize() = 0;
   // The stream handed to infiniccl calls (nullptr for the cpu device).
   virtual void *Stream() = 0;
+
+  // The overlap mode: streams of its own, events, and a kernel that holds a
+  // stream for a given time. Empty when this device can run it, else why
+  // not. The others throw BenchError where unsupported.
+  virtual std::string OverlapUnsupported() const {
+    return "needs device streams and kernels: use --device sim (EMULATED kernels)";
+  }
+  virtual void *NewStream() { return nullptr; }
+  virtual void DeleteStream(void * /*stream*/) noexcept {}
+  virtual void SynchronizeStream(void * /*stream*/) {}
+  virtual void *NewEvent() { return nullptr; }
+  virtual void DeleteEvent(void * /*event*/) noexcept {}
+  virtual void RecordEvent(void * /*event*/, void * /*stream*/) {}
+  virtual void WaitEvent(void * /*stream*/, void * /*event*/) {}
+  // Holds `stream` for `microseconds`: infinicclSimKernel on the emulated
+  // device. The hook for a real GPU's busy kernel (not built yet).
+  virtual void Kernel(void * /*stream*/, unsigned /*microseconds*/) {}
+  virtual void CopyFromHostOn(void * /*stream*/, void * /*dev_dst*/,
+                              const void * /*host_src*/, size_t /*bytes*/) {}
 };
 
 // `name` is cpu, a vendor name (cuda, metax, iluvatar, moore), sim, or empty

@@ -4,6 +4,7 @@
 //   collective.*  sizes and busbw         calls.h     one call, MPI/InfiniCCL
 //   run.*         one mode at one size    runner.*    timing loop
 //   validate.*    exact expected values   output.*    table, JSON, CSV
+//   overlap.*     the DDP-like overlap loop (two streams, kernels, events)
 //   device.*      where device buffers live: cpu, or (runtime_device.cpp) a
 //                 DeviceRegistry runtime: cuda, metax, ..., sim (emulated)
 #include <infiniccl/infiniccl.h>

@@ -61,6 +61,13 @@ std::vector<Mode> BuildModes() {
                    "MPI_Reduce to rank 0, then MPI_Scatter"});
   modes.push_back(
       {"rs_ring", v, rs, RsVariant::kRing, "ring of MPI_Sendrecv with local reduction"});
+  modes.push_back({"return_allreduce", Family::kReturnTime, Collective::kAllReduce,
+                   RsVariant::kNone,
+                   "infinicclAllReduce on device buffers: host time until the call "
+                   "returns, and until a stream synchronize after it"});
+  modes.push_back({"overlap", Family::kOverlap, Collective::kAllReduce, RsVariant::kNone,
+                   "DDP-like loop: per bucket a kernel on one stream, then the bucket's "
+                   "infinicclAllReduce on a second stream after it (once per run)"});
   return modes;
 }
 
@@ -81,7 +88,7 @@ const Mode *FindMode(const std::string &name) {
 
 bool SupportsInplace(const Mode &m) {
   return m.coll != Collective::kSendRecv && m.coll != Collective::kCopy &&
-         m.family != Family::kReduceScatterVariant;
+         m.family != Family::kReduceScatterVariant && m.family != Family::kOverlap;
 }
 
 }  // namespace bench

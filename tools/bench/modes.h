@@ -6,7 +6,11 @@
 //                  upstream project did);
 //   stage_reuse_C  the same with host buffers allocated once;
 //   copy_*         device<->host copies alone;
-//   rs_*           ReduceScatter decompositions on host buffers.
+//   rs_*           ReduceScatter decompositions on host buffers;
+//   return_allreduce  each infinicclAllReduce timed alone: until it returns,
+//                  and until a stream synchronize after it;
+//   overlap        a DDP-like loop of kernels and bucket AllReduces on two
+//                  streams (overlap.cpp), once per run, not per size.
 // A device build adds no mode: the families run on whatever Device is chosen.
 #ifndef INFINICCL_BENCH_MODES_H_
 #define INFINICCL_BENCH_MODES_H_
@@ -28,6 +32,8 @@ enum class Family {
   kCopyH2D,
   kCopyRoundtrip,
   kReduceScatterVariant,
+  kReturnTime,
+  kOverlap,
 };
 
 struct Mode {

@@ -67,6 +67,9 @@ enum LongOnly {
   kJson,
   kCsv,
   kListModes,
+  kBuckets,
+  kBucketBytes,
+  kKernelUs,
 };
 
 const struct option kLongOptions[] = {
@@ -96,6 +99,9 @@ const struct option kLongOptions[] = {
     {"csv", required_argument, nullptr, kCsv},
     {"quiet", no_argument, nullptr, 'q'},
     {"list-modes", no_argument, nullptr, kListModes},
+    {"buckets", required_argument, nullptr, kBuckets},
+    {"bucket-bytes", required_argument, nullptr, kBucketBytes},
+    {"kernel-us", required_argument, nullptr, kKernelUs},
     {"version", no_argument, nullptr, 'V'},
     {"help", no_argument, nullptr, 'h'},
     {nullptr, 0, nullptr, 0},
@@ -144,6 +150,10 @@ Rows print as they are measured (rank 0); nccl-tests' spellings work.
                       (default: the first vendor device present, else cpu;
                       sim is the EMULATED device, used only when asked for:
                       --device sim or INFINICCL_DEVICE=sim)
+  --buckets N         overlap mode: buckets per loop (default 8)
+  --bucket-bytes B    overlap mode: bytes per bucket (K/M/G suffixes, default 4M)
+  --kernel-us U       overlap mode: the emulated kernel before each bucket, in
+                      microseconds (default 4000)
   -w, --warmup N      warm-up iterations per (mode, size) (default 5)
   -n, --iters N       timed iterations per (mode, size) (default 20)
   --repeat R          run the whole mode list R times interleaved and report
@@ -172,6 +182,22 @@ gather scatter sendrecv:
   stage_reuse_C   the same with host buffers allocated once (stage_reuse)
 and copy_d2h copy_h2d copy_roundtrip; ReduceScatter built from MPI on host
 buffers: rs_block rs_counts rs_allreduce rs_reduce_scatter rs_ring.
+
+  return_allreduce  infinicclAllReduce on --device buffers, each call timed
+                  alone: the host time until the call returns (before any
+                  synchronize) and until a stream synchronize after it; the
+                  table's time is the latter, the return times follow it
+  overlap         a DDP-like loop, once per run (not per size): --buckets
+                  buckets of --bucket-bytes, each AllReduced on a second
+                  stream after an emulated kernel of --kernel-us on the
+                  compute stream (event record, stream wait event); prints
+                  compute alone, communication alone, both together, and the
+                  overlap efficiency (compute + comm - both) / min(compute,
+                  comm); -n loops timed (the parts interleaved; each part's
+                  time is the median over loops of the slowest rank's), -w
+                  warm-up loops. Needs streams and a kernel: --device sim
+                  (EMULATED kernels, infinicclSimKernel); a real GPU's busy
+                  kernel is not built yet.
 On a device other than cpu, stage_* copy with MemcpyAsync + StreamSynchronize
 and stage_reuse_* host buffers are pinned when the device offers MallocHost.
 
@@ -257,6 +283,14 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
         break;
       }
       case kValidate: opt->validate = true; break;
+      case kBuckets: ok = int_option(1, &opt->buckets); break;
+      case kKernelUs: ok = int_option(0, &opt->kernel_us); break;
+      case kBucketBytes:
+        if (!ParseSize(v, &opt->bucket_bytes) || opt->bucket_bytes == 0) {
+          *error = name + ": '" + v + "' is not a positive byte size (e.g. 4M)";
+          ok = false;
+        }
+        break;
       case 't':
         ok = only_one(name, v,
                       "threads per process are not supported: one rank per process "

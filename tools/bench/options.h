@@ -25,6 +25,11 @@ struct Options {
   int repeat = 1;
   bool validate = true;  // nccl-tests' -c 1 is its default too
   bool quiet = false;    // no progress lines on stderr
+  // The overlap mode (a DDP-like loop): buckets AllReduced on a second
+  // stream, each after an emulated kernel of kernel_us on the first.
+  int buckets = 8;
+  size_t bucket_bytes = size_t{4} << 20;
+  int kernel_us = 4000;
   std::string json_path;
   std::string csv_path;
   // nccl-tests options accepted with the one value that means something

@@ -32,7 +32,9 @@ Row MakeRow(const Env &env, const Result &r) {
           0,
           0,
           0};
-  if (row.measured) {
+  if (row.measured && r.mode->family == Family::kOverlap) {
+    row.time_us = r.time_us;  // both_us; no bandwidth for a loop of kernels and calls
+  } else if (row.measured) {
     row.time_us = r.time_us;
     row.algbw = r.time_us > 0 ? static_cast<double>(r.layout.bytes) / r.time_us / 1e3 : 0;
     row.busbw = row.algbw * BusFactor(r.mode->coll, env.nranks);
@@ -94,6 +96,24 @@ void PrintComparisons(std::FILE *out, const std::vector<Result> &rows) {
                    host.time_us, host.time_us > 0 ? inf.time_us / host.time_us : 0.0);
     }
   }
+}
+
+// return_allreduce: the call alone next to call + synchronize, per size.
+void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows) {
+  bool first = true;
+  for (const Result &r : rows) {
+    if (r.mode->family != Family::kReturnTime || !r.unavailable.empty()) continue;
+    if (first)
+      std::fprintf(out,
+                   "# return time: host time of one infinicclAllReduce call until it "
+                   "returns (before any synchronize), slowest rank's mean\n"
+                   "# %15s %14s %18s %8s\n",
+                   "size(B)", "return(us)", "call+sync(us)", "ratio");
+    first = false;
+    std::fprintf(out, "# %15zu %14.2f %18.2f %8.3f\n", r.layout.bytes, r.return_us,
+                 r.time_us, r.time_us > 0 ? r.return_us / r.time_us : 0.0);
+  }
+  if (!first) std::fprintf(out, "#\n");
 }
 
 std::string MpiLibrary() {
@@ -180,8 +200,45 @@ void PrintHeader(std::FILE *out, const Env &env, const std::vector<const Mode *>
   std::fflush(out);
 }
 
+// The overlap mode's lines: comments, so that nccl-tests' scrapers, which
+// read rows as lines starting with a number, skip them.
+void PrintOverlap(std::FILE *out, const Env &env, const Result &r) {
+  const Options &o = *env.opt;
+  std::fprintf(out,
+               "# overlap: %d buckets of %zu B (%s %s infinicclAllReduce on a second "
+               "stream), each after a %d us kernel on the compute stream%s\n",
+               o.buckets, r.layout.bytes, o.dtype->name, o.op->name, o.kernel_us,
+               env.device->OverlapUnsupported().empty() && !env.device->IsHostMemory()
+                   ? " (EMULATED kernels: infinicclSimKernel)"
+                   : "");
+  if (!r.unavailable.empty()) {
+    std::fprintf(out, "#  N/A overlap: %s\n", r.unavailable.c_str());
+    return;
+  }
+  const double mx = std::max(r.compute_us, r.comm_us);
+  const double sum = r.compute_us + r.comm_us;
+  std::fprintf(out,
+               "#  %12s %12s %12s %12s %12s %9s %10s %8s\n", "compute(us)", "comm(us)",
+               "both(us)", "max(us)", "sum(us)", "both/max", "efficiency", "#wrong");
+  std::fprintf(out, "#  %12.1f %12.1f %12.1f %12.1f %12.1f %9.3f %10.3f %8s\n",
+               r.compute_us, r.comm_us, r.both_us, mx, sum, mx > 0 ? r.both_us / mx : 0.0,
+               OverlapEfficiency(r),
+               r.validated ? std::to_string(r.wrong).c_str() : "N/A");
+  std::fprintf(out,
+               "#  (one loop each: the median over %d loops of the slowest rank's time%s; "
+               "efficiency = "
+               "(compute + comm - both) / min(compute, comm): 1 = fully hidden, 0 = "
+               "serial)\n",
+               o.iters, o.repeat > 1 ? ", minimum over repeats" : "");
+}
+
 void PrintRow(std::FILE *out, const Env &env, const Result &r) {
   const Options &o = *env.opt;
+  if (r.mode->family == Family::kOverlap) {
+    PrintOverlap(out, env, r);
+    std::fflush(out);
+    return;
+  }
   const Row row = MakeRow(env, r);
   const std::string wrong_text =
       r.validated ? std::to_string(r.wrong) : std::string("N/A");
@@ -221,7 +278,7 @@ void PrintSummary(std::FILE *out, const Env &env, const std::vector<Result> &row
       const Row row = MakeRow(env, r);
       wrong += r.wrong;
       staging.Add(r);
-      if (!row.measured) continue;
+      if (!row.measured || m->family == Family::kOverlap) continue;
       sum += row.busbw, ++n;
     }
     busbw_sum += sum, measured += n;
@@ -232,6 +289,7 @@ void PrintSummary(std::FILE *out, const Env &env, const std::vector<Result> &row
   }
   std::fprintf(out, "#\n");
   PrintComparisons(out, rows);
+  PrintReturnTimes(out, rows);
   // nccl-tests' footers, spelled as it does, for the scripts that scrape them.
   if (o.validate)
     std::fprintf(out, "# %-20s : %llu %s\n", "Out of bounds values",
@@ -325,6 +383,20 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
       j["wrong"] = r.validated ? ordered_json(r.wrong) : ordered_json(nullptr);
       j["staging_allocs"] =
           r.staging_measured ? ordered_json(r.staging_allocs) : ordered_json(nullptr);
+      if (r.mode->family == Family::kOverlap) {
+        j["algbw_gbps"] = nullptr;
+        j["busbw_gbps"] = nullptr;
+        j["buckets"] = o.buckets;
+        j["bucket_bytes"] = r.layout.bytes;
+        j["kernel_us"] = o.kernel_us;
+        j["compute_us"] = row.measured ? ordered_json(r.compute_us) : ordered_json(nullptr);
+        j["comm_us"] = row.measured ? ordered_json(r.comm_us) : ordered_json(nullptr);
+        j["both_us"] = row.measured ? ordered_json(r.both_us) : ordered_json(nullptr);
+        j["overlap_efficiency"] =
+            row.measured ? ordered_json(OverlapEfficiency(r)) : ordered_json(nullptr);
+      }
+      if (r.mode->family == Family::kReturnTime)
+        j["return_us"] = row.measured ? ordered_json(r.return_us) : ordered_json(nullptr);
       j["unavailable"] =
           row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
       array.push_back(std::move(j));
@@ -339,19 +411,27 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
   }
   if (csv_.is_open()) {
     csv_ << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
-            "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable\n";
+            "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable,return_us,compute_us,"
+            "comm_us,both_us,overlap_efficiency\n";
     for (const Result &r : rows) {
       const Row row = MakeRow(env, r);
+      const bool loop = r.mode->family == Family::kOverlap;  // no bandwidth
       csv_ << CsvField(r.mode->name) << ',' << Info(r.mode->coll).name << ','
            << env.device->Name() << ',' << r.layout.bytes << ',' << r.layout.total_count
            << ',' << o.dtype->name << ',' << row.redop << ',' << row.root << ','
            << (o.inplace && SupportsInplace(*r.mode) ? 1 : 0) << ',' << env.nranks << ','
            << (row.measured ? Fixed(row.time_us, 3) : "") << ','
-           << (row.measured ? Fixed(row.algbw, 6) : "") << ','
-           << (row.measured ? Fixed(row.busbw, 6) : "") << ','
+           << (row.measured && !loop ? Fixed(row.algbw, 6) : "") << ','
+           << (row.measured && !loop ? Fixed(row.busbw, 6) : "") << ','
            << (r.validated ? std::to_string(r.wrong) : "") << ','
            << (r.staging_measured ? std::to_string(r.staging_allocs) : "") << ','
-           << (row.measured ? "" : CsvField(r.unavailable)) << '\n';
+           << (row.measured ? "" : CsvField(r.unavailable)) << ',';
+      const bool ret = row.measured && r.mode->family == Family::kReturnTime;
+      const bool ovl = row.measured && r.mode->family == Family::kOverlap;
+      csv_ << (ret ? Fixed(r.return_us, 3) : "") << ','
+           << (ovl ? Fixed(r.compute_us, 3) : "") << ','
+           << (ovl ? Fixed(r.comm_us, 3) : "") << ',' << (ovl ? Fixed(r.both_us, 3) : "")
+           << ',' << (ovl ? Fixed(OverlapEfficiency(r), 6) : "") << '\n';
     }
     csv_.close();
     if (!csv_) {

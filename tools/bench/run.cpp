@@ -15,7 +15,8 @@ char *At(void *base, size_t elements, size_t type_size) {
 }
 
 bool OnDevice(Family f) {
-  return f == Family::kInfiniccl || f == Family::kStageAlloc || f == Family::kStageReuse;
+  return f == Family::kInfiniccl || f == Family::kStageAlloc || f == Family::kStageReuse ||
+         f == Family::kReturnTime;
 }
 
 struct FreeDeleter {
@@ -65,7 +66,8 @@ ModeRun::ModeRun(const Mode &mode, const Env &env, const BufferSet &buffers,
     case Family::kStageReuse:  // MPI out of place on the staging buffers
       unavailable_ = MpiUnsupported(args_, false);
       break;
-    case Family::kInfiniccl: unavailable_ = IcclUnsupported(args_); break;
+    case Family::kInfiniccl:
+    case Family::kReturnTime: unavailable_ = IcclUnsupported(args_); break;
     case Family::kReduceScatterVariant:
       unavailable_ = RsUnsupported(mode.rs, args_);
       break;
@@ -96,9 +98,11 @@ void ModeRun::Iterate() {
       result_ = MpiCall(args_, env_.mpi_comm, send_, recv_, layout_.inplace);
       break;
     case Family::kInfiniccl:
+    case Family::kReturnTime:
       IcclCall(args_, env_.comm, send_, recv_, dev.Stream());
       result_ = recv_;
       break;
+    case Family::kOverlap: break;  // overlap.cpp
     case Family::kStageAlloc: {
       const size_t ts = env_.opt->dtype->size;
       Malloced hs = MallocOrThrow(layout_.send_count * ts);

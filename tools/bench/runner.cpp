@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "errors.h"
+#include "overlap.h"
 
 namespace bench {
 namespace {
@@ -38,9 +39,39 @@ void RecordStaging(const Env &env, const infinicclStagingStats &before,
   res->staging_pinned = most[3] > 0 && most[5] == 0;  // something held, all pinned
 }
 
+// return_allreduce: each call alone, after a barrier: the host time until
+// it returns and until the stream is synchronised after it. Returns the
+// latter (seconds, slowest rank's mean); the former goes to res->return_us.
+double TimeReturn(const Env &env, ModeRun &run, Result *res) {
+  const Options &o = *env.opt;
+  CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
+  for (int i = 0; i < o.warmup; ++i) {
+    run.Iterate();
+    run.Wait();
+  }
+  double call = 0, total = 0;
+  for (int i = 0; i < o.iters; ++i) {
+    CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
+    const double t0 = MPI_Wtime();
+    run.Iterate();
+    const double t1 = MPI_Wtime();
+    run.Wait();
+    const double t2 = MPI_Wtime();
+    call += t1 - t0;
+    total += t2 - t0;
+  }
+  const double mine[2] = {call / o.iters, total / o.iters};
+  double slowest[2] = {0, 0};
+  CheckMpi(MPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
+           "MPI_Allreduce (timing)");
+  res->return_us = std::min(res->return_us, slowest[0] * 1e6);
+  return slowest[1];
+}
+
 // Seconds per call on the slowest rank.
 double TimeMode(const Env &env, ModeRun &run, Result *res) {
   const Options &o = *env.opt;
+  if (res->mode->family == Family::kReturnTime) return TimeReturn(env, run, res);
   const bool staging = res->mode->family == Family::kInfiniccl;
   CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
   for (int i = 0; i < o.warmup; ++i) run.Iterate();
@@ -115,10 +146,37 @@ double StepWeight(const Options &o, size_t elements) {
 
 }  // namespace
 
+static std::vector<Result> RunSweep(const Env &env, const std::vector<const Mode *> &modes,
+                                    const RowCallback &on_row);
+
 std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes,
                                  const RowCallback &on_row) {
   const Options &o = *env.opt;
-  const size_t nsizes = o.elements.size();
+  // The overlap mode runs once per repeat, after the sizes, not per size.
+  std::vector<const Mode *> loops, sweep;
+  for (const Mode *m : modes) (m->family == Family::kOverlap ? loops : sweep).push_back(m);
+  std::vector<Result> results = RunSweep(env, sweep, on_row);
+  std::vector<Result> overlap(loops.size());
+  for (int rep = 0; rep < o.repeat; ++rep) {
+    for (size_t m = 0; m < loops.size(); ++m) {
+      Result &res = overlap[m];
+      res.mode = loops[m];
+      res.elements = o.bucket_bytes / o.dtype->size;
+      res.layout = MakeLayout(Collective::kAllReduce, res.elements, o.dtype->size,
+                              env.nranks, env.rank, o.root, false);
+      res.unavailable = OverlapUnavailable(env);
+      if (res.unavailable.empty()) RunOverlap(env, o.validate && rep == 0, &res);
+      if (env.rank == 0 && rep + 1 == o.repeat && on_row) on_row(res);
+    }
+  }
+  results.insert(results.end(), overlap.begin(), overlap.end());
+  return results;
+}
+
+static std::vector<Result> RunSweep(const Env &env, const std::vector<const Mode *> &modes,
+                                    const RowCallback &on_row) {
+  const Options &o = *env.opt;
+  const size_t nsizes = modes.empty() ? 0 : o.elements.size();
   std::vector<Result> results(modes.size() * nsizes);
   const bool leader = env.rank == 0;
   const size_t steps = nsizes * static_cast<size_t>(o.repeat) * modes.size();

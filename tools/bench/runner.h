@@ -33,13 +33,26 @@ struct Result {
   uint64_t staging_allocs = 0, staged_calls = 0, pipelined_calls = 0;
   uint64_t staging_held_bytes = 0, staging_peak_bytes = 0;
   bool staging_pinned = false;
+  // return_allreduce: the slowest rank's mean host time of the call alone
+  // (until it returns), minimum over repeats; time_us is call + synchronize.
+  double return_us = std::numeric_limits<double>::infinity();
+  // overlap: one loop of each part, the median over loops of the slowest
+  // rank's time, minimum over repeats (time_us is both_us).
+  double compute_us = std::numeric_limits<double>::infinity();
+  double comm_us = std::numeric_limits<double>::infinity();
+  double both_us = std::numeric_limits<double>::infinity();
 };
+
+// (compute + comm - both) / min(compute, comm) of an overlap row.
+double OverlapEfficiency(const Result &r);
 
 // Called on rank 0 for each (mode, size) as soon as its row is final (in
 // the last repeat), in the order measured.
 using RowCallback = std::function<void(const Result &)>;
 
-// Results in mode-major order: all sizes of modes[0], then of modes[1], ...
+// Results in mode-major order: all sizes of modes[0], then of modes[1], ...;
+// the overlap mode (one row, not one per size) runs after the sizes, in
+// each repeat, and its row comes last.
 // Rank 0 writes progress with an ETA to stderr once the run has taken a few
 // seconds (unless --quiet): a line every few seconds, in place on a TTY.
 std::vector<Result> RunBenchmark(const Env &env, const std::vector<const Mode *> &modes,

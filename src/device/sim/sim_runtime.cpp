@@ -374,4 +374,27 @@ void SimRuntime::ResetStats() {
   stats_.live_device_bytes = live;
 }
 
+Status SimRuntime::Kernel(void *stream, unsigned microseconds) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                      stream);
+  }
+  s->Enqueue([microseconds] {
+    // A sleep, not WaitUntil's spin: a kernel runs on the device, not on a core.
+    std::this_thread::sleep_for(std::chrono::microseconds(microseconds));
+  });
+  return Status::Ok();
+}
+
+Status SimRuntime::HostFunc(void *stream, std::function<void()> fn) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                      stream);
+  }
+  s->Enqueue(std::move(fn));
+  return Status::Ok();
+}
+
 }  // namespace infiniccl

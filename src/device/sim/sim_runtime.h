@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -92,6 +93,13 @@ class SimRuntime final : public DeviceRuntime {
   void SetPinnedAvailable(bool available) { pinned_available_.store(available); }
   // The next `n` MemcpyAsync calls fail with SystemError (nothing copied).
   void FailNextCopies(int n) { fail_copies_.store(n); }
+
+  // An emulated kernel (infinicclSimKernel): holds `stream` for
+  // `microseconds`; its worker sleeps, so it costs no CPU.
+  Status Kernel(void *stream, unsigned microseconds);
+  // Runs `fn` on the stream's worker once the stream reaches it (as
+  // cudaLaunchHostFunc); the public sim API frees events with it.
+  Status HostFunc(void *stream, std::function<void()> fn);
 
  private:
   struct Allocation {

@@ -1,6 +1,9 @@
 /* A C program that uses the installed InfiniCCL: AllReduce of rank-dependent
- * integers, checked exactly. */
+ * integers, checked exactly; and the emulated device's header, installed
+ * beside it (a kernel of 0 us on the default stream: done, or refused
+ * because INFINICCL_DEVICE=sim is not set). */
 #include <infiniccl/infiniccl.h>
+#include <infiniccl/infiniccl_sim.h>
 #include <stdio.h>
 
 int main(int argc, char **argv) {
@@ -11,6 +14,10 @@ int main(int argc, char **argv) {
   infinicclGetRank(&rank);
   infinicclGetSize(&size);
   if (infinicclCommInitAll(&comm, 0, NULL) != infinicclSuccess) return 1;
+  {
+    const infinicclResult_t r = infinicclSimKernel(NULL, 0);
+    if (r != infinicclSuccess && r != infinicclInvalidUsage) return 1;
+  }
   for (i = 0; i < 16; ++i) send[i] = rank + i;
   if (infinicclAllReduce(send, recv, 16, infinicclInt32, infinicclSum, comm, NULL) !=
       infinicclSuccess) {

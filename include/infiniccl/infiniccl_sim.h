@@ -1,0 +1,86 @@
+/*
+ * InfiniCCL's EMULATED device ("sim"), usable from outside the library.
+ *
+ * Programs without an accelerator can allocate emulated device memory, copy
+ * to and from it, order work on emulated streams with events, and queue
+ * emulated kernels, then hand those pointers and streams to the collectives
+ * of infiniccl.h as they would CUDA memory and a cudaStream_t: the library
+ * treats emulated memory as device memory (staged through host memory, on
+ * the caller's stream) when the emulated device is enabled.
+ *
+ *  - Enable it with INFINICCL_DEVICE=sim in the environment (read once, at
+ *    the first call into the library). Without it every call here returns
+ *    infinicclInvalidUsage and says so (infinicclGetLastError(NULL)).
+ *  - No infinicclInit needed: these calls work before Init, without it and
+ *    after Finalize (the emulated device does not depend on MPI).
+ *  - Emulated memory is host memory the library tracks; the CPU may read it,
+ *    but a program that wants to stay correct on a real device copies with
+ *    infinicclSimMemcpy. Each stream is a worker thread of its own (an
+ *    emulated copy engine); INFINICCL_SIM_COPY_GBPS throttles copies between
+ *    host and emulated memory.
+ *  - Streams and events are opaque handles. A NULL stream is the emulated
+ *    device's default stream (for infinicclSimMemcpy: copy now, returning
+ *    when the copy is done).
+ *  - Errors are returned as codes with a message for
+ *    infinicclGetLastError(NULL), never aborted on: a pointer that is not an
+ *    emulated allocation, a stream or event that was destroyed or never made
+ *    here are infinicclInvalidArgument; a NULL output pointer too.
+ *  - Thread-safe: any thread may call any function.
+ *
+ * Plain C99, like infiniccl.h; link with -linfiniccl.
+ */
+#ifndef INFINICCL_INFINICCL_SIM_H_
+#define INFINICCL_INFINICCL_SIM_H_
+
+#include <stddef.h>
+
+#include <infiniccl/infiniccl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Emulated device memory on the current emulated device, 256-byte aligned.
+ * bytes == 0 succeeds with *ptr = NULL. */
+INFINICCL_API infinicclResult_t infinicclSimMalloc(void **ptr, size_t bytes);
+/* Frees what infinicclSimMalloc returned (NULL: nothing to do). Like
+ * cudaFree it first waits for the work queued on the default stream and on
+ * every stream made by infinicclSimStreamCreate, so a copy still queued
+ * never touches freed memory. A pointer into the middle of an allocation,
+ * or one freed already, is refused. */
+INFINICCL_API infinicclResult_t infinicclSimFree(void *ptr);
+/* Copies `bytes` bytes in any direction (host to device, device to host,
+ * device to device), inferred from which side lies in emulated memory; a
+ * copy between two host pointers is refused. Ordered on `stream` after the
+ * work queued there; a NULL stream copies now (returns when done). Each
+ * device side must lie wholly inside one allocation. */
+INFINICCL_API infinicclResult_t infinicclSimMemcpy(void *dst, const void *src, size_t bytes,
+                                                   void *stream);
+
+INFINICCL_API infinicclResult_t infinicclSimStreamCreate(void **stream);
+/* Waits for the work queued on the stream, then destroys it. */
+INFINICCL_API infinicclResult_t infinicclSimStreamDestroy(void *stream);
+/* Returns when everything queued on the stream so far has run. */
+INFINICCL_API infinicclResult_t infinicclSimStreamSynchronize(void *stream);
+
+INFINICCL_API infinicclResult_t infinicclSimEventCreate(void **event);
+/* The event completes when the stream reaches this point. Recording again
+ * moves it to the new point (as cudaEventRecord). */
+INFINICCL_API infinicclResult_t infinicclSimEventRecord(void *event, void *stream);
+/* Work queued on `stream` after this waits for the event's last record
+ * (none yet: no wait). */
+INFINICCL_API infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event);
+/* May be called while a record of, or a wait for, the event is still
+ * queued: its memory is released once the streams have passed them. */
+INFINICCL_API infinicclResult_t infinicclSimEventDestroy(void *event);
+
+/* An emulated kernel: holds `stream` for `microseconds` (at least that
+ * long; a sleeping worker, no CPU used). Work queued after it on the stream,
+ * including collectives and events, runs only once it ends. */
+INFINICCL_API infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INFINICCL_INFINICCL_SIM_H_ */

@@ -1,0 +1,261 @@
+// The public API of the EMULATED device (include/infiniccl/infiniccl_sim.h):
+// thin entry points over the registry's SimRuntime, in the usual frame
+// (ApiCall: codes and infinicclGetLastError, never an abort). No
+// Runtime::CheckActive: the emulated device needs no MPI, so these work
+// before infinicclInit and after infinicclFinalize.
+//
+// What the runtime does not do by itself is done here:
+//  - events are tracked, so a destroyed or foreign event is refused, and an
+//    event destroyed while a record of (or wait for) it is still queued is
+//    freed only once its streams have passed those (a HostFunc queued after
+//    each one counts them down);
+//  - streams made here are remembered, so infinicclSimFree can wait for
+//    them (cudaFree's implicit synchronisation).
+#include <infiniccl/infiniccl_sim.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "api/api_call.h"
+#include "device/registry.h"
+#include "device/sim/sim_runtime.h"
+
+using namespace infiniccl;
+
+namespace {
+
+Status Emulated(SimRuntime **sim) {
+  auto *rt = static_cast<SimRuntime *>(DeviceRegistry::Get(DeviceKind::kSim));
+  if (rt == nullptr) {
+    return Status(infinicclInvalidUsage,
+                  "the emulated device is not enabled: set INFINICCL_DEVICE=sim in the "
+                  "environment before the program's first InfiniCCL call");
+  }
+  *sim = rt;
+  return Status::Ok();
+}
+
+struct TrackedEvent {
+  int queued = 0;          // records and waits still queued on some stream
+  bool destroyed = false;  // by the user; freed when `queued` reaches 0
+};
+
+struct Tracking {
+  std::mutex mutex;
+  std::map<void *, TrackedEvent> events;
+  std::set<void *> streams;  // made by infinicclSimStreamCreate, not destroyed
+};
+
+Tracking &T() {
+  static Tracking *t = new Tracking();  // never destroyed: stream workers use it at exit
+  return *t;
+}
+
+Status NotAnEvent(const void *event) {
+  return MakeStatus(infinicclInvalidArgument,
+                    "%p is not an emulated-device event (destroyed, or not made by "
+                    "infinicclSimEventCreate)",
+                    event);
+}
+
+// One queued record of / wait for `event` has run (or was never queued).
+void Release(SimRuntime *sim, void *event) {
+  bool free_it = false;
+  {
+    std::lock_guard<std::mutex> lock(T().mutex);
+    auto it = T().events.find(event);
+    if (it == T().events.end()) return;
+    if (--it->second.queued == 0 && it->second.destroyed) {
+      T().events.erase(it);
+      free_it = true;
+    }
+  }
+  if (free_it) (void)sim->EventDestroy(event);
+}
+
+// EventRecord or StreamWaitEvent, with the event counted while queued.
+Status QueueOnEvent(SimRuntime *sim, void *event, void *stream, bool record) {
+  if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
+  {
+    std::lock_guard<std::mutex> lock(T().mutex);
+    auto it = T().events.find(event);
+    if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
+    ++it->second.queued;
+  }
+  Status st = record ? sim->EventRecord(event, stream) : sim->StreamWaitEvent(stream, event);
+  if (!st.ok()) {
+    Release(sim, event);
+    return MakeStatus(st.code(), "%p is not an emulated-device stream (destroyed, or not "
+                      "made by infinicclSimStreamCreate)", stream);
+  }
+  // FIFO: this runs after the record or wait, so the event outlives it.
+  st = sim->HostFunc(stream, [sim, event] { Release(sim, event); });
+  if (!st.ok()) Release(sim, event);  // the stream went away meanwhile
+  return Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+infinicclResult_t infinicclSimMalloc(void **ptr, size_t bytes) {
+  return ApiCall("infinicclSimMalloc", [&](CallContext &) -> Status {
+    if (ptr == nullptr) return Status(infinicclInvalidArgument, "ptr is NULL");
+    *ptr = nullptr;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return sim->Malloc(ptr, bytes);
+  });
+}
+
+infinicclResult_t infinicclSimFree(void *ptr) {
+  return ApiCall("infinicclSimFree", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    if (ptr == nullptr) return Status::Ok();
+    if (!sim->Owns(ptr)) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "%p is not emulated-device memory (freed already, or not from "
+                        "infinicclSimMalloc)",
+                        ptr);
+    }
+    // cudaFree's implicit synchronisation: nothing queued may still use it.
+    std::vector<void *> streams;
+    {
+      std::lock_guard<std::mutex> lock(T().mutex);
+      streams.assign(T().streams.begin(), T().streams.end());
+    }
+    streams.push_back(nullptr);
+    // A stream destroyed by another thread meanwhile has drained already.
+    for (void *s : streams) (void)sim->StreamSynchronize(s);
+    return sim->Free(ptr);  // refuses a pointer inside an allocation
+  });
+}
+
+infinicclResult_t infinicclSimMemcpy(void *dst, const void *src, size_t bytes,
+                                     void *stream) {
+  return ApiCall("infinicclSimMemcpy", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    if (bytes == 0) return Status::Ok();
+    if (dst == nullptr || src == nullptr) {
+      return Status(infinicclInvalidArgument, "dst or src is NULL");
+    }
+    const bool dst_dev = sim->Owns(dst), src_dev = sim->Owns(src);
+    if (!dst_dev && !src_dev) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "neither dst %p nor src %p is emulated-device memory (from "
+                        "infinicclSimMalloc)",
+                        dst, src);
+    }
+    const CopyKind kind = dst_dev && src_dev ? CopyKind::kDeviceToDevice
+                          : dst_dev          ? CopyKind::kHostToDevice
+                                             : CopyKind::kDeviceToHost;
+    // Checks the stream and that each device side lies inside one allocation.
+    INFINICCL_RETURN_IF_ERROR(sim->MemcpyAsync(dst, src, bytes, kind, stream));
+    if (stream == nullptr) return sim->StreamSynchronize(nullptr);
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimStreamCreate(void **stream) {
+  return ApiCall("infinicclSimStreamCreate", [&](CallContext &) -> Status {
+    if (stream == nullptr) return Status(infinicclInvalidArgument, "stream is NULL");
+    *stream = nullptr;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    void *s = nullptr;
+    INFINICCL_RETURN_IF_ERROR(sim->StreamCreate(&s));
+    std::lock_guard<std::mutex> lock(T().mutex);
+    T().streams.insert(s);
+    *stream = s;
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimStreamDestroy(void *stream) {
+  return ApiCall("infinicclSimStreamDestroy", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    if (stream == nullptr) {
+      return Status(infinicclInvalidArgument,
+                    "stream is NULL (the default stream cannot be destroyed)");
+    }
+    {
+      std::lock_guard<std::mutex> lock(T().mutex);
+      T().streams.erase(stream);
+    }
+    // Refuses a stream the runtime does not know (destroyed, foreign).
+    return sim->StreamDestroy(stream);
+  });
+}
+
+infinicclResult_t infinicclSimStreamSynchronize(void *stream) {
+  return ApiCall("infinicclSimStreamSynchronize", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return sim->StreamSynchronize(stream);
+  });
+}
+
+infinicclResult_t infinicclSimEventCreate(void **event) {
+  return ApiCall("infinicclSimEventCreate", [&](CallContext &) -> Status {
+    if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
+    *event = nullptr;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    void *e = nullptr;
+    INFINICCL_RETURN_IF_ERROR(sim->EventCreate(&e));
+    std::lock_guard<std::mutex> lock(T().mutex);
+    T().events[e] = TrackedEvent{};
+    *event = e;
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimEventRecord(void *event, void *stream) {
+  return ApiCall("infinicclSimEventRecord", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return QueueOnEvent(sim, event, stream, /*record=*/true);
+  });
+}
+
+infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event) {
+  return ApiCall("infinicclSimStreamWaitEvent", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return QueueOnEvent(sim, event, stream, /*record=*/false);
+  });
+}
+
+infinicclResult_t infinicclSimEventDestroy(void *event) {
+  return ApiCall("infinicclSimEventDestroy", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
+    {
+      std::lock_guard<std::mutex> lock(T().mutex);
+      auto it = T().events.find(event);
+      if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
+      if (it->second.queued > 0) {
+        it->second.destroyed = true;  // the last Release frees it
+        return Status::Ok();
+      }
+      T().events.erase(it);
+    }
+    return sim->EventDestroy(event);
+  });
+}
+
+infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds) {
+  return ApiCall("infinicclSimKernel", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return sim->Kernel(stream, microseconds);
+  });
+}
+
+}  // extern "C"
