@@ -1,7 +1,7 @@
 """The torch.distributed backend "infiniccl" against the C call and gloo
 (docs/PERFORMANCE.md, section "torch.distributed backend"), in one run:
 
-    mpirun -np 2 /usr/bin/python3 examples/python/torch_overhead.py [calls, default 3000]
+    mpirun -np 2 /usr/bin/python3 examples/python/torch_overhead.py [calls, default 3000] [--no-ddp]
 
 1. Per call, a 4-byte float32 all_reduce on a CPU tensor, best of 7
    interleaved rounds:
@@ -14,6 +14,7 @@
    with gloo and with infiniccl, for models of 16 KiB to 4 MiB of gradients,
    the median of interleaved rounds.
 """
+import os
 import statistics
 import sys
 import time
@@ -70,7 +71,8 @@ def ddp_steps(groups, kib, steps=20, rounds=5):
 
 
 def main():
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    iters = int(args[0]) if args else 3000
     torch.set_num_threads(1)
     dist.init_process_group("infiniccl")
     gloo = dist.new_group(backend="gloo")
@@ -87,12 +89,16 @@ def main():
              ("gloo", lambda: dist.all_reduce(t, group=gloo))]
     best = per_call(modes, iters)
     if rank == 0:
-        print("torch %s, %d ranks, 4-byte all_reduce, best of 7 rounds of %d calls:" %
-              (torch.__version__, size, iters))
+        print("torch %s, %d ranks, load average %.1f, 4-byte all_reduce, best of 7 rounds "
+              "of %d calls:" % (torch.__version__, size, os.getloadavg()[0], iters))
         for name, _ in modes:
             print("  %-13s %7.2f us" % (name, best[name]))
         print("  overhead over C: dist %.2f us, pg.allreduce %.2f us" %
               (best["dist"] - best["C"], best["pg.allreduce"] - best["C"]))
+    if "--no-ddp" in sys.argv:
+        dist.destroy_process_group()
+        return
+    if rank == 0:
         print("DDP step, median of 5 interleaved rounds of 20 steps (us):")
         print("  %10s %10s %10s %7s" % ("gradients", "gloo", "infiniccl", "ratio"))
     for kib in (16, 256, 1024, 4096):

@@ -49,6 +49,8 @@ _SUM, _AVG = 0, 4
 _OPS = {_R.SUM: 0, _R.PRODUCT: 1, _R.MAX: 2, _R.MIN: 3, _R.AVG: 4}
 _BOOL_OPS = {_R.SUM: 2, _R.MAX: 2, _R.BOR: 2, _R.PRODUCT: 3, _R.MIN: 3, _R.BAND: 3}
 
+_AllReduce = _lib.infinicclAllReduce
+_Future = torch.futures.Future
 _create_work = getattr(_c10d, "_create_work_from_future", None)
 _Base = getattr(_c10d, "Backend", None) or dist.ProcessGroup  # torch 2.x: Backend
 
@@ -195,6 +197,23 @@ class ProcessGroupInfiniCCL(_Base):
     # ---- reductions ---------------------------------------------------------
     def allreduce(self, tensors, opts=None):
         opts = opts or _c10d.AllreduceOptions()
+        h = self._comm._h
+        if len(tensors) == 1 and h is not None:
+            # Fast path (small messages: the per-call overhead): one
+            # contiguous CPU tensor of a plain type, the checks of the
+            # general path below in fewer calls.
+            t = tensors[0]
+            code = _CODES.get(t.dtype)
+            op = _OPS.get(getattr(opts.reduceOp, "op", None))
+            if t.is_cpu and code is not None and op is not None and \
+                    t.dtype is not torch.bool and t.is_contiguous():
+                p = t.data_ptr()
+                rc = _AllReduce(p, p, t.numel(), code, op, h, None)
+                if rc != 0:
+                    _check(rc, h)
+                fut = _Future()
+                fut.set_result(tensors)
+                return _create_work(fut)
         h = self._h()
         for t in tensors:
             c = _contig(t)
