@@ -303,8 +303,12 @@ class ProcessGroupInfiniCCL(_Base):
         return _done(output_lists, inputs)
 
     def allgather_coalesced(self, output_lists, inputs, opts=None):
-        for outs, inp in zip(output_lists, inputs):
-            self.allgather([outs], [inp])
+        """output_lists[r][i] receives rank r's inputs[i]."""
+        if len(output_lists) != self.size():
+            raise _arg_error("allgather_coalesced: %d output lists for a group of %d" %
+                             (len(output_lists), self.size()))
+        for i, inp in enumerate(inputs):
+            self.allgather([[lst[i] for lst in output_lists]], [inp])
         return _done(output_lists, inputs)
 
     def _allgather_base(self, output, input, opts=None):
