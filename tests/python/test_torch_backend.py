@@ -5,6 +5,7 @@ are computed here from the ranks' known inputs (small integers: exact in
 every type). Every rank runs the same calls; mismatches are gathered and
 asserted after the last collective of a test."""
 import types
+import warnings
 
 import pytest
 
@@ -138,6 +139,18 @@ def test_all_gather(comm, dt):
     ref = [val(r, dt) for r in range(n)]
     assert all(torch.equal(o, r) for o, r in zip(outs, ref)), outs
     assert torch.equal(flat, torch.cat(ref)), flat
+
+
+def test_all_gather_coalesced(comm):
+    n, me = comm.size, comm.rank
+    ins = [torch.full((2,), me, dtype=torch.int32), torch.full((3,), 10 + me, dtype=torch.int32)]
+    outs = [[torch.empty(2, dtype=torch.int32), torch.empty(3, dtype=torch.int32)]
+            for _ in range(n)]
+    with warnings.catch_warnings():  # some torch versions: "will be deprecated"
+        warnings.simplefilter("ignore")
+        dist.all_gather_coalesced(outs, ins)
+    got = [[o.tolist() for o in lst] for lst in outs]
+    assert got == [[[r] * 2, [10 + r] * 3] for r in range(n)], got
 
 
 @pytest.mark.parametrize("dt", NUM, ids=str)
