@@ -1,5 +1,7 @@
 """DistributedDataParallel over torch.distributed with --backend infiniccl
 (or gloo, to compare): the same script, launched by mpirun or icclrun.
+--device cuda puts each rank on its local rank's GPU (NCCL at one rank per
+GPU, staged through MPI otherwise; not yet run on a GPU).
 
     mpirun -np 2 python3 examples/python/ddp.py --backend infiniccl
     mpirun -np 2 python3 examples/python/ddp.py --backend gloo
@@ -37,18 +39,26 @@ def main():
     ap.add_argument("--out", help="directory for the final weights")
     ap.add_argument("--time", type=int, default=0, help="time this many steps instead")
     ap.add_argument("--grad-kib", type=float, default=16)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cuda: each rank on the GPU of its local rank")
     args = ap.parse_args()
 
     dist.init_process_group(args.backend)  # env://: RANK, WORLD_SIZE, MASTER_*
     rank, size = dist.get_rank(), dist.get_world_size()
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) %
+                              torch.cuda.device_count())
+        torch.cuda.set_device(device)
     torch.manual_seed(0)
     true_w = torch.randn(16, 1)
     gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own data
     x = torch.randn(64, 16, generator=gen)
     y = torch.tanh(x @ true_w) + 0.01 * torch.randn(64, 1, generator=gen)
+    x, y = x.to(device), y.to(device)
 
     torch.manual_seed(42)
-    model = DDP(model_for(args.grad_kib))  # DDP broadcasts rank 0's weights
+    model = DDP(model_for(args.grad_kib).to(device))  # DDP broadcasts rank 0's weights
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
     def step():
@@ -81,7 +91,7 @@ def main():
         print("ddp %s: %d ranks, loss %.5f -> %.5f after %d steps" %
               (args.backend, size, first, last, args.steps))
     if args.out:
-        w = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        w = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()
         torch.save(w, os.path.join(args.out, "weights_%s_%d.pt" % (args.backend, rank)))
     dist.destroy_process_group()
     return 0 if last < first else 1

@@ -566,9 +566,6 @@ def _create(opts, pg_options=None):
 
 def _declare():
     c = _ctypes
-    _lib.infinicclCommInitRanks.restype = c.c_int
-    _lib.infinicclCommInitRanks.argtypes = [c.c_void_p, c.c_int, c.POINTER(c.c_int),
-                                            c.POINTER(c.c_void_p)]
     _lib.infinicclGetUniqueId.restype = c.c_int
     _lib.infinicclGetUniqueId.argtypes = [c.c_void_p]
     _lib.infinicclCommInitRank.restype = c.c_int
