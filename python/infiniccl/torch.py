@@ -533,7 +533,8 @@ def _ccl_comm(store, rank, size):
                      "launched without MPI (torchrun?) and there is no native CCL to use "
                      "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
                      "python SCRIPT`: the script runs unchanged (RANK, WORLD_SIZE, LOCAL_RANK, "
-                     "MASTER_ADDR and MASTER_PORT are set for it)" % value[3:].decode(errors="replace"))
+                     "MASTER_ADDR and MASTER_PORT are set for it)" %
+                     value[3:].decode(errors="replace"))
     _ctypes.memmove(_ctypes.addressof(uid), value[3:], 128)
     h = _ctypes.c_void_p()
     _check(_lib.infinicclCommInitRank(_ctypes.byref(h), size, uid, rank))
@@ -589,11 +590,18 @@ def _register():
 _destroy = _c10d_py.destroy_process_group
 
 
+def _groups():
+    """torch's map of live groups (1.13: _pg_map; 2.x: _world.pg_map, whose
+    keys wrap the backends, so there the communicators go with the objects)."""
+    m = getattr(_c10d_py, "_pg_map", None)
+    return m if m is not None else getattr(getattr(_c10d_py, "_world", None), "pg_map", {})
+
+
 def destroy_process_group(group=None):
-    before = [pg for pg in list(_c10d_py._pg_map) if isinstance(pg, ProcessGroupInfiniCCL)]
+    before = [pg for pg in list(_groups()) if isinstance(pg, ProcessGroupInfiniCCL)]
     _destroy(group)
     for pg in before:
-        if pg not in _c10d_py._pg_map:
+        if pg not in _groups():
             pg.destroy()
 
 

@@ -1,6 +1,6 @@
-"""Under torchrun (no MPI: two processes with its environment) on a machine without a native CCL for CPU
-tensors, init_process_group("infiniccl") must raise an error that names the
-fix (icclrun/mpirun) on every rank, not hang:
+"""Under torchrun (no MPI: two processes with its environment) on a machine
+without a native CCL for CPU tensors, init_process_group("infiniccl") must
+raise an error that names the fix (icclrun/mpirun) on every rank, not hang:
     torchrun_check.py            (starts itself twice as torchrun would)
 Exits 77 (ctest's skip) without PyTorch."""
 import os
