@@ -152,6 +152,17 @@ INFINICCL_API infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int
  * native CCL of CommInitAll. A handle that is not a valid intra-communicator
  * (MPI_COMM_NULL, an inter-communicator) returns infinicclInvalidArgument. */
 INFINICCL_API infinicclResult_t infinicclCommInitMpi(infinicclComm_t *comm, long mpi_comm_fint);
+/* Extension: a communicator among `nranks` ranks of `parent`, listed in
+ * ranks[] (parent ranks, in the order of the new communicator: ranks[i]
+ * becomes rank i). Collective over the listed ranks only; the others do not
+ * call it (MPI_Comm_create_group; torch.distributed's new_group creates a
+ * group on its members alone). Each rank keeps the device of its binding in
+ * `parent`. A rank not listed, a rank listed twice or out of range, or
+ * nranks < 1 returns infinicclInvalidArgument; a parent without MPI
+ * (infinicclCommInitRank) infinicclNotSupported. */
+INFINICCL_API infinicclResult_t infinicclCommInitRanks(infinicclComm_t parent, int nranks,
+                                                       const int *ranks,
+                                                       infinicclComm_t *newcomm);
 INFINICCL_API infinicclResult_t infinicclCommDestroy(infinicclComm_t comm);
 
 /* Collectives. */

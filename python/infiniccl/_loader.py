@@ -83,6 +83,7 @@ def _declare(lib):
         "infinicclFinalize": (R, []),
         "infinicclCommInitAll": (R, [PP, I, P]),
         "infinicclCommInitMpi": (R, [PP, ctypes.c_long]),
+        "infinicclCommInitRanks": (R, [P, I, ctypes.POINTER(I), PP]),
         "infinicclCommDestroy": (R, [P]),
         "infinicclCommSplit": (R, [P, I, I, PP]),
         "infinicclCommAbort": (R, [P]),

@@ -1,0 +1,113 @@
+"""The torch.distributed backend "infiniccl" against the C call and gloo
+(docs/PERFORMANCE.md, section "torch.distributed backend"), in one run:
+
+    mpirun -np 2 /usr/bin/python3 examples/python/torch_overhead.py [calls, default 3000] [--no-ddp]
+
+1. Per call, a 4-byte float32 all_reduce on a CPU tensor, best of 7
+   interleaved rounds:
+     C            infinicclAllReduce through ctypes, arguments prepared;
+     pg.allreduce the backend's method called directly (no torch wrapper);
+     dist         dist.all_reduce(t) on the "infiniccl" default group;
+     gloo         dist.all_reduce(t, group=<gloo group>), for reference.
+   The overhead is dist - C (what a torch user pays over the C call).
+2. DDP step time (forward, backward with the gradient allreduce, SGD step)
+   with gloo and with infiniccl, for models of 16 KiB to 4 MiB of gradients,
+   the median of interleaved rounds.
+"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import infiniccl.torch as ict
+from infiniccl import _buffers, _lib
+
+
+def per_call(modes, iters, rounds=7):
+    best = {}
+    for _ in range(rounds):
+        for name, fn in modes:
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            t = (time.perf_counter() - t0) / iters * 1e6
+            best[name] = min(best.get(name, t), t)
+    return best
+
+
+def model_for(kib):
+    width = max(4, int((kib * 256 / 2) ** 0.5))
+    return torch.nn.Sequential(torch.nn.Linear(16, width), torch.nn.Tanh(),
+                               torch.nn.Linear(width, width), torch.nn.Tanh(),
+                               torch.nn.Linear(width, 1))
+
+
+def ddp_steps(groups, kib, steps=20, rounds=5):
+    x = torch.randn(64, 16)
+    y = torch.randn(64, 1)
+    times = {name: [] for name in groups}
+    models = {}
+    for name, g in groups.items():
+        torch.manual_seed(0)
+        m = DDP(model_for(kib), process_group=g)
+        models[name] = (m, torch.optim.SGD(m.parameters(), lr=0.01))
+    nbytes = sum(p.numel() * 4 for p in models[next(iter(groups))][0].parameters())
+    for r in range(rounds + 1):
+        for name, (m, opt) in models.items():
+            dist.barrier()
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(m(x), y).backward()
+                opt.step()
+                if r:  # round 0 warms up
+                    times[name].append(time.perf_counter() - t0)
+    return nbytes, {name: statistics.median(t) * 1e6 for name, t in times.items()}
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    iters = int(args[0]) if args else 3000
+    torch.set_num_threads(1)
+    dist.init_process_group("infiniccl")
+    gloo = dist.new_group(backend="gloo")
+    pg = dist.group.WORLD
+    rank, size = dist.get_rank(), dist.get_world_size()
+    t = torch.zeros(1)
+    h = pg._comm.handle
+    ptr = t.data_ptr()
+    fn = _lib.infinicclAllReduce
+    opts = dist.AllreduceOptions()
+    modes = [("C", lambda: fn(ptr, ptr, 1, _buffers.FLOAT32, 0, h, None)),
+             ("pg.allreduce", lambda: pg.allreduce([t], opts)),
+             ("dist", lambda: dist.all_reduce(t)),
+             ("gloo", lambda: dist.all_reduce(t, group=gloo))]
+    best = per_call(modes, iters)
+    if rank == 0:
+        print("torch %s, %d ranks, load average %.1f, 4-byte all_reduce, best of 7 rounds "
+              "of %d calls:" % (torch.__version__, size, os.getloadavg()[0], iters))
+        for name, _ in modes:
+            print("  %-13s %7.2f us" % (name, best[name]))
+        print("  overhead over C: dist %.2f us, pg.allreduce %.2f us" %
+              (best["dist"] - best["C"], best["pg.allreduce"] - best["C"]))
+    if "--no-ddp" in sys.argv:
+        dist.destroy_process_group()
+        return
+    if rank == 0:
+        print("DDP step, median of 5 interleaved rounds of 20 steps (us):")
+        print("  %10s %10s %10s %7s" % ("gradients", "gloo", "infiniccl", "ratio"))
+    for kib in (16, 256, 1024, 4096):
+        nbytes, med = ddp_steps({"gloo": gloo, "infiniccl": pg}, kib)
+        if rank == 0:
+            print("  %7.0f KiB %10.0f %10.0f %7.2f" % (nbytes / 1024, med["gloo"], med["infiniccl"],
+                                                   med["infiniccl"] / med["gloo"]))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,615 @@
+"""torch.distributed backend "infiniccl".
+
+    import infiniccl.torch                  # registers the backend
+    torch.distributed.init_process_group("infiniccl")
+
+Launch with mpirun or icclrun (the world comes from MPI; RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR and MASTER_PORT are set when missing, so scripts
+written for torchrun run unchanged). Under torchrun without MPI only a
+native CCL can be used (device tensors); otherwise creating the group raises
+an error naming the fix.
+
+Every operation is synchronous in the library for now: the returned Work is
+already complete (CPU), or ordered on the current stream (device tensors,
+whose futures are CUDA-aware). Library errors are infiniccl.Error, a
+RuntimeError carrying the library's message.
+"""
+import ctypes as _ctypes
+import os
+import socket
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as _c10d_py
+from torch._C import _distributed_c10d as _c10d
+
+import infiniccl as _ic
+from infiniccl import _buffers as _b
+
+__all__ = ["BACKEND", "ProcessGroupInfiniCCL", "under_mpi"]
+
+BACKEND = "infiniccl"
+_lib = _ic._lib
+_check = _ic._check
+_Error = _ic.Error
+
+# torch dtype -> library type. bool travels as uint8 (its reductions are
+# logical: see _BOOL_OPS), complex as pairs of its real type.
+_CODES = {torch.int8: _b.INT8, torch.int16: _b.INT16, torch.int32: _b.INT32,
+          torch.int64: _b.INT64, torch.uint8: _b.UINT8, torch.float16: _b.FLOAT16,
+          torch.bfloat16: _b.BFLOAT16, torch.float32: _b.FLOAT32,
+          torch.float64: _b.FLOAT64, torch.bool: _b.UINT8}
+for _n in ("uint16", "uint32", "uint64"):  # torch 2.3+
+    if isinstance(getattr(torch, _n, None), torch.dtype):
+        _CODES[getattr(torch, _n)] = _b.DTYPE_NAMES[_n]
+_COMPLEX = {torch.complex64: _b.FLOAT32, torch.complex128: _b.FLOAT64}
+
+_R = _c10d.ReduceOp.RedOpType
+_SUM, _AVG = 0, 4
+_OPS = {_R.SUM: 0, _R.PRODUCT: 1, _R.MAX: 2, _R.MIN: 3, _R.AVG: 4}
+_BOOL_OPS = {_R.SUM: 2, _R.MAX: 2, _R.BOR: 2, _R.PRODUCT: 3, _R.MIN: 3, _R.BAND: 3}
+
+_AllReduce = _lib.infinicclAllReduce
+_Future = torch._C.Future  # torch.futures.Future's base: the same object, 1.5 us less
+_create_work = getattr(_c10d, "_create_work_from_future", None)
+_Base = getattr(_c10d, "Backend", None) or dist.ProcessGroup  # torch 2.x: Backend
+
+# Launchers whose processes are one MPI job (the variable is set per process).
+_MPI_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
+             "MV2_COMM_WORLD_SIZE", "PALS_RANKID", "FLUX_TASK_RANK", "MPT_LRANK")
+_LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+               "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "FLUX_TASK_LOCAL_ID", "MPT_LRANK")
+_LOCAL_SIZE_VARS = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+
+
+def under_mpi():
+    """Whether this process was started by an MPI launcher (mpirun, icclrun)."""
+    return any(v in os.environ for v in _MPI_VARS)
+
+
+def _error(code, message):
+    return _Error(code, "infiniccl (torch.distributed): " + message)
+
+
+def _arg_error(message):
+    return _error(_ic.INVALID_ARGUMENT, message)
+
+
+# ---- the world --------------------------------------------------------------
+_world = [None]
+
+
+def _world_comm():
+    if _world[0] is None:
+        _world[0] = _ic.Comm.world()
+    return _world[0]
+
+
+def _set_torchrun_env():
+    """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
+    MASTER_PORT from MPI where missing (collective over the MPI world)."""
+    w = _world_comm()
+    env = os.environ
+    env.setdefault("RANK", str(w.rank))
+    env.setdefault("WORLD_SIZE", str(w.size))
+    local = next((env[v] for v in _LOCAL_VARS if v in env), None)
+    if local is not None:
+        env.setdefault("LOCAL_RANK", local)
+    local_size = next((env[v] for v in _LOCAL_SIZE_VARS if v in env), None)
+    if local_size is not None:
+        env.setdefault("LOCAL_WORLD_SIZE", local_size)
+    if "MASTER_ADDR" in env and "MASTER_PORT" in env:
+        return
+    # Rank 0 names its host and a free port; the others use 127.0.0.1 when on
+    # the same host.
+    msg = bytearray(256)
+    if w.rank == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        text = "%s %d" % (socket.gethostname(), port)
+        msg[:len(text)] = text.encode()
+    w.broadcast(msg, root=0)
+    host, port = msg.rstrip(b"\0").decode().split()
+    env.setdefault("MASTER_ADDR", "127.0.0.1" if host == socket.gethostname() else host)
+    env.setdefault("MASTER_PORT", port)
+
+
+# ---- tensors ----------------------------------------------------------------
+def _stream(tensors):
+    """The stream handle for the call (None on CPU), all tensors on one device."""
+    dev = tensors[0].device
+    for t in tensors:
+        if t.device != dev:
+            raise _arg_error("tensors on different devices (%s and %s) in one call" %
+                             (dev, t.device))
+    if dev.type == "cpu":
+        return None
+    if dev.type == "cuda":
+        return torch.cuda.current_stream(dev).cuda_stream or None
+    raise _arg_error("a tensor on device %s: infiniccl takes cpu and cuda tensors" % dev)
+
+
+def _desc(t, red=None):
+    """(pointer, count, library type) of a contiguous tensor; red is the
+    library reduction when the call reduces."""
+    code = _CODES.get(t.dtype)
+    if code is not None:
+        return t.data_ptr(), t.numel(), code
+    if t.dtype in _COMPLEX and red in (None, _SUM, _AVG):
+        return t.data_ptr(), 2 * t.numel(), _COMPLEX[t.dtype]
+    if red is None:  # moved, not combined: any type travels as bytes
+        return t.data_ptr(), t.numel() * t.element_size(), _b.UINT8
+    raise _arg_error("%s has no InfiniCCL data type for this reduction (supported: %s)" %
+                     (t.dtype, ", ".join(str(d) for d in _CODES)))
+
+
+def _red(opts, t):
+    op = opts.reduceOp
+    k = getattr(op, "op", op)
+    code = (_BOOL_OPS if t.dtype is torch.bool else _OPS).get(k)
+    if code is None:
+        raise _error(_ic.NOT_SUPPORTED, "reduction %s is not supported for %s" %
+                     (getattr(k, "name", k), t.dtype))
+    return code
+
+
+def _contig(t):
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def _same(a, b, what):
+    if a.dtype != b.dtype:
+        raise _arg_error("%s: %s and %s differ in data type" % (what, a.dtype, b.dtype))
+
+
+def _done(result, tensors):
+    dev = tensors[0].device if tensors else None
+    fut = torch.futures.Future(devices=[dev]) if dev is not None and dev.type == "cuda" \
+        else _Future([])
+    fut.set_result(result)
+    return _create_work(fut)
+
+
+class ProcessGroupInfiniCCL(_Base):
+    """One library communicator; made by _create (init_process_group,
+    new_group)."""
+
+    def __init__(self, comm, rank, size):
+        super().__init__(rank, size)
+        self._comm = comm
+        self._one = torch.zeros(1, dtype=torch.int32)
+        self._batch = None  # send/recv of a batch_isend_irecv, see _end_coalescing
+
+    def _h(self):
+        return self._comm._live()
+
+    def getBackendName(self):
+        return BACKEND
+
+    def _get_backend_name(self):
+        return BACKEND
+
+    def destroy(self):
+        """Frees the communicator (destroy_process_group does)."""
+        self._comm.destroy()
+
+    # ---- reductions ---------------------------------------------------------
+    def allreduce(self, tensors, opts=None):
+        opts = opts or _c10d.AllreduceOptions()
+        h = self._comm._h
+        if len(tensors) == 1 and h is not None:
+            # Fast path (small messages: the per-call overhead): one
+            # contiguous CPU tensor of a plain type, the checks of the
+            # general path below in fewer calls.
+            t = tensors[0]
+            code = _CODES.get(t.dtype)
+            op = _OPS.get(getattr(opts.reduceOp, "op", None))
+            if t.is_cpu and code is not None and op is not None and \
+                    t.dtype is not torch.bool and t.is_contiguous():
+                p = t.data_ptr()
+                rc = _AllReduce(p, p, t.numel(), code, op, h, None)
+                if rc != 0:
+                    _check(rc, h)
+                fut = _Future([])  # devices: none (CPU)
+                fut.set_result(tensors)
+                return _create_work(fut)
+        h = self._h()
+        for t in tensors:
+            c = _contig(t)
+            op = _red(opts, c)
+            p, n, code = _desc(c, op)
+            _check(_lib.infinicclAllReduce(p, p, n, code, op, h, _stream([c])), h)
+            if c is not t:
+                t.copy_(c)
+        return _done(tensors, tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        o = _c10d.AllreduceOptions()
+        o.reduceOp = (opts or _c10d.AllreduceCoalescedOptions()).reduceOp
+        self.allreduce(tensors, o)
+        return _done(tensors, tensors)
+
+    def reduce(self, tensors, opts=None):
+        opts = opts or _c10d.ReduceOptions()
+        h = self._h()
+        root = self._peer(opts.rootRank, "root")
+        for t in tensors:
+            c = _contig(t)
+            op = _red(opts, c)
+            p, n, code = _desc(c, op)
+            _check(_lib.infinicclReduce(p, p, n, code, op, root, h, _stream([c])), h)
+            if c is not t and self.rank() == root:
+                t.copy_(c)
+        return _done(tensors, tensors)
+
+    def _reduce_scatter_flat(self, out, flat, opts):
+        h = self._h()
+        o = _contig(out)
+        _same(o, flat, "reduce_scatter")
+        if flat.numel() != o.numel() * self.size():
+            raise _arg_error("reduce_scatter: input has %d elements, output %d: the input "
+                             "must be size (%d) x output" % (flat.numel(), o.numel(), self.size()))
+        op = _red(opts, flat)
+        p, n, code = _desc(o, op)
+        q, _, _ = _desc(flat, op)
+        _check(_lib.infinicclReduceScatter(q, p, n, code, op, h, _stream([o, flat])), h)
+        if o is not out:
+            out.copy_(o)
+
+    def reduce_scatter(self, outputs, input_lists, opts=None):
+        opts = opts or _c10d.ReduceScatterOptions()
+        for out, ins in zip(outputs, input_lists):
+            self._check_list(ins, out, "reduce_scatter input list")
+            flat = torch.cat([_contig(t).view(-1) for t in ins])
+            self._reduce_scatter_flat(out, flat, opts)
+        return _done(outputs, outputs)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        self._reduce_scatter_flat(output, _contig(input), opts or _c10d.ReduceScatterOptions())
+        return _done([output], [output])
+
+    # ---- data movement ------------------------------------------------------
+    def broadcast(self, tensors, opts=None):
+        opts = opts or _c10d.BroadcastOptions()
+        h = self._h()
+        root = self._peer(opts.rootRank, "root")
+        for t in tensors:
+            c = _contig(t)
+            p, n, code = _desc(c)
+            _check(_lib.infinicclBroadcast(p, p, n, code, root, h, _stream([c])), h)
+            if c is not t:
+                t.copy_(c)
+        return _done(tensors, tensors)
+
+    def _allgather_flat(self, flat, inp):
+        h = self._h()
+        x = _contig(inp)
+        _same(x, flat, "allgather")
+        if flat.numel() != x.numel() * self.size():
+            raise _arg_error("allgather: output has %d elements, input %d: the output "
+                             "must be size (%d) x input" % (flat.numel(), x.numel(), self.size()))
+        p, n, code = _desc(x)
+        q, _, _ = _desc(flat)
+        _check(_lib.infinicclAllGather(p, q, n, code, h, _stream([x, flat])), h)
+
+    def allgather(self, output_lists, inputs, opts=None):
+        for outs, inp in zip(output_lists, inputs):
+            self._check_list(outs, inp, "allgather output list")
+            flat = torch.empty(inp.numel() * self.size(), dtype=inp.dtype, device=inp.device)
+            self._allgather_flat(flat, inp)
+            for o, piece in zip(outs, flat.chunk(self.size())):
+                o.copy_(piece.view(o.shape))
+        return _done(output_lists, inputs)
+
+    def allgather_coalesced(self, output_lists, inputs, opts=None):
+        """output_lists[r][i] receives rank r's inputs[i]."""
+        if len(output_lists) != self.size():
+            raise _arg_error("allgather_coalesced: %d output lists for a group of %d" %
+                             (len(output_lists), self.size()))
+        for i, inp in enumerate(inputs):
+            self.allgather([[lst[i] for lst in output_lists]], [inp])
+        return _done(output_lists, inputs)
+
+    def _allgather_base(self, output, input, opts=None):
+        o = _contig(output)
+        self._allgather_flat(o, input)
+        if o is not output:
+            output.copy_(o)
+        return _done([output], [output])
+
+    def gather(self, output_lists, inputs, opts=None):
+        opts = opts or _c10d.GatherOptions()
+        h = self._h()
+        root = self._peer(opts.rootRank, "root")
+        x = _contig(inputs[0])
+        p, n, code = _desc(x)
+        if self.rank() == root:
+            self._check_list(output_lists[0], x, "gather list")
+            flat = torch.empty(x.numel() * self.size(), dtype=x.dtype, device=x.device)
+            _check(_lib.infinicclGather(p, flat.data_ptr(), n, code, root, h,
+                                        _stream([x, flat])), h)
+            for o, piece in zip(output_lists[0], flat.chunk(self.size())):
+                o.copy_(piece.view(o.shape))
+        else:
+            _check(_lib.infinicclGather(p, None, n, code, root, h, _stream([x])), h)
+        return _done(output_lists, inputs)
+
+    def scatter(self, outputs, input_lists, opts=None):
+        opts = opts or _c10d.ScatterOptions()
+        h = self._h()
+        root = self._peer(opts.rootRank, "root")
+        out = outputs[0]
+        o = _contig(out)
+        p, n, code = _desc(o)
+        if self.rank() == root:
+            self._check_list(input_lists[0], o, "scatter list")
+            flat = torch.cat([_contig(t).view(-1) for t in input_lists[0]])
+            _check(_lib.infinicclScatter(flat.data_ptr(), p, n, code, root, h,
+                                         _stream([o, flat])), h)
+        else:
+            _check(_lib.infinicclScatter(None, p, n, code, root, h, _stream([o])), h)
+        if o is not out:
+            out.copy_(o)
+        return _done(outputs, outputs)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        h = self._h()
+        size = self.size()
+        _same(output, input, "alltoall_base")
+        if not output_split_sizes and not input_split_sizes:
+            o, x = _contig(output), _contig(input)
+            if x.numel() % size or o.numel() != x.numel():
+                raise _arg_error("alltoall_base: input has %d elements, output %d: both must "
+                                 "be the same multiple of the group size (%d)" %
+                                 (x.numel(), o.numel(), size))
+            p, n, code = _desc(x)
+            q, _, _ = _desc(o)
+            _check(_lib.infinicclAllToAll(p, q, n // size, code, h, _stream([x, o])), h)
+            if o is not output:
+                output.copy_(o)
+            return _done([output], [output])
+        # Unequal splits along dim 0: Send/Recv pairs in one group.
+        x = _contig(input).view(input.shape[0] if input.dim() else 1, -1)
+        o = _contig(output)
+        ov = o.view(output.shape[0] if output.dim() else 1, -1)
+        sends = self._split(x, input_split_sizes, "input")
+        recvs = self._split(ov, output_split_sizes, "output")
+        self._exchange(sends, recvs, "alltoall_base")
+        if o is not output:
+            output.copy_(o)
+        return _done([output], [output])
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        size = self.size()
+        if len(output_tensors) != size or len(input_tensors) != size:
+            raise _arg_error("alltoall: %d output and %d input tensors for a group of %d" %
+                             (len(output_tensors), len(input_tensors), size))
+        for o, x in zip(output_tensors, input_tensors):
+            _same(o, x, "alltoall")
+        outs = [_contig(t) for t in output_tensors]
+        self._exchange([_contig(t) for t in input_tensors], outs, "alltoall")
+        for o, t in zip(outs, output_tensors):
+            if o is not t:
+                t.copy_(o)
+        return _done(output_tensors, output_tensors)
+
+    def barrier(self, opts=None):
+        h = self._h()
+        one = self._one
+        _check(_lib.infinicclAllReduce(one.data_ptr(), one.data_ptr(), 1, _b.INT32, 0, h,
+                                       None), h)
+        return _done([], [])
+
+    # ---- point to point -----------------------------------------------------
+    def send(self, tensors, dst, tag=0):
+        h = self._h()
+        dst = self._peer(dst, "dst")
+        t = _contig(tensors[0])
+        p, n, code = _desc(t)
+        _check(_lib.infinicclSend(p, n, code, dst, h, _stream([t])), h)
+        return self._p2p_work([t], tensors, None)
+
+    def recv(self, tensors, src, tag=0):
+        h = self._h()
+        src = self._peer(src, "src")
+        t = tensors[0]
+        c = _contig(t)
+        p, n, code = _desc(c)
+        _check(_lib.infinicclRecv(p, n, code, src, h, _stream([c])), h)
+        return self._p2p_work([c], tensors, (c, t) if c is not t else None)
+
+    def recv_anysource(self, tensors, tag=0):
+        raise _error(_ic.NOT_SUPPORTED, "recv from any source (src=None) is not supported: "
+                     "the library has no wildcard receive; pass src")
+
+    def _start_coalescing(self, *device):
+        """batch_isend_irecv: its sends and receives are posted in one
+        library group and complete together when it ends."""
+        _check(_lib.infinicclGroupStart())
+        self._batch = []
+
+    def _end_coalescing(self, *args):
+        batch, self._batch = self._batch or [], None
+        rc = _lib.infinicclGroupEnd()
+        err = None if rc == 0 else _Error(rc, (_lib.infinicclGetLastError(None) or b"").decode())
+        for fut, tensors, keep, copyback in batch:
+            if err is not None:
+                fut.set_exception(err)
+                continue
+            if copyback:
+                copyback[1].copy_(copyback[0])
+            fut.set_result(tensors)
+        if err is not None:
+            raise err
+
+    def _p2p_work(self, keep, tensors, copyback):
+        batch = self._batch
+        if batch is None:  # completed by the call itself
+            if copyback:
+                copyback[1].copy_(copyback[0])
+            return _done(tensors, tensors)
+        fut = torch.futures.Future()
+        batch.append((fut, tensors, keep, copyback))
+        return _create_work(fut)
+
+    # ---- helpers --------------------------------------------------------------
+    def _peer(self, r, name):
+        if not 0 <= r < self.size():
+            raise _arg_error("%s=%d is not a rank of the group (size %d)" % (name, r, self.size()))
+        return r
+
+    def _check_list(self, lst, like, what):
+        if len(lst) != self.size():
+            raise _arg_error("%s has %d tensors for a group of %d" %
+                             (what, len(lst), self.size()))
+        for t in lst:
+            _same(t, like, what)
+            if t.numel() != like.numel():
+                raise _arg_error("%s: a tensor of %d elements where %d are expected" %
+                                 (what, t.numel(), like.numel()))
+
+    def _split(self, t2d, splits, what):
+        size = self.size()
+        rows = t2d.shape[0]
+        if not splits:
+            if rows % size:
+                raise _arg_error("alltoall_base: %s has %d rows, not a multiple of the group "
+                                 "size (%d), and no split sizes" % (what, rows, size))
+            splits = [rows // size] * size
+        if len(splits) != size or sum(splits) != rows or min(splits) < 0:
+            raise _arg_error("alltoall_base: %s split sizes %s do not split its %d rows among "
+                             "%d ranks" % (what, list(splits), rows, size))
+        return list(t2d.split(list(splits)))
+
+    def _exchange(self, sends, recvs, what):
+        """sends[j] to rank j into its recvs[me]: element counts checked across
+        ranks first (one AllToAll and one AllReduce), so a mismatch raises on
+        every rank instead of truncating or hanging."""
+        h = self._h()
+        size, me = self.size(), self.rank()
+        counts = torch.tensor([t.numel() for t in sends], dtype=torch.int64)
+        got = torch.empty(size, dtype=torch.int64)
+        _check(_lib.infinicclAllToAll(counts.data_ptr(), got.data_ptr(), 1, _b.INT64, h, None), h)
+        want = [t.numel() for t in recvs]
+        bad = torch.tensor([int(got.tolist() != want)], dtype=torch.int32)
+        _check(_lib.infinicclAllReduce(bad.data_ptr(), bad.data_ptr(), 1, _b.INT32, 2, h, None), h)
+        if bad.item():
+            raise _arg_error("%s: the ranks' split sizes disagree (this rank receives %s "
+                             "elements from ranks 0..%d, they send %s)" %
+                             (what, want, size - 1, got.tolist()))
+        stream = _stream(list(sends) + list(recvs))
+        with _ic.group():
+            for j in range(size):
+                if j == me:
+                    recvs[j].copy_(sends[j].view(recvs[j].shape))
+                    continue
+                if sends[j].numel():
+                    p, n, code = _desc(sends[j])
+                    _check(_lib.infinicclSend(p, n, code, j, h, stream), h)
+                if recvs[j].numel():
+                    p, n, code = _desc(recvs[j])
+                    _check(_lib.infinicclRecv(p, n, code, j, h, stream), h)
+
+
+# ---- creation -------------------------------------------------------------------
+class _UniqueId(_ctypes.Structure):
+    _fields_ = [("internal", _ctypes.c_char * 128)]  # INFINICCL_UNIQUE_ID_BYTES
+
+
+def _ccl_comm(store, rank, size):
+    """Without MPI (torchrun): a communicator of the native CCL alone, its
+    unique id passed through torch's store."""
+    key = "infiniccl_unique_id"
+    uid = _UniqueId()
+    if rank == 0:
+        rc = _lib.infinicclGetUniqueId(_ctypes.byref(uid))
+        why = (_lib.infinicclGetLastError(None) or b"").decode(errors="replace")
+        store.set(key, b"ok:" + _ctypes.string_at(_ctypes.addressof(uid), 128) if rc == 0
+                  else b"no:" + why.encode())
+    value = bytes(store.get(key))
+    if value[:3] != b"ok:":
+        raise _error(_ic.NOT_SUPPORTED,
+                     "launched without MPI (torchrun?) and there is no native CCL to use "
+                     "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
+                     "python SCRIPT`: the script runs unchanged (RANK, WORLD_SIZE, LOCAL_RANK, "
+                     "MASTER_ADDR and MASTER_PORT are set for it)" %
+                     value[3:].decode(errors="replace"))
+    _ctypes.memmove(_ctypes.addressof(uid), value[3:], 128)
+    h = _ctypes.c_void_p()
+    _check(_lib.infinicclCommInitRank(_ctypes.byref(h), size, uid, rank))
+    return _ic.Comm(h.value)
+
+
+def _create(opts, pg_options=None):
+    store, rank, size = opts.store, opts.group_rank, opts.group_size
+    ranks = list(getattr(opts, "global_ranks_in_group", None) or [])
+    if not under_mpi() and size > 1:
+        comm = _ccl_comm(store, rank, size)
+        return ProcessGroupInfiniCCL(comm, rank, size)
+    world = _world_comm()
+    if not ranks:  # the default group: the whole MPI world
+        if (rank, size) != (world.rank, world.size):
+            raise _error(_ic.INVALID_ARGUMENT,
+                         "init_process_group(rank=%d, world_size=%d) but MPI says rank %d of "
+                         "%d: start %d processes with mpirun/icclrun -n %d, or leave rank and "
+                         "world_size (and RANK, WORLD_SIZE) unset" %
+                         (rank, size, world.rank, world.size, size, size))
+        ranks = list(range(world.size))
+    if len(ranks) != size or ranks[rank] != world.rank:
+        raise _arg_error("group of ranks %s: this process (MPI rank %d) is not rank %d of it" %
+                         (ranks, world.rank, rank))
+    arr = (_ctypes.c_int * size)(*ranks)
+    h = _ctypes.c_void_p()
+    _check(_lib.infinicclCommInitRanks(world.handle, size, arr, _ctypes.byref(h)), world.handle)
+    return ProcessGroupInfiniCCL(_ic.Comm(h.value), rank, size)
+
+
+def _declare():
+    c = _ctypes
+    _lib.infinicclGetUniqueId.restype = c.c_int
+    _lib.infinicclGetUniqueId.argtypes = [c.c_void_p]
+    _lib.infinicclCommInitRank.restype = c.c_int
+    _lib.infinicclCommInitRank.argtypes = [c.POINTER(c.c_void_p), c.c_int, _UniqueId, c.c_int]
+
+
+def _register():
+    if _create_work is None:
+        raise ImportError("infiniccl.torch needs torch._C._distributed_c10d."
+                          "_create_work_from_future (torch 1.13 or later)")
+    if BACKEND.upper() in dist.Backend._plugins:
+        return
+    try:
+        dist.Backend.register_backend(BACKEND, _create, extended_api=True,
+                                      devices=["cpu", "cuda"])
+    except TypeError:  # torch < 2.1: no devices
+        dist.Backend.register_backend(BACKEND, _create, extended_api=True)
+
+
+# destroy_process_group frees the communicators of the groups it drops.
+_destroy = _c10d_py.destroy_process_group
+
+
+def _groups():
+    """torch's map of live groups (1.13: _pg_map; 2.x: _world.pg_map, whose
+    keys wrap the backends, so there the communicators go with the objects)."""
+    m = getattr(_c10d_py, "_pg_map", None)
+    return m if m is not None else getattr(getattr(_c10d_py, "_world", None), "pg_map", {})
+
+
+def destroy_process_group(group=None):
+    before = [pg for pg in list(_groups()) if isinstance(pg, ProcessGroupInfiniCCL)]
+    _destroy(group)
+    for pg in before:
+        if pg not in _groups():
+            pg.destroy()
+
+
+destroy_process_group.__doc__ = _destroy.__doc__
+
+
+_declare()
+_register()
+_c10d_py.destroy_process_group = dist.destroy_process_group = destroy_process_group
+if under_mpi():
+    _set_torchrun_env()

@@ -1,0 +1,106 @@
+// infinicclCommInitRanks: a communicator among some ranks of another, made by
+// those ranks alone (MPI_Comm_create_group), for frameworks that create a
+// subgroup only on its members (torch.distributed's new_group).
+#include <infiniccl/infiniccl.h>
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "api/api_call.h"
+#include "comm/comm_init.h"
+#include "comm/runtime.h"
+#include "core/log.h"
+#include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
+
+using namespace infiniccl;
+
+namespace {
+
+// MPI_Comm_create_group's tag: creations from one process are sequential.
+constexpr int kCreateGroupTag = 0x1cc1;
+
+Status CheckRanks(const Communicator &parent, int nranks, const int *ranks, int *me) {
+  if (nranks < 1 || ranks == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "nranks is %d and ranks %s: at least one rank",
+                      nranks, ranks == nullptr ? "NULL" : "given");
+  }
+  std::vector<char> seen(parent.size(), 0);
+  *me = -1;
+  for (int i = 0; i < nranks; ++i) {
+    const int r = ranks[i];
+    if (r < 0 || r >= parent.size()) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "ranks[%d] = %d is not a rank of the parent (size %d)", i, r,
+                        parent.size());
+    }
+    if (seen[r]) {
+      return MakeStatus(infinicclInvalidArgument, "rank %d is listed twice (ranks[%d])", r,
+                        i);
+    }
+    seen[r] = 1;
+    if (r == parent.rank()) *me = i;
+  }
+  if (*me < 0) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "this rank (%d of the parent) is not among the %d listed: only the "
+                      "listed ranks call infinicclCommInitRanks",
+                      parent.rank(), nranks);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+infinicclResult_t infinicclCommInitRanks(infinicclComm_t parent, int nranks,
+                                         const int *ranks, infinicclComm_t *newcomm) {
+  return ApiCall("infinicclCommInitRanks", [&](CallContext &ctx) -> Status {
+    if (newcomm == nullptr) return Status(infinicclInvalidArgument, "newcomm is NULL");
+    *newcomm = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(parent, &ctx.comm));
+    if (!ctx.comm->has_mpi()) {
+      return Status(infinicclNotSupported,
+                    "the parent communicator has no MPI communicator (made by "
+                    "infinicclCommInitRank); use infinicclCommSplit");
+    }
+    int me = -1;
+    INFINICCL_RETURN_IF_ERROR(CheckRanks(*ctx.comm, nranks, ranks, &me));
+    Communicator::CallGuard guard;
+    INFINICCL_RETURN_IF_ERROR(ctx.comm->Enter("infinicclCommInitRanks", &guard));
+    MPI_Comm sub = MPI_COMM_NULL;
+    {
+      mpi::SerialLock lock;
+      MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+      Status s = MpiCheck(MPI_Comm_group(ctx.comm->mpi_comm(), &all), "MPI_Comm_group");
+      if (s.ok()) s = MpiCheck(MPI_Group_incl(all, nranks, ranks, &some), "MPI_Group_incl");
+      if (s.ok()) {
+        s = MpiCheck(MPI_Comm_create_group(ctx.comm->mpi_comm(), some, kCreateGroupTag, &sub),
+                     "MPI_Comm_create_group");
+      }
+      if (some != MPI_GROUP_NULL) MPI_Group_free(&some);
+      if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
+      INFINICCL_RETURN_IF_ERROR(s);
+    }
+    // The parent's device on every rank: devlist[local rank in the new
+    // communicator], whatever that local rank turns out to be.
+    const Communicator::Binding &b = ctx.comm->binding();
+    std::vector<int> devlist(nranks, b.device < 0 ? 0 : b.device);
+    std::unique_ptr<Communicator> c;
+    Status s = InitUnderMpi(sub, b.device < 0 ? 0 : nranks,
+                            b.device < 0 ? nullptr : devlist.data(), &c);
+    {
+      mpi::SerialLock lock;
+      MPI_Comm_free(&sub);  // InitUnderMpi keeps a duplicate
+    }
+    INFINICCL_RETURN_IF_ERROR(s);
+    INFINICCL_INFO("CommInitRanks: rank %d of %d (rank %d of %d in the parent)", c->rank(),
+                   c->size(), ctx.comm->rank(), ctx.comm->size());
+    *newcomm = Runtime::Register(std::move(c));
+    return Status::Ok();
+  });
+}
+
+}  // extern "C"

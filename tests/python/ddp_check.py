@@ -1,0 +1,64 @@
+"""DDP over the "infiniccl" backend against gloo (examples/python/ddp.py):
+    ddp_check.py <np>[,<np>...] <mpiexec> [flags...]
+For each rank count, the example trains 20 steps under each backend and
+writes every rank's final weights. Checks: identical on every rank for each
+backend; bit-identical to gloo's at 2 ranks (a sum of two is order-free);
+within 1e-5 of gloo's otherwise, relative to the largest weight
+(max |a - b| / max |b|; an elementwise relative bound fails on weights
+near zero). Exits 77 (ctest's skip) without
+PyTorch.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "examples", "python", "ddp.py")
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("SKIPPED: %s cannot import torch (Debian: python3-torch)" % sys.executable)
+        return 77
+    nps = [int(n) for n in sys.argv[1].split(",")]
+    mpiexec = sys.argv[2:]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
+    failures = []
+    for np_ in nps:
+        with tempfile.TemporaryDirectory() as out:
+            w = {}
+            for backend in ("infiniccl", "gloo"):
+                cmd = mpiexec[:1] + ["-n", str(np_)] + mpiexec[1:] + [
+                    sys.executable, SCRIPT, "--backend", backend, "--steps", "20", "--out", out]
+                print("+ " + " ".join(cmd), flush=True)
+                rc = subprocess.call(cmd, env=env)
+                if rc != 0:
+                    failures.append("%d ranks, %s: exit %d" % (np_, backend, rc))
+                    continue
+                w[backend] = [torch.load(os.path.join(out, "weights_%s_%d.pt" % (backend, r)))
+                              for r in range(np_)]
+                if not all(torch.equal(w[backend][0], x) for x in w[backend]):
+                    failures.append("%d ranks, %s: the ranks' weights differ" % (np_, backend))
+            if len(w) < 2:
+                continue
+            a, b = w["infiniccl"][0], w["gloo"][0]
+            diff = ((a - b).abs().max() / b.abs().max()).item()
+            print("%d ranks: %d weights, max |infiniccl - gloo| / max |gloo| = %.3g" %
+                  (np_, a.numel(), diff))
+            if np_ == 2 and not torch.equal(a, b):
+                failures.append("2 ranks: weights differ from gloo's (%.3g)" % diff)
+            elif not diff <= 1e-5:
+                failures.append("%d ranks: weights beyond 1e-5 of gloo's (%.3g)" % (np_, diff))
+    for f in failures:
+        print("FAILED: " + f)
+    print("ddp_check: %s" % ("FAILED" if failures else "OK"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""The torch.distributed backend "infiniccl" (python/infiniccl/torch.py):
+every operation in every data type, in and out of place, subgroups (one
+leaving a rank out), get_future chains and the error paths. Expected values
+are computed here from the ranks' known inputs (small integers: exact in
+every type). Every rank runs the same calls; mismatches are gathered and
+asserted after the last collective of a test."""
+import types
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch (python3-torch) is not installed")
+import torch.distributed as dist  # noqa: E402
+
+import infiniccl  # noqa: E402
+
+ict = pytest.importorskip("infiniccl.torch")
+
+NUM = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.float16,
+       torch.bfloat16, torch.float32, torch.float64]
+ALL = NUM + [torch.bool, torch.complex64]
+R = dist.ReduceOp
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pg(comm):
+    dist.init_process_group("infiniccl")  # env:// from the variables import set
+    yield dist.group.WORLD
+    dist.destroy_process_group()
+
+
+def val(r, dt, n=6):
+    """Rank r's input: small integers 1..3+r, 0/1 for bool."""
+    v = torch.arange(n) % 3 + r + 1
+    if dt is torch.bool:
+        return (torch.arange(n) + r) % 2 == 0
+    return v.to(dt)
+
+
+def test_world_and_env(comm):
+    import os
+
+    assert (dist.get_rank(), dist.get_world_size()) == (comm.rank, comm.size)
+    assert dist.get_backend() == "infiniccl"
+    assert (os.environ["RANK"], os.environ["WORLD_SIZE"]) == (str(comm.rank), str(comm.size))
+    assert os.environ["MASTER_ADDR"] and int(os.environ["MASTER_PORT"]) > 0
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_all_reduce(comm, dt):
+    n, me = comm.size, comm.rank
+    vals = [val(r, dt) for r in range(n)]
+    if dt is torch.bool:
+        cases = [(R.SUM, vals[0] | vals[1]), (R.MAX, vals[0] | vals[1]),
+                 (R.PRODUCT, vals[0] & vals[1]), (R.MIN, vals[0] & vals[1])]
+        if n == 3:
+            cases = [(op, ref | vals[2] if op in (R.SUM, R.MAX) else ref & vals[2])
+                     for op, ref in cases]
+    elif dt.is_complex:
+        c = [v + 1j * (v + 1) for v in vals]
+        vals = c
+        cases = [(R.SUM, sum(c))]
+    else:
+        w = [v.to(torch.int64) for v in vals]
+        prod = w[0]
+        for x in w[1:]:
+            prod = prod * x
+        cases = [(R.SUM, sum(w)), (R.PRODUCT, prod), (R.MAX, w[-1]), (R.MIN, w[0])]
+    errors = []
+    for op, ref in cases:
+        x = vals[me].clone()
+        work = dist.all_reduce(x, op=op, async_op=True)
+        work.wait()
+        if not torch.equal(x, ref.to(dt)):
+            errors.append("%s: %s, expected %s" % (op, x, ref))
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
+                         ids=str)
+def test_all_reduce_avg_noncontiguous(comm, dt):
+    n, me = comm.size, comm.rank
+    base = torch.zeros(4, 6, dtype=dt)
+    base[:, 0] = float(2 * me)  # a column: not contiguous, copied back
+    col = base[:, 0]
+    assert not col.is_contiguous()
+    dist.all_reduce(col, op=R.AVG)
+    assert base[:, 0].tolist() == [float(n - 1)] * 4  # mean of 0, 2, .., 2(n-1)
+    assert base[:, 1:].abs().sum().item() == 0
+
+
+def test_all_reduce_coalesced_and_future_chain(comm):
+    n, me = comm.size, comm.rank
+    ts = [torch.full((3,), me + 1, dtype=torch.float64),
+          torch.full((2, 2), me, dtype=torch.float64)]
+    with pytest.warns(UserWarning):  # torch 1.13: "will be deprecated"
+        dist.all_reduce_coalesced(ts)
+    assert ts[0].tolist() == [float(n * (n + 1) // 2)] * 3
+    assert ts[1].flatten().tolist() == [float(n * (n - 1) // 2)] * 4
+    x = torch.ones(4, dtype=torch.int64) * (me + 1)
+    work = dist.all_reduce(x, async_op=True)
+    fut = work.get_future().then(lambda f: f.value()[0] * 10).then(lambda f: f.value() + 1)
+    assert fut.wait().tolist() == [10 * n * (n + 1) // 2 + 1] * 4
+    assert work.is_completed()
+    assert work.wait()
+
+
+@pytest.mark.parametrize("dt", ALL + [torch.complex128], ids=str)
+def test_broadcast_reduce(comm, dt):
+    n, me = comm.size, comm.rank
+    errors = []
+    for root in range(n):
+        x = val(me, dt)
+        dist.broadcast(x, src=root)
+        if not torch.equal(x, val(root, dt)):
+            errors.append("broadcast root %d: %s" % (root, x))
+    if not dt.is_complex:
+        x = val(me, dt)
+        dist.reduce(x, dst=n - 1, op=R.MAX)
+        if me == n - 1 and not torch.equal(x, val(n - 1, dt) if dt is not torch.bool
+                                           else val(0, dt) | val(1, dt)):
+            errors.append("reduce max: %s" % x)
+        x = val(me, dt)
+        dist.reduce(x, dst=0, op=R.SUM)
+        if dt is not torch.bool:
+            ref = sum(val(r, torch.int64) for r in range(n)).to(dt)
+            if me == 0 and not torch.equal(x, ref):
+                errors.append("reduce sum: %s" % x)
+    assert not errors, errors
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_all_gather(comm, dt):
+    n, me = comm.size, comm.rank
+    outs = [torch.empty(6, dtype=dt) for _ in range(n)]
+    dist.all_gather(outs, val(me, dt).reshape(2, 3).reshape(6))
+    flat = torch.empty(n * 6, dtype=dt)
+    dist.all_gather_into_tensor(flat, val(me, dt)) if hasattr(dist, "all_gather_into_tensor") \
+        else dist._all_gather_base(flat, val(me, dt))
+    ref = [val(r, dt) for r in range(n)]
+    assert all(torch.equal(o, r) for o, r in zip(outs, ref)), outs
+    assert torch.equal(flat, torch.cat(ref)), flat
+
+
+def test_all_gather_coalesced(comm):
+    n, me = comm.size, comm.rank
+    ins = [torch.full((2,), me, dtype=torch.int32), torch.full((3,), 10 + me, dtype=torch.int32)]
+    outs = [[torch.empty(2, dtype=torch.int32), torch.empty(3, dtype=torch.int32)]
+            for _ in range(n)]
+    with warnings.catch_warnings():  # some torch versions: "will be deprecated"
+        warnings.simplefilter("ignore")
+        dist.all_gather_coalesced(outs, ins)
+    got = [[o.tolist() for o in lst] for lst in outs]
+    assert got == [[[r] * 2, [10 + r] * 3] for r in range(n)], got
+
+
+@pytest.mark.parametrize("dt", NUM, ids=str)
+def test_reduce_scatter(comm, dt):
+    n, me = comm.size, comm.rank
+    # Rank r's block j is j + r + 1 (x2 elements): block me sums to n*me + n(n+1)/2.
+    ins = [torch.full((2,), j + r + 1, dtype=dt) for r in [me] for j in range(n)]
+    out = torch.empty(2, dtype=dt)
+    dist.reduce_scatter(out, ins)
+    flat_out = torch.empty(2, dtype=dt)
+    fn = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
+    fn(flat_out, torch.cat(ins))
+    want = n * me + n * (n + 1) // 2
+    assert out.tolist() == flat_out.tolist() == [want] * 2, (out, flat_out)
+
+
+@pytest.mark.parametrize("dt", [torch.int8, torch.bfloat16, torch.float64, torch.bool], ids=str)
+def test_all_to_all(comm, dt):
+    n, me = comm.size, comm.rank
+    # Equal splits: block j of rank r holds 10r + j.
+    x = torch.tensor([10 * me + j for j in range(n) for _ in range(2)]).to(dt)
+    out = torch.empty_like(x)
+    dist.all_to_all_single(out, x)
+    ref = torch.tensor([10 * r + me for r in range(n) for _ in range(2)]).to(dt)
+    errors = [] if torch.equal(out, ref) else ["equal: %s" % out]
+    # Unequal splits: rank r sends r + j + 1 rows of width 2 to rank j.
+    ins = [r + j + 1 for r in [me] for j in range(n)]
+    outs = [r + me + 1 for r in range(n)]
+    x = torch.cat([torch.full((k, 2), 10 * me + j) for j, k in enumerate(ins)]).to(dt)
+    out = torch.empty(sum(outs), 2, dtype=dt)
+    dist.all_to_all_single(out, x, outs, ins)
+    ref = torch.cat([torch.full((k, 2), 10 * r + me) for r, k in enumerate(outs)]).to(dt)
+    if not torch.equal(out, ref):
+        errors.append("unequal: %s" % out)
+    # The list form, tensors of different sizes.
+    xs = [torch.full((me + j + 1,), 10 * me + j).to(dt) for j in range(n)]
+    outs_t = [torch.empty(r + me + 1, dtype=dt) for r in range(n)]
+    dist.all_to_all(outs_t, xs)
+    for r, o in enumerate(outs_t):
+        if not torch.equal(o, torch.full((r + me + 1,), 10 * r + me).to(dt)):
+            errors.append("list from %d: %s" % (r, o))
+    assert not errors, errors
+
+
+def test_all_to_all_mismatched_splits(comm):
+    n, me = comm.size, comm.rank
+    # Every rank receives one row more from rank 0 than rank 0 sends: refused
+    # on every rank, nothing written.
+    ins = [1] * n
+    outs = [2] + [1] * (n - 1)
+    x = torch.ones(n, 2)
+    out = torch.full((n + 1, 2), -1.0)
+    with pytest.raises(RuntimeError, match="split sizes disagree"):
+        dist.all_to_all_single(out, x, outs, ins)
+    assert out.eq(-1).all()
+
+
+@pytest.mark.parametrize("dt", [torch.int16, torch.float16, torch.bool, torch.complex64],
+                         ids=str)
+def test_gather_scatter(comm, dt):
+    n, me = comm.size, comm.rank
+    root = n - 1
+    gl = [torch.empty(6, dtype=dt) for _ in range(n)] if me == root else None
+    dist.gather(val(me, dt), gl, dst=root)
+    errors = []
+    if me == root and not all(torch.equal(g, val(r, dt)) for r, g in enumerate(gl)):
+        errors.append("gather: %s" % gl)
+    out = torch.empty(6, dtype=dt)
+    sl = [val(10 + r, dt) for r in range(n)] if me == 0 else None
+    dist.scatter(out, sl, src=0)
+    if not torch.equal(out, val(10 + me, dt)):
+        errors.append("scatter: %s" % out)
+    dist.barrier()
+    assert not errors, errors
+
+
+def test_send_recv(comm):
+    n, me = comm.size, comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    # A ring exchange of 1 MiB per rank in one batch (would deadlock if the
+    # sends completed one by one before the receives were posted).
+    x = torch.full((1 << 18,), me, dtype=torch.float32)
+    y = torch.empty_like(x)
+    ops = [dist.P2POp(dist.isend, x, right), dist.P2POp(dist.irecv, y, left)]
+    works = dist.batch_isend_irecv(ops)
+    for w in works:
+        w.wait()
+    errors = [] if y.eq(left).all() else ["ring: %s" % y[:4]]
+    # Plain send/recv: rank 0 to the last rank, bfloat16, a strided receive.
+    if me == 0:
+        dist.send(torch.arange(8, dtype=torch.bfloat16), dst=n - 1)
+    elif me == n - 1:
+        buf = torch.zeros(8, 2, dtype=torch.bfloat16)
+        dist.recv(buf[:, 1], src=0)
+        if buf[:, 1].tolist() != list(range(8)) or buf[:, 0].abs().sum() != 0:
+            errors.append("send/recv: %s" % buf)
+    with pytest.raises(RuntimeError, match="any source"):
+        dist.recv(torch.empty(1))
+    assert not errors, errors
+
+
+def test_subgroups(comm):
+    n, me = comm.size, comm.rank
+    members = [0, n - 1] if n > 2 else [1]  # leaves rank 1 (and at 2 ranks rank 0) out
+    g = dist.new_group(members)
+    full = dist.new_group(list(range(n)))
+    x = torch.full((3,), 100 + me, dtype=torch.int64)
+    dist.all_reduce(x, group=g)
+    ref = sum(100 + r for r in members) if me in members else 100 + me
+    errors = [] if x.tolist() == [ref] * 3 else ["group %s: %s" % (members, x)]
+    if me in members:
+        gr = dist.get_rank(g)
+        if gr != members.index(me) or dist.get_world_size(g) != len(members):
+            errors.append("group rank %d of %d" % (gr, dist.get_world_size(g)))
+        b = torch.full((2,), me, dtype=torch.int32)
+        dist.broadcast(b, src=members[-1], group=g)  # src: a global rank
+        if b.tolist() != [members[-1]] * 2:
+            errors.append("group broadcast: %s" % b)
+    y = torch.ones(2)
+    dist.all_reduce(y, group=full)
+    if y.tolist() != [float(n)] * 2:
+        errors.append("full group: %s" % y)
+    dist.destroy_process_group(g)
+    dist.destroy_process_group(full)
+    if me in members:  # the communicator is gone: the library says so
+        with pytest.raises(RuntimeError, match="destroyed"):
+            g.allreduce([x])
+    assert not errors, errors
+
+
+def test_errors(comm):
+    n, me = comm.size, comm.rank
+    # Local argument errors: raised before any library call, on every rank.
+    with pytest.raises(RuntimeError, match="data type"):
+        dist.all_gather_into_tensor(torch.empty(2 * n, dtype=torch.int32),
+                                    torch.ones(2, dtype=torch.int64))
+    with pytest.raises(RuntimeError, match="size"):
+        dist.all_gather_into_tensor(torch.empty(2 * n + 1), torch.ones(2))
+    with pytest.raises(RuntimeError, match="tensors for a group"):
+        dist.all_gather([torch.empty(2)] * (n + 1), torch.ones(2))
+    with pytest.raises(RuntimeError, match="device meta"):
+        dist.all_reduce(torch.empty(2, device="meta"))
+    with pytest.raises(RuntimeError, match="BXOR"):
+        dist.all_reduce(torch.ones(2), op=R.BXOR)
+    with pytest.raises(RuntimeError, match="split sizes"):
+        dist.all_to_all_single(torch.empty(3), torch.empty(3), [1] * n, [3] * n)
+    # World-size mismatch: the creator checks against MPI before any call.
+    opts = types.SimpleNamespace(store=None, group_rank=me, group_size=n + 1,
+                                 global_ranks_in_group=[])
+    with pytest.raises(RuntimeError, match="MPI says rank %d of %d" % (me, n)):
+        ict._create(opts)
+    # The library's own error after a local call: a root out of range.
+    pgw = dist.group.WORLD
+    o = dist.BroadcastOptions()
+    o.rootRank = n
+    with pytest.raises(RuntimeError, match="not a rank of the group"):
+        pgw.broadcast([torch.ones(1)], o)
+    # Everything still works afterwards.
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    assert x.item() == n
