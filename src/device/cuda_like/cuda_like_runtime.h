@@ -1,12 +1,22 @@
 // CudaLikeRuntime: the one DeviceRuntime for every runtime that copies the
 // CUDA runtime API under its own prefix: NVIDIA CUDA (cuda*), Iluvatar CoreX
-// (cuda*, its own libcudart), MetaX MACA (mc*) and Moore Threads MUSA (musa*).
-// `Api` maps the generic names used below to the vendor's; no line here
-// depends on the vendor.
+// (cuda*, its own libcudart), MetaX MACA (mc*), Moore Threads MUSA (musa*)
+// and HIP (hip*: AMD, Hygon DCU). `Api` maps the generic names used below to
+// the vendor's; no line here depends on the vendor. Runtimes of another
+// shape (Ascend's ACL, Cambricon's CNRT) use it too, through an `Api` that
+// adapts their calls to CUDA's signatures (device/ascend/, device/cambricon/).
+//
+// Optional members of `Api`, used when present:
+//   Error Init()                       called once before anything else (ACL's
+//                                      aclInit); a failure means no device;
+//   bool IsManaged(const attributes&)  managed memory told apart by a flag
+//                                      rather than by the memory type (HIP 5);
+//   FormatVersion(int, char*, size_t)  how the version number is written.
 //
 // Included only by the per-vendor files (cuda_runtime.cpp, maca_runtime.cpp,
-// musa_runtime.cpp), each compiled only when its runtime is enabled
-// (cmake/Devices.cmake); each holds its vendor's `Api` and factory.
+// musa_runtime.cpp, hip_runtime.cpp, ascend/, cambricon/), each compiled only
+// when its runtime is enabled (cmake/Devices.cmake); each holds its vendor's
+// `Api` and factory.
 #pragma once
 
 #include <atomic>
@@ -104,11 +114,20 @@ class CudaLikeRuntime final : public DeviceRuntime {
  public:
   // `name` names the runtime in messages ("cuda", "iluvatar", "maca", ...).
   CudaLikeRuntime(DeviceKind kind, const char *name) : kind_(kind), name_(name) {
+    if constexpr (requires { Api::Init(); }) {
+      const Error err = Api::Init();
+      if (err != Api::kSuccess) {
+        char reason[512];
+        std::snprintf(reason, sizeof(reason), "%sInit: %s (error %d)", Api::kPrefix,
+                      Api::GetErrorString(err), static_cast<int>(err));
+        init_failed_ = reason;
+      }
+    }
     // Needs no driver: the runtime library answers from its own build.
     int version = 0;
     char text[32] = "version unknown";
     if (Api::RuntimeGetVersion(&version) != Api::kSuccess) {
-      Api::GetLastError();
+      (void)Api::GetLastError();
     } else if constexpr (requires { Api::FormatVersion(version, text, sizeof(text)); }) {
       Api::FormatVersion(version, text, sizeof(text));
     } else {
@@ -144,10 +163,16 @@ class CudaLikeRuntime final : public DeviceRuntime {
     if (Api::PointerGetAttributes(&attr, ptr) != Api::kSuccess) {
       // Runtimes before CUDA 11 (and possibly other vendors) answer
       // "invalid value" for memory they never saw: that is host memory.
-      Api::GetLastError();
+      (void)Api::GetLastError();
       return Status::Ok();
     }
     const auto type = MemoryTypeOf(attr);
+    if constexpr (requires { Api::IsManaged(attr); }) {
+      if (Api::IsManaged(attr)) {
+        *info = PointerInfo{MemorySpace::kManaged, kind_, attr.device};
+        return Status::Ok();
+      }
+    }
     if (type == Api::kMemoryTypeDevice) {
       *info = PointerInfo{MemorySpace::kDevice, kind_, attr.device};
     } else if (type == Api::kMemoryTypeManaged) {
@@ -252,9 +277,11 @@ class CudaLikeRuntime final : public DeviceRuntime {
     int count = count_.load(std::memory_order_relaxed);
     if (count >= 0) return count;
     count = 0;
-    Error err = Api::GetDeviceCount(&count);
-    if (err != Api::kSuccess) {
-      Api::GetLastError();
+    Error err = Api::kSuccess;
+    if (!init_failed_.empty()) {
+      no_device_reason_ = init_failed_;
+    } else if ((err = Api::GetDeviceCount(&count)) != Api::kSuccess) {
+      (void)Api::GetLastError();
       count = 0;
       char reason[512];
       std::snprintf(reason, sizeof(reason), "%sGetDeviceCount: %s (error %d)",
@@ -280,7 +307,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
     if (err == Api::kSuccess) return Status::Ok();
     // The runtime also keeps the error as its "last error"; clear it so a
     // later cudaGetLastError-style check elsewhere does not report it again.
-    Api::GetLastError();
+    (void)Api::GetLastError();
     return MakeStatus(infinicclSystemError, "%s%s failed: %s (%s error %d)", Api::kPrefix,
                       call, Api::GetErrorString(err), name_, static_cast<int>(err));
   }
@@ -309,6 +336,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
   std::mutex probe_mutex_;
   std::atomic<int> count_{-1};    // -1 until probed
   std::string no_device_reason_;  // written once before count_ is published
+  std::string init_failed_;       // Api::Init's failure, if any
 };
 
 #undef INFINICCL_CUDA_LIKE_REQUIRE_DEVICE
