@@ -85,8 +85,15 @@ for stage in "${stages[@]}"; do
       build_targets build-ci-hip "infiniccl infiniccl-info" -DINFINICCL_MPI=openmpi \
         -DWITH_NVIDIA=OFF -DWITH_HIP=ON
       # No AMD device: the library loads, finds none, and says why.
-      infiniccl_mpirun openmpi -n 1 build-ci-hip/tools/info/infiniccl-info | grep -E "^ *hip" \
-        || { echo "hip: infiniccl-info does not name the HIP runtime" >&2; status=1; }
+      info=$(infiniccl_mpirun openmpi -n 1 build-ci-hip/tools/info/infiniccl-info)
+      if echo "$info" | grep -q "device runtimes built:.*hip" &&
+         echo "$info" | grep -qE "why: +hip: "; then
+        passed=$((passed + 1))
+      else
+        echo "hip: infiniccl-info does not name the HIP runtime and why it has no device" >&2
+        failed=$((failed + 1))
+        status=1
+      fi
       echo "hip stage: $((SECONDS - start)) s"
       ;;
     standin)

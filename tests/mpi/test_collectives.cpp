@@ -223,6 +223,9 @@ struct VendorProbe {
   }
   void Before() { before = Now(); }
   void After(const World &w, const Case &c) {
+    // One rank, Gather or Scatter in place: the root's block is already in
+    // place, so nothing moves on any path.
+    if (w.n == 1 && c.inplace && (c.coll == Coll::Gather || c.coll == Coll::Scatter)) return;
     const std::array<long, 3> now = Now();
     const long ccl = now[0] - before[0], h2d_n = now[1] - before[1], d2h_n = now[2] - before[2];
     const bool want_ccl = expect_ccl && CclCan(w, c);

@@ -134,19 +134,51 @@ cnclResult_t cnclGetCommAsyncError(cnclComm_t comm) {
   return comm == nullptr ? CNCL_RET_ERR_NULL_POINTER : CNCL_RET_SUCCESS;
 }
 
-thread_local int g_group_depth = 0;
+}  // extern "C"
+
+namespace {
+// Send/Recv between cnclGroupStart and cnclGroupEnd are issued at the
+// outermost GroupEnd, sends first (they never wait), as a group lets them
+// run in any order.
+struct PendingP2p {
+  bool send;
+  cnclComm_t comm;
+  void *buf;
+  size_t bytes;
+  int peer;
+};
+thread_local int t_group_depth = 0;
+thread_local std::vector<PendingP2p> t_pending;
+
+cnclResult_t RunP2p(const PendingP2p &p) {
+  return Done(p.send ? p.comm->clique->Send(p.peer, p.buf, p.bytes)
+                     : p.comm->clique->Recv(p.peer, p.buf, p.bytes));
+}
+}  // namespace
+
+extern "C" {
 
 cnclResult_t cnclGroupStart(void) {
   iccl_standin_cambricon_record("cnclGroupStart");
-  ++g_group_depth;
+  ++t_group_depth;
   return CNCL_RET_SUCCESS;
 }
 
 cnclResult_t cnclGroupEnd(void) {
   iccl_standin_cambricon_record("cnclGroupEnd");
-  if (g_group_depth == 0) return CNCL_RET_ERR_ARGUMENTS;
-  --g_group_depth;
-  return CNCL_RET_SUCCESS;
+  if (t_group_depth == 0) return CNCL_RET_ERR_ARGUMENTS;
+  if (--t_group_depth > 0) return CNCL_RET_SUCCESS;
+  std::vector<PendingP2p> ops;
+  ops.swap(t_pending);
+  cnclResult_t first = CNCL_RET_SUCCESS;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const PendingP2p &p : ops) {
+      if (p.send != (pass == 0)) continue;
+      const cnclResult_t r = RunP2p(p);
+      if (first == CNCL_RET_SUCCESS) first = r;
+    }
+  }
+  return first;
 }
 
 cnclResult_t cnclAllReduce(const void *s, void *r, size_t n, cnclDataType_t t,
@@ -210,7 +242,12 @@ cnclResult_t cnclSend(void *s, size_t n, cnclDataType_t t, int peer, cnclComm_t 
   const size_t b = Bytes(n, t);
   if (cnclResult_t q = Check("cnclSend", comm, t, &e, s, b, nullptr, 0)) return q;
   if (peer < 0 || peer >= comm->clique->size()) return CNCL_RET_ERR_ARGUMENTS;
-  return Done(comm->clique->Send(peer, s, b));
+  const PendingP2p p{true, comm, s, b, peer};
+  if (t_group_depth > 0) {
+    t_pending.push_back(p);
+    return CNCL_RET_SUCCESS;
+  }
+  return RunP2p(p);
 }
 
 cnclResult_t cnclRecv(void *r, size_t n, cnclDataType_t t, int peer, cnclComm_t comm,
@@ -219,7 +256,12 @@ cnclResult_t cnclRecv(void *r, size_t n, cnclDataType_t t, int peer, cnclComm_t 
   const size_t b = Bytes(n, t);
   if (cnclResult_t q = Check("cnclRecv", comm, t, &e, r, b, nullptr, 0)) return q;
   if (peer < 0 || peer >= comm->clique->size()) return CNCL_RET_ERR_ARGUMENTS;
-  return Done(comm->clique->Recv(peer, r, b));
+  const PendingP2p p{false, comm, r, b, peer};
+  if (t_group_depth > 0) {
+    t_pending.push_back(p);
+    return CNCL_RET_SUCCESS;
+  }
+  return RunP2p(p);
 }
 
 }  // extern "C"
