@@ -14,6 +14,12 @@
 
 #include "backend/ccl/ccl_provider.h"
 #include "device/registry.h"
+#ifdef INFINICCL_WITH_HCCL
+#include "backend/ccl/vendor_hccl.h"
+#endif
+#ifdef INFINICCL_WITH_CNCL
+#include "backend/ccl/vendor_cncl.h"
+#endif
 
 using namespace infiniccl;
 
@@ -132,6 +138,63 @@ TEST(VendorCcl, IdTooLargeForUniqueIdIsRefusedWithTheReason) {
     std::unique_ptr<Backend> b;
     EXPECT_EQ(p->CreateComm(2, id, 0, &b).code(), infinicclNotSupported) << p->Name();
   }
+}
+
+CollArgs Args(CollKind kind, infinicclDataType_t dtype, infinicclRedOp_t op) {
+  CollArgs a{};
+  a.kind = kind;
+  a.dtype = dtype;
+  a.op = op;
+  a.count = 8;
+  return a;
+}
+
+// What each CCL cannot run (the route then takes MPI), and its result codes
+// in ours, from the vendors' documented lists.
+TEST(VendorCcl, LimitsAndResultCodes) {
+#ifdef INFINICCL_WITH_HCCL
+  using H = ccl::HcclApi;
+  EXPECT_NE(H::Unsupported(Args(CollKind::kAllReduce, infinicclFloat32, infinicclAvg)), nullptr);
+  EXPECT_EQ(H::Unsupported(Args(CollKind::kAllReduce, infinicclFloat32, infinicclSum)), nullptr);
+  EXPECT_EQ(H::Unsupported(Args(CollKind::kReduce, infinicclBFloat16, infinicclMax)), nullptr);
+  EXPECT_NE(H::Unsupported(Args(CollKind::kReduceScatter, infinicclUInt8, infinicclSum)),
+            nullptr);
+  EXPECT_NE(H::Unsupported(Args(CollKind::kAllReduce, infinicclUInt32, infinicclMin)), nullptr);
+  EXPECT_EQ(H::Unsupported(Args(CollKind::kBroadcast, infinicclUInt8, infinicclSum)), nullptr)
+      << "data movement of any type";
+  EXPECT_EQ(H::ResultCode(HCCL_SUCCESS), infinicclSuccess);
+  EXPECT_EQ(H::ResultCode(HCCL_E_PARA), infinicclInvalidArgument);
+  EXPECT_EQ(H::ResultCode(HCCL_E_PTR), infinicclInvalidArgument);
+  EXPECT_EQ(H::ResultCode(HCCL_E_NOT_SUPPORT), infinicclInvalidUsage);
+  EXPECT_EQ(H::ResultCode(HCCL_E_TIMEOUT), infinicclRemoteError);
+  EXPECT_EQ(H::ResultCode(HCCL_E_RUNTIME), infinicclUnhandledError);
+  EXPECT_EQ(H::ResultCode(HCCL_E_INTERNAL), infinicclInternalError);
+  EXPECT_STREQ(H::GetErrorString(HCCL_E_PARA), "HCCL_E_PARA");
+  EXPECT_EQ(H::Type(CclType::kBfloat16), HCCL_DATA_TYPE_BFP16);
+  EXPECT_EQ(H::Type(CclType::kFloat64), HCCL_DATA_TYPE_FP64);
+  EXPECT_EQ(H::SizeOf(HCCL_DATA_TYPE_BFP16), 2u);
+  // GroupEnd without GroupStart is refused, not ignored.
+  EXPECT_EQ(H::GroupEnd(), HCCL_E_PARA);
+#endif
+#ifdef INFINICCL_WITH_CNCL
+  using C = ccl::CnclApi;
+  EXPECT_NE(C::Unsupported(Args(CollKind::kBroadcast, infinicclFloat64, infinicclSum)), nullptr)
+      << "CNCL has no 64-bit float type at all";
+  EXPECT_NE(C::Unsupported(Args(CollKind::kAllReduce, infinicclFloat16, infinicclAvg)), nullptr);
+  EXPECT_NE(C::Unsupported(Args(CollKind::kAllReduce, infinicclInt64, infinicclSum)), nullptr);
+  EXPECT_EQ(C::Unsupported(Args(CollKind::kAllReduce, infinicclBFloat16, infinicclProd)),
+            nullptr);
+  EXPECT_EQ(C::Unsupported(Args(CollKind::kAllGather, infinicclInt64, infinicclSum)), nullptr);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_SUCCESS), infinicclSuccess);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ERR_ARGUMENTS), infinicclInvalidArgument);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ERR_NULL_POINTER), infinicclInvalidArgument);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ERR_UNSUPPORTED), infinicclInvalidUsage);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ERR_SYSTEM), infinicclSystemError);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ERR_MLU_RUNTIME), infinicclUnhandledError);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ASYNC_ERROR), infinicclRemoteError);
+  EXPECT_EQ(C::ResultCode(CNCL_RET_ERR_INTERNAL), infinicclInternalError);
+  EXPECT_EQ(C::Type(CclType::kBfloat16), cnclBfloat16);
+#endif
 }
 
 }  // namespace
