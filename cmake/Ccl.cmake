@@ -5,6 +5,15 @@
 #                            CUDA toolkit, or /usr/local/cuda)
 #   WITH_MCCL  MetaX MCCL   (AUTO: on when the MACA runtime is enabled and
 #                            mccl.h + libmccl are found under MACA_PATH)
+#   WITH_RCCL  AMD RCCL     (AUTO: on when the HIP runtime is enabled and
+#                            rccl/rccl.h + librccl are found under ROCM_PATH,
+#                            /opt/rocm or the system prefix; NCCL's API)
+#   WITH_HCCL  Huawei HCCL  (AUTO: on when the Ascend runtime is enabled and
+#                            hccl/hccl.h + libhccl are under ASCEND_TOOLKIT_HOME,
+#                            or, with INFINICCL_VENDOR_STANDINS, the stand-in)
+#   WITH_CNCL  Cambricon CNCL (AUTO: on when the Cambricon runtime is enabled
+#                            and cncl.h + libcncl are under NEUWARE_HOME, or,
+#                            with INFINICCL_VENDOR_STANDINS, the stand-in)
 #
 # AUTO|ON|OFF; ON with the library missing stops the configure. The minimum
 # NCCL is 2.13 (ncclGetLastError; ncclAvg/ncclBfloat16 2.10, ncclSend/Recv
@@ -21,6 +30,10 @@ set(WITH_NCCL AUTO CACHE STRING "NCCL collective backend: AUTO, ON or OFF")
 set_property(CACHE WITH_NCCL PROPERTY STRINGS AUTO ON OFF)
 set(WITH_MCCL AUTO CACHE STRING "MetaX MCCL collective backend: AUTO, ON or OFF")
 set_property(CACHE WITH_MCCL PROPERTY STRINGS AUTO ON OFF)
+foreach(_c RCCL HCCL CNCL)
+  set(WITH_${_c} AUTO CACHE STRING "${_c} collective backend: AUTO, ON or OFF")
+  set_property(CACHE WITH_${_c} PROPERTY STRINGS AUTO ON OFF)
+endforeach()
 set(INFINICCL_NCCL_MIN_VERSION 2.13)
 
 get_filename_component(_iccl_ccl_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
@@ -143,5 +156,70 @@ function(_iccl_probe_ccl_MCCL found detail)
   endif()
 endfunction()
 
+function(_iccl_probe_ccl_RCCL found detail)
+  set(roots "")
+  if(DEFINED ROCM_PATH)
+    list(APPEND roots "${ROCM_PATH}")
+  elseif(DEFINED ENV{ROCM_PATH})
+    list(APPEND roots "$ENV{ROCM_PATH}")
+  endif()
+  list(APPEND roots /opt/rocm)
+  find_path(_inc NAMES rccl/rccl.h rccl.h HINTS ${roots} PATH_SUFFIXES include NO_CACHE)
+  find_library(_lib NAMES rccl HINTS ${roots} PATH_SUFFIXES lib lib64 NO_CACHE)
+  if(NOT _inc OR NOT _lib)
+    set(${found} FALSE PARENT_SCOPE)
+    set(${detail} "no rccl/rccl.h and librccl under ${roots} or the system prefix" PARENT_SCOPE)
+    return()
+  endif()
+  set(_h "${_inc}/rccl/rccl.h")
+  if(NOT EXISTS "${_h}")
+    set(_h "${_inc}/rccl.h")
+  endif()
+  _iccl_header_version(_v "${_h}" NCCL)
+  if(_v STREQUAL "" OR _v VERSION_LESS INFINICCL_NCCL_MIN_VERSION)
+    set(${found} FALSE PARENT_SCOPE)
+    set(${detail} "RCCL (NCCL API) '${_v}' in ${_h} is older than ${INFINICCL_NCCL_MIN_VERSION}"
+        PARENT_SCOPE)
+    return()
+  endif()
+  _iccl_found_library(${found} ${detail} InfiniCCL::RCCL)
+  set(${detail} "RCCL (NCCL API ${_v}), ${_lib} (not yet verified on AMD/Hygon hardware)"
+      PARENT_SCOPE)
+endfunction()
+
+# HCCL and CNCL: the SDK's, else (INFINICCL_VENDOR_STANDINS) the stand-in.
+function(_iccl_ccl_sdk_or_standin found detail name root header lib standin)
+  _iccl_find_ccl(_f _d _h InfiniCCL::${name} ${header} ${lib} "${root}")
+  if(_f)
+    set(${found} TRUE PARENT_SCOPE)
+    set(${detail} "${_d} (written from documentation, not yet verified on hardware)"
+        PARENT_SCOPE)
+  elseif(INFINICCL_VENDOR_STANDINS AND TARGET ${standin})
+    if(NOT TARGET InfiniCCL::${name})
+      add_library(InfiniCCL::${name} ALIAS ${standin})
+    endif()
+    set(${found} TRUE PARENT_SCOPE)
+    set(${detail} "STAND-IN ${standin} from tests/standin (${_d})" PARENT_SCOPE)
+  else()
+    set(${found} FALSE PARENT_SCOPE)
+    set(${detail} "${_d}" PARENT_SCOPE)
+  endif()
+endfunction()
+function(_iccl_probe_ccl_HCCL found detail)
+  _iccl_sdk_root(_r ASCEND_TOOLKIT_HOME /usr/local/Ascend/ascend-toolkit/latest)
+  _iccl_ccl_sdk_or_standin(_f _d HCCL "${_r}" hccl/hccl.h hccl iccl_standin_hccl)
+  set(${found} ${_f} PARENT_SCOPE)
+  set(${detail} "${_d}" PARENT_SCOPE)
+endfunction()
+function(_iccl_probe_ccl_CNCL found detail)
+  _iccl_sdk_root(_r NEUWARE_HOME /usr/local/neuware)
+  _iccl_ccl_sdk_or_standin(_f _d CNCL "${_r}" cncl.h cncl iccl_standin_cncl)
+  set(${found} ${_f} PARENT_SCOPE)
+  set(${detail} "${_d}" PARENT_SCOPE)
+endfunction()
+
 _iccl_decide_ccl(NCCL INFINICCL_WITH_NVIDIA "NVIDIA CUDA" nccl_backend.cpp)
 _iccl_decide_ccl(MCCL INFINICCL_WITH_METAX "MetaX MACA" mccl_backend.cpp)
+_iccl_decide_ccl(RCCL INFINICCL_WITH_HIP "HIP" rccl_backend.cpp)
+_iccl_decide_ccl(HCCL INFINICCL_WITH_ASCEND "Huawei Ascend ACL" hccl_backend.cpp)
+_iccl_decide_ccl(CNCL INFINICCL_WITH_CAMBRICON "Cambricon CNRT" cncl_backend.cpp)

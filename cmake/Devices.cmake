@@ -4,14 +4,25 @@
 #   WITH_ILUVATAR  Iluvatar CoreX     (COREX_PATH, default /usr/local/corex)
 #   WITH_METAX     MetaX MACA         (MACA_PATH,  default /opt/maca)
 #   WITH_MOORE     Moore Threads MUSA (MUSA_PATH,  default /usr/local/musa)
+#   WITH_HIP       AMD GPUs and Hygon DCU, HIP runtime (ROCM_PATH, default
+#                  /opt/rocm, then the system prefix: Debian's libamdhip64-dev)
+#   WITH_ASCEND    Huawei Ascend, CANN's ACL runtime (ASCEND_TOOLKIT_HOME,
+#                  default /usr/local/Ascend/ascend-toolkit/latest)
+#   WITH_CAMBRICON Cambricon MLU, CNRT (NEUWARE_HOME, default /usr/local/neuware)
 #   AUTO_DETECT_DEVICES (ON): enable each vendor whose SDK is found
 #
 # An explicit -DWITH_<VENDOR>=ON or OFF always wins; only a WITH_<VENDOR> never
 # given is decided by detection (and then written to the cache with the
 # detected value, re-detected on every configure until it is given
 # explicitly). An explicit ON whose SDK is missing stops the configure.
-# COREX_PATH, MACA_PATH and MUSA_PATH may be CMake variables or environment
-# variables.
+# COREX_PATH, MACA_PATH, MUSA_PATH, ROCM_PATH, ASCEND_TOOLKIT_HOME and
+# NEUWARE_HOME may be CMake variables or environment variables.
+#
+# INFINICCL_VENDOR_STANDINS (OFF; tests only): where the Ascend or Cambricon
+# SDK is absent, WITH_ASCEND=ON / WITH_CAMBRICON=ON build against the
+# stand-in vendor libraries of tests/standin (declarations written from the
+# vendors' documentation, host memory behind them) instead of stopping the
+# configure. A real SDK found wins. Detection never picks a stand-in.
 #
 # Results, for src/CMakeLists.txt and tests:
 #   INFINICCL_DEVICE_SOURCES   the factory sources of the enabled runtimes
@@ -30,7 +41,9 @@ option(AUTO_DETECT_DEVICES
        "Enable each vendor runtime whose SDK is found, unless WITH_<VENDOR> is given" ON)
 
 get_filename_component(_iccl_dev_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-set(_iccl_dev_dir "${_iccl_dev_root}/src/device/cuda_like")
+set(_iccl_dev_dir "${_iccl_dev_root}/src/device")
+option(INFINICCL_VENDOR_STANDINS
+       "Tests only: build Ascend/Cambricon against tests/standin where their SDK is absent" OFF)
 
 set(INFINICCL_DEVICE_SOURCES "")
 set(INFINICCL_DEVICE_LIBRARIES "")
@@ -127,6 +140,7 @@ endfunction()
 # Decides one vendor from its request and (unless told otherwise) its SDK.
 # `blocked` non-empty: detection must not enable it, for that reason.
 # Appends to the INFINICCL_DEVICE_* lists and sets INFINICCL_WITH_<vendor>.
+# `source` is relative to src/device.
 macro(_iccl_decide_device vendor what hint source library blocked)
   set(_iccl_req ${_iccl_req_${vendor}})
   set(_iccl_on OFF)
@@ -172,6 +186,76 @@ endmacro()
 _iccl_sdk_root(_iccl_corex_root COREX_PATH /usr/local/corex)
 _iccl_sdk_root(_iccl_maca_root MACA_PATH /opt/maca)
 _iccl_sdk_root(_iccl_musa_root MUSA_PATH /usr/local/musa)
+_iccl_sdk_root(_iccl_rocm_root ROCM_PATH /opt/rocm)
+_iccl_sdk_root(_iccl_ascend_root ASCEND_TOOLKIT_HOME /usr/local/Ascend/ascend-toolkit/latest)
+_iccl_sdk_root(_iccl_neuware_root NEUWARE_HOME /usr/local/neuware)
+
+# HIP: <ROCM_PATH>/include/hip/hip_runtime_api.h and libamdhip64, else the
+# system prefix (Debian puts them in /usr/include and the multiarch lib dir).
+# HIP's headers want the platform named: __HIP_PLATFORM_AMD__ travels with
+# the imported target.
+function(_iccl_find_hip found detail)
+  set(${found} FALSE PARENT_SCOPE)
+  find_path(_inc NAMES hip/hip_runtime_api.h HINTS "${_iccl_rocm_root}/include" NO_CACHE)
+  find_library(_lib NAMES amdhip64 HINTS "${_iccl_rocm_root}/lib" "${_iccl_rocm_root}/lib64"
+               NO_CACHE)
+  if(NOT _inc OR NOT _lib)
+    set(${detail} "no hip/hip_runtime_api.h and libamdhip64 under ${_iccl_rocm_root} or the \
+system prefix (Debian: libamdhip64-dev)" PARENT_SCOPE)
+    return()
+  endif()
+  set(_ver "")
+  if(EXISTS "${_inc}/hip/hip_version.h")
+    _iccl_header_version_of(_ver "${_inc}/hip/hip_version.h" HIP_VERSION)
+  endif()
+  _iccl_found_library(${found} ${detail} InfiniCCL::hip_runtime)
+  set_property(TARGET InfiniCCL::hip_runtime PROPERTY
+               INTERFACE_COMPILE_DEFINITIONS __HIP_PLATFORM_AMD__)
+  set(${detail} "HIP ${_ver}, ${_lib}" PARENT_SCOPE)
+endfunction()
+
+# Reads <PREFIX>_MAJOR/_MINOR/_PATCH from a header; "" when absent.
+function(_iccl_header_version_of out header prefix)
+  file(STRINGS "${header}" _lines REGEX "^#define ${prefix}_(MAJOR|MINOR|PATCH) ")
+  set(v "")
+  foreach(part MAJOR MINOR PATCH)
+    string(REGEX MATCH "#define ${prefix}_${part} +([0-9]+)" _m "${_lines}")
+    if(_m)
+      list(APPEND v ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  list(JOIN v "." v)
+  set(${out} "${v}" PARENT_SCOPE)
+endfunction()
+
+# Ascend and Cambricon: the SDK under its root, else (INFINICCL_VENDOR_STANDINS)
+# the stand-in library target of tests/standin.
+function(_iccl_find_sdk_or_standin found detail target root header lib standin)
+  _iccl_find_sdk(_f _d ${target} "${root}" ${header} ${lib})
+  if(_f)
+    set(${found} TRUE PARENT_SCOPE)
+    set(${detail} "${_d} (written from documentation, not yet verified on hardware)"
+        PARENT_SCOPE)
+  elseif(INFINICCL_VENDOR_STANDINS)
+    _iccl_add_standins()
+    if(NOT TARGET ${target})
+      add_library(${target} ALIAS ${standin})
+    endif()
+    set(${found} TRUE PARENT_SCOPE)
+    set(${detail} "STAND-IN ${standin} from tests/standin (${_d}; INFINICCL_VENDOR_STANDINS=ON)"
+        PARENT_SCOPE)
+  else()
+    set(${found} FALSE PARENT_SCOPE)
+    set(${detail} "${_d}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The stand-in vendor libraries (tests only), added once.
+macro(_iccl_add_standins)
+  if(NOT TARGET iccl_standin_ascendcl)
+    add_subdirectory("${_iccl_dev_root}/tests/standin" "${CMAKE_BINARY_DIR}/tests/standin")
+  endif()
+endmacro()
 
 # One probe per vendor (CMake command names ignore case, hence "probe"):
 # macros, so the finders set <found> and <detail> in the caller's scope.
@@ -191,7 +275,19 @@ macro(_iccl_probe_MOORE found detail)
                  musa_runtime_api.h musart)
 endmacro()
 
-foreach(_v NVIDIA ILUVATAR METAX MOORE)
+macro(_iccl_probe_HIP found detail)
+  _iccl_find_hip(${found} ${detail})
+endmacro()
+macro(_iccl_probe_ASCEND found detail)
+  _iccl_find_sdk_or_standin(${found} ${detail} InfiniCCL::ascendcl "${_iccl_ascend_root}"
+                            acl/acl.h ascendcl iccl_standin_ascendcl)
+endmacro()
+macro(_iccl_probe_CAMBRICON found detail)
+  _iccl_find_sdk_or_standin(${found} ${detail} InfiniCCL::cnrt "${_iccl_neuware_root}"
+                            cnrt.h cnrt iccl_standin_cnrt)
+endmacro()
+
+foreach(_v NVIDIA ILUVATAR METAX MOORE HIP ASCEND CAMBRICON)
   _iccl_device_request(${_v})
 endforeach()
 
@@ -207,18 +303,24 @@ if(_iccl_req_NVIDIA STREQUAL "ON")
   set(_iccl_block "WITH_NVIDIA=ON given (CoreX and CUDA share the cuda* API)")
 endif()
 _iccl_decide_device(ILUVATAR "Iluvatar CoreX" COREX_PATH
-                    cuda_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
+                    cuda_like/cuda_runtime.cpp InfiniCCL::corex_cudart "${_iccl_block}")
 set(_iccl_block "")
 if(INFINICCL_WITH_ILUVATAR)
   set(_iccl_block "Iluvatar CoreX is enabled and provides the cuda* API (configure with \
 -DWITH_ILUVATAR=OFF -DWITH_NVIDIA=ON for NVIDIA's)")
 endif()
 _iccl_decide_device(NVIDIA "NVIDIA CUDA" "CUDAToolkit_ROOT (or CUDA_PATH)"
-                    cuda_runtime.cpp CUDA::cudart "${_iccl_block}")
+                    cuda_like/cuda_runtime.cpp CUDA::cudart "${_iccl_block}")
 _iccl_decide_device(METAX "MetaX MACA" MACA_PATH
-                    maca_runtime.cpp InfiniCCL::maca_runtime "")
+                    cuda_like/maca_runtime.cpp InfiniCCL::maca_runtime "")
 _iccl_decide_device(MOORE "Moore Threads MUSA" MUSA_PATH
-                    musa_runtime.cpp InfiniCCL::musa_runtime "")
+                    cuda_like/musa_runtime.cpp InfiniCCL::musa_runtime "")
+_iccl_decide_device(HIP "HIP (AMD, Hygon DCU)" ROCM_PATH
+                    cuda_like/hip_runtime.cpp InfiniCCL::hip_runtime "")
+_iccl_decide_device(ASCEND "Huawei Ascend ACL" ASCEND_TOOLKIT_HOME
+                    ascend/acl_runtime.cpp InfiniCCL::ascendcl "")
+_iccl_decide_device(CAMBRICON "Cambricon CNRT" NEUWARE_HOME
+                    cambricon/cnrt_runtime.cpp InfiniCCL::cnrt "")
 
 function(infiniccl_configure_devices target)
   set(scope PUBLIC)

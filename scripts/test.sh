@@ -11,16 +11,23 @@
 #   4. fuzz: the argument-validation fuzz target under libFuzzer (clang,
 #      ASan + UBSan) for 60 s;
 #   5. tsan: the progress engine's own tests under ThreadSanitizer (its
-#      thread is the library's first long-lived one that runs operations).
+#      thread is the library's first long-lived one that runs operations);
+#   6. hip: the HIP variant (AMD GPUs, Hygon DCU) compiled against Debian's
+#      libamdhip64-dev, the library only (no AMD device here to run it on);
+#   7. standin: the Ascend (ACL + HCCL) and Cambricon (CNRT + CNCL) adapters
+#      against the stand-in vendor libraries of tests/standin: the runtime
+#      unit test and the conformance matrix on the CCL and staged paths.
+# The openmpi and mpich stages keep WITH_HIP=OFF, so they test what they
+# did before HIP existed whatever is installed.
 # Installs what a fresh Debian machine lacks first.
-# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan]...   (default: all five)
+# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan|hip|standin]...   (default: all seven)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 infiniccl_install_deps
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan fuzz tsan)
+[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan fuzz tsan hip standin)
 jobs=$(nproc)
 passed=0
 failed=0
@@ -55,16 +62,49 @@ build() {  # dir cmake-args...
   cmake --build "$dir" -j "$jobs"
 }
 
+build_targets() {  # dir "target..." cmake-args...
+  local dir=$1 targets=$2
+  shift 2
+  cmake -S . -B "$dir" -DINFINICCL_WERROR=ON "$@"
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j "$jobs" --target $targets
+}
+
 for stage in "${stages[@]}"; do
   echo "==================== $stage ===================="
   case $stage in
     openmpi)
-      build build-ci-openmpi -DINFINICCL_MPI=openmpi
+      build build-ci-openmpi -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF
       run_ctest build-ci-openmpi
       ;;
     mpich)
-      build build-ci-mpich -DINFINICCL_MPI=mpich -DWITH_NVIDIA=OFF
+      build build-ci-mpich -DINFINICCL_MPI=mpich -DWITH_NVIDIA=OFF -DWITH_HIP=OFF
       run_ctest build-ci-mpich
+      ;;
+    hip)
+      infiniccl_install_deps libamdhip64-dev
+      start=$SECONDS
+      build_targets build-ci-hip "infiniccl infiniccl-info" -DINFINICCL_MPI=openmpi \
+        -DWITH_NVIDIA=OFF -DWITH_HIP=ON
+      # No AMD device: the library loads, finds none, and says why.
+      info=$(infiniccl_mpirun openmpi -n 1 build-ci-hip/tools/info/infiniccl-info)
+      if echo "$info" | grep -q "device runtimes built:.*hip" &&
+         echo "$info" | grep -qE "why: +hip: "; then
+        passed=$((passed + 1))
+      else
+        echo "hip: infiniccl-info does not name the HIP runtime and why it has no device" >&2
+        failed=$((failed + 1))
+        status=1
+      fi
+      echo "hip stage: $((SECONDS - start)) s"
+      ;;
+    standin)
+      start=$SECONDS
+      build_targets build-ci-standin "test_collectives_vendor unit_vendor_runtime" \
+        -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF -DWITH_ASCEND=ON \
+        -DWITH_CAMBRICON=ON -DINFINICCL_VENDOR_STANDINS=ON
+      run_ctest build-ci-standin -L standin
+      echo "standin stage: $((SECONDS - start)) s"
       ;;
     asan | fuzz)
       # Leaks inside the MPI libraries themselves are suppressed (see the
@@ -77,7 +117,7 @@ for stage in "${stages[@]}"; do
       export OMPI_MCA_mca_base_component_disable_dlclose=1
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       if [ "$stage" = asan ]; then
-        build build-ci-asan -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF \
+        build build-ci-asan -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF \
           -DINFINICCL_SANITIZE=address,undefined \
           -DINFINICCL_LARGE_COUNT_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
         # The soak is skipped: at -O0 under ASan it reaches too few calls in
@@ -86,7 +126,7 @@ for stage in "${stages[@]}"; do
       else
         # Only the fuzz target is built (clang, coverage on the library too).
         CC=clang CXX=clang++ cmake -S . -B build-ci-fuzz -DINFINICCL_WERROR=ON \
-          -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DINFINICCL_SANITIZE=address,undefined \
+          -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF -DINFINICCL_SANITIZE=address,undefined \
           -DINFINICCL_FUZZ=ON -DINFINICCL_LARGE_COUNT_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
         cmake --build build-ci-fuzz -j "$jobs" --target fuzz_api
         run_ctest build-ci-fuzz -R fuzz_api_libfuzzer
@@ -98,14 +138,14 @@ for stage in "${stages[@]}"; do
       # the report in races of theirs. Without -Werror: GCC warns that TSan
       # does not model the watchdog record's seqlock fences (-Wtsan), which
       # this test never reads from another thread.
-      cmake -S . -B build-ci-tsan -DINFINICCL_MPI=openmpi \
+      cmake -S . -B build-ci-tsan -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF \
         -DWITH_NVIDIA=OFF -DINFINICCL_SANITIZE=thread -DINFINICCL_LARGE_COUNT_TESTS=OFF \
         -DCMAKE_BUILD_TYPE=Debug
       cmake --build build-ci-tsan -j "$jobs" --target unit_engine
       TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_engine$'
       ;;
     *)
-      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz or tsan)" >&2
+      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip or standin)" >&2
       exit 2
       ;;
   esac

@@ -10,6 +10,9 @@ const char *DeviceKindName(DeviceKind kind) {
     case DeviceKind::kIluvatar: return "iluvatar";
     case DeviceKind::kMusa: return "moore";
     case DeviceKind::kSim: return "sim";
+    case DeviceKind::kHip: return "hip";
+    case DeviceKind::kAscend: return "ascend";
+    case DeviceKind::kCambricon: return "cambricon";
   }
   return "?";
 }

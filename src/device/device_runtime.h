@@ -1,7 +1,9 @@
 // DeviceRuntime: everything the library needs from an accelerator runtime
 // (UCC calls this a memory component). One implementation per family:
 //   cpu/        always present: host memory only
-//   cuda_like/  CUDA, MACA, Iluvatar, MUSA: one source, vendor name mapping
+//   cuda_like/  CUDA, MACA, Iluvatar, MUSA, HIP: one source, vendor name mapping
+//   ascend/     Huawei Ascend (ACL), cambricon/ Cambricon (CNRT): the same
+//               source over an adapter from their APIs to CUDA's shape
 //   sim/        an emulated device for machines without an accelerator
 // The library has no device kernels: only the runtimes' C APIs are called.
 //
@@ -16,8 +18,19 @@
 
 namespace infiniccl {
 
-enum class DeviceKind : uint8_t { kCpu, kCuda, kMaca, kIluvatar, kMusa, kSim };
-inline constexpr int kNumDeviceKinds = 6;
+// New kinds go after kSim: the values of the older ones stay as they were.
+enum class DeviceKind : uint8_t {
+  kCpu,
+  kCuda,
+  kMaca,
+  kIluvatar,
+  kMusa,
+  kSim,
+  kHip,        // AMD GPUs and Hygon DCU (HIP runtime)
+  kAscend,     // Huawei Ascend NPUs (CANN's ACL runtime)
+  kCambricon,  // Cambricon MLUs (CNRT)
+};
+inline constexpr int kNumDeviceKinds = 9;
 const char *DeviceKindName(DeviceKind kind);  // "cpu", "cuda", ..., "sim"
 
 enum class MemorySpace : uint8_t {

@@ -42,6 +42,15 @@ Registry &R() {
 #ifdef INFINICCL_WITH_MOORE
       reg->vendors.push_back(MakeMusaRuntime());
 #endif
+#ifdef INFINICCL_WITH_HIP
+      reg->vendors.push_back(MakeHipRuntime());
+#endif
+#ifdef INFINICCL_WITH_ASCEND
+      reg->vendors.push_back(MakeAscendRuntime());
+#endif
+#ifdef INFINICCL_WITH_CAMBRICON
+      reg->vendors.push_back(MakeCambriconRuntime());
+#endif
     }
     for (auto &v : reg->vendors) {
       if (v && v->DeviceCount() > 0) reg->active_vendors.push_back(v.get());

@@ -15,11 +15,15 @@
 namespace infiniccl {
 
 // Factories, each defined only when its runtime is compiled in
-// (src/device/cuda_like/, guarded by INFINICCL_WITH_<VENDOR>).
+// (src/device/cuda_like/, ascend/, cambricon/, guarded by
+// INFINICCL_WITH_<VENDOR>).
 std::unique_ptr<DeviceRuntime> MakeCudaRuntime();      // INFINICCL_WITH_NVIDIA
 std::unique_ptr<DeviceRuntime> MakeMacaRuntime();      // INFINICCL_WITH_METAX
 std::unique_ptr<DeviceRuntime> MakeIluvatarRuntime();  // INFINICCL_WITH_ILUVATAR
 std::unique_ptr<DeviceRuntime> MakeMusaRuntime();      // INFINICCL_WITH_MOORE
+std::unique_ptr<DeviceRuntime> MakeHipRuntime();       // INFINICCL_WITH_HIP
+std::unique_ptr<DeviceRuntime> MakeAscendRuntime();    // INFINICCL_WITH_ASCEND
+std::unique_ptr<DeviceRuntime> MakeCambriconRuntime(); // INFINICCL_WITH_CAMBRICON
 
 class DeviceRegistry {
  public:

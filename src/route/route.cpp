@@ -1,5 +1,6 @@
 #include "route/route.h"
 
+#include "backend/ccl/ccl_provider.h"
 #include "comm/group.h"
 #include "core/config.h"
 #include "core/dtype.h"
@@ -89,8 +90,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   Announce(comm, a, path,
            path == Path::kHostMpi || (path == Path::kHier && !facts.device_buffers) ? ""
            : path != Path::kCcl   ? DeviceKindName(kind)
-           : kind == DeviceKind::kMaca ? "maca via MCCL"
-                                       : "cuda via NCCL");
+                                  : CclPathLabel(kind));
   // Why the CCL was passed over, once per kind of call (bits above the paths').
   if ((path == Path::kDirectMpi || path == Path::kStagedMpi) && facts.has_ccl &&
       facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&

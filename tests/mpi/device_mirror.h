@@ -12,6 +12,10 @@
 // contents are downloaded, so the same independent checks (values, guards,
 // untouched buffers) judge the staged path. Without ITEST_DEVICE_MIRROR, D()
 // is the identity.
+//
+// With ITEST_DEVICE_VENDOR as well (test_collectives_vendor): the mirror is
+// in the memory of the first vendor runtime with a device (a stand-in
+// vendor library of tests/standin in the tests), not the emulated device.
 #ifndef INFINICCL_TESTS_MPI_DEVICE_MIRROR_H_
 #define INFINICCL_TESTS_MPI_DEVICE_MIRROR_H_
 
@@ -80,7 +84,15 @@ struct Mirror {
   }
   static void Enable() {
     Mirror &m = Get();
+#ifdef ITEST_DEVICE_VENDOR
+    const std::vector<infiniccl::DeviceRuntime *> active =
+        infiniccl::DeviceRegistry::Active();
+    CHECK(!active.empty() && !active.front()->emulated(),
+          "ITEST_DEVICE_VENDOR: no vendor runtime has a device");
+    m.device = active.front();
+#else
     m.device = &EnableSim();
+#endif
     GuardedBuffer::on_create = [](GuardedBuffer *b) {
       void *p = nullptr;
       if (!Get().device->Malloc(&p, b->storage_bytes()).ok()) std::abort();

@@ -36,6 +36,9 @@
 #ifdef ITEST_DEVICE_MIRROR
 #include "hier/topology.h"
 #endif
+#ifdef ITEST_DEVICE_VENDOR
+#include <dlfcn.h>
+#endif
 
 using namespace itest;
 
@@ -146,11 +149,113 @@ bool RcOk(const Case &c, infinicclResult_t rc, const char *call) {
        ResultName(rc), SafeLastError());
   return false;
 }
+#ifdef ITEST_DEVICE_VENDOR
+// The vendor variant (test_collectives_vendor, over the stand-in vendor
+// libraries of tests/standin): which path each call took, told by the calls
+// the stand-in counted during it, against what this test expects from the
+// CCL's documented limits (its own table, not the library's):
+//   ITEST_EXPECT_PATH=ccl     the CCL wherever it can, MPI staging elsewhere;
+//   ITEST_EXPECT_PATH=staged  never the CCL (INFINICCL_BACKEND=mpi).
+struct VendorProbe {
+  using CountFn = long (*)(const char *);
+  CountFn count = nullptr;
+  std::vector<const char *> ccl_calls, h2d, d2h;
+  bool hccl = false;
+  bool expect_ccl = false;
+  long ccl_total = 0, staged_total = 0;  // calls of each path seen (this rank)
+  std::array<long, 3> before{};
+
+  static VendorProbe &Get() {
+    static VendorProbe p;
+    return p;
+  }
+  void Init() {
+    const char *path = std::getenv("ITEST_EXPECT_PATH");
+    CHECK(path != nullptr && (std::string(path) == "ccl" || std::string(path) == "staged"),
+          "ITEST_EXPECT_PATH must be ccl or staged");
+    expect_ccl = std::string(path) == "ccl";
+    const infiniccl::DeviceKind kind = Mirror::Get().device->kind();
+    if (kind == infiniccl::DeviceKind::kAscend) {
+      hccl = true;
+      count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "iccl_standin_ascend_count"));
+      ccl_calls = {"HcclAllReduce", "HcclBroadcast", "HcclReduce", "HcclAllGather",
+                   "HcclReduceScatter", "HcclSend", "HcclRecv", "HcclBatchSendRecv"};
+      h2d = {"aclrtMemcpyAsync:HostToDevice"};
+      d2h = {"aclrtMemcpyAsync:DeviceToHost"};
+    } else {
+      CHECK(kind == infiniccl::DeviceKind::kCambricon, "the vendor variant needs a stand-in");
+      count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "iccl_standin_cambricon_count"));
+      ccl_calls = {"cnclAllReduce", "cnclBroadcast", "cnclReduce", "cnclAllGather",
+                   "cnclReduceScatter", "cnclSend", "cnclRecv"};
+      h2d = {"cnrtMemcpyAsync:HostToDev"};
+      d2h = {"cnrtMemcpyAsync:DevToHost"};
+    }
+    CHECK(count != nullptr, "the stand-in's call counter is not loaded");
+  }
+  long Sum(const std::vector<const char *> &names) const {
+    long n = 0;
+    for (const char *name : names) n += count(name);
+    return n;
+  }
+  std::array<long, 3> Now() const { return {Sum(ccl_calls), Sum(h2d), Sum(d2h)}; }
+
+  // Whether the CCL can run `c`, from its documentation (and InfiniCCL's own
+  // rules for every CCL: no 16-bit integer reductions, no integer Avg, no
+  // in-place AllToAll).
+  bool CclCan(const World &w, const Case &c) const {
+    const bool reduction = IsReduction(c.coll);
+    if (c.count == 0) return false;                // no device bytes: host path
+    if (reduction && w.n == 1) return false;       // one rank: a local copy
+    if (c.coll == Coll::AllToAll && c.inplace) return false;
+    const bool int16 = c.dt == infinicclInt16 || c.dt == infinicclUInt16;
+    const bool floating = c.dt == infinicclFloat16 || c.dt == infinicclBFloat16 ||
+                          c.dt == infinicclFloat32 || c.dt == infinicclFloat64;
+    if (reduction && (int16 || (c.op == infinicclAvg && !floating))) return false;
+    if (hccl) {
+      if (reduction && c.op == infinicclAvg) return false;
+      if (reduction && (c.dt == infinicclUInt8 || c.dt == infinicclUInt32)) return false;
+    } else {
+      if (c.dt == infinicclFloat64) return false;
+      if (reduction && c.op == infinicclAvg) return false;
+      if (reduction && (c.dt == infinicclInt64 || c.dt == infinicclUInt64)) return false;
+    }
+    return true;
+  }
+  void Before() { before = Now(); }
+  void After(const World &w, const Case &c) {
+    // One rank, Gather or Scatter in place: the root's block is already in
+    // place, so nothing moves on any path.
+    if (w.n == 1 && c.inplace && (c.coll == Coll::Gather || c.coll == Coll::Scatter)) return;
+    const std::array<long, 3> now = Now();
+    const long ccl = now[0] - before[0], h2d_n = now[1] - before[1], d2h_n = now[2] - before[2];
+    const bool want_ccl = expect_ccl && CclCan(w, c);
+    if (want_ccl) {
+      CHECK(ccl > 0 && h2d_n == 0 && d2h_n == 0,
+            "%s: expected the CCL path; the stand-in counted %ld CCL calls, %ld host-to-device "
+            "and %ld device-to-host copies",
+            Describe(c).c_str(), ccl, h2d_n, d2h_n);
+    } else {
+      CHECK(ccl == 0, "%s: expected no CCL call; the stand-in counted %ld",
+            Describe(c).c_str(), ccl);
+    }
+    ccl_total += ccl > 0;
+    staged_total += h2d_n + d2h_n > 0;
+  }
+};
+#define VENDOR_BEFORE() VendorProbe::Get().Before()
+#define VENDOR_AFTER(c) VendorProbe::Get().After(w, c)
+#else
+#define VENDOR_BEFORE() (void)0
+#define VENDOR_AFTER(c) (void)0
+#endif
+
 // Device variant: buffers go to the emulated device around the call.
 #define CALL_OR_RETURN(c, call)                   \
   ToDevice();                                     \
   if (!RcOk(c, [&] {                              \
+        VENDOR_BEFORE();                          \
         const infinicclResult_t rc_ = (call);     \
+        VENDOR_AFTER(c);                          \
         FromDevice();                             \
         return rc_;                               \
       }(), #call))                                \
@@ -499,6 +604,9 @@ int main(int argc, char **argv) {
     }
   }
   if (!host_only) MirrorEnable();
+#ifdef ITEST_DEVICE_VENDOR
+  VendorProbe::Get().Init();
+#endif
   g_rank = w.rank;
   double t0 = MPI_Wtime();
 
@@ -592,6 +700,20 @@ int main(int argc, char **argv) {
     CHECK(false, "--expect-hier needs the device-buffer build (test_collectives_sim)");
 #endif
   }
+#ifdef ITEST_DEVICE_VENDOR
+  {
+    // Both paths were taken where expected: the CCL for what it can run,
+    // MPI staging for the rest.
+    const VendorProbe &p = VendorProbe::Get();
+    if (w.rank == 0)
+      std::printf("[rank 0] vendor paths: %ld calls through the CCL, %ld staged\n",
+                  p.ccl_total, p.staged_total);
+    CHECK(p.expect_ccl ? p.ccl_total > 0 : p.ccl_total == 0,
+          "ITEST_EXPECT_PATH=%s but %ld calls went through the CCL",
+          p.expect_ccl ? "ccl" : "staged", p.ccl_total);
+    CHECK(p.expect_ccl || p.staged_total > 0, "no call was staged through host memory");
+  }
+#endif
   CHECK_RC(infinicclCommDestroy(w.comm), infinicclSuccess);
   const long total = TotalFailures();
   std::printf("[rank %d/%d] test_collectives: %ld cases, %ld elements checked, %ld failures, "

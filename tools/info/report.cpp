@@ -46,7 +46,8 @@ void CollectBuild(RankReport *r) {
   // A CCL's version comes from its library (ncclGetVersion needs no GPU).
   r->backends = {"mpi"};
   r->backend_versions = {""};  // filled by CollectMpi
-  for (DeviceKind k : {DeviceKind::kCuda, DeviceKind::kMaca}) {
+  for (DeviceKind k : {DeviceKind::kCuda, DeviceKind::kMaca, DeviceKind::kHip,
+                       DeviceKind::kAscend, DeviceKind::kCambricon}) {
     if (infiniccl::CclProvider *p = infiniccl::CclForKind(k)) {
       std::string name = p->Name();
       for (char &c : name)
@@ -127,7 +128,8 @@ void CollectProcess(RankReport *r) {
   } else if (!any_vendor) {
     r->no_device_reasons.push_back(
         "no vendor device runtime is built in (configure with WITH_NVIDIA, WITH_METAX, "
-        "...); INFINICCL_DEVICE=sim enables the emulated device");
+        "WITH_HIP, WITH_ASCEND, WITH_CAMBRICON, ...); INFINICCL_DEVICE=sim enables the "
+        "emulated device");
   }
 }
 
@@ -147,7 +149,8 @@ void CollectSettings(RankReport *r) {
 // of another rank, since the decision is collective.
 std::string WhyNoCcl(const RankReport &r, const infiniccl::Communicator::Binding &b) {
   if (r.backends.size() == 1)
-    return "no native CCL is built in (configure WITH_NCCL or WITH_MCCL)";
+    return "no native CCL is built in (configure WITH_NCCL, WITH_MCCL, WITH_RCCL, WITH_HCCL "
+           "or WITH_CNCL)";
   if (infiniccl::GlobalConfig().backend == infiniccl::BackendChoice::kMpi)
     return "INFINICCL_BACKEND=mpi";
   if (b.device < 0) return "this rank is bound to no device (host memory only)";

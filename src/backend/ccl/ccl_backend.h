@@ -1,6 +1,20 @@
 // CclBackend<Api>: the Backend over a native collective library, written
 // once against the generic names of a vendor mapping (vendor_nccl.h,
-// vendor_mccl.h), as device/cuda_like/ does for the runtimes.
+// vendor_mccl.h, vendor_rccl.h, vendor_hccl.h, vendor_cncl.h), as
+// device/cuda_like/ does for the runtimes.
+//
+// Optional members of `Api`, used when present (CCLs off NCCL's pattern):
+//   const char *Unsupported(const CollArgs &)  what this CCL cannot run beyond
+//                                             CclUnsupportedReason (a type or
+//                                             op it lacks); the route then
+//                                             takes MPI;
+//   infinicclResult_t ResultCode(Result)      its result codes in ours (else
+//                                             NCCL's numbering, CclResultCode);
+//   kBootstrapOverMpi = true                  its unique id does not fit in
+//                                             infinicclUniqueId (HCCL's root
+//                                             info is 4108 bytes): the id is
+//                                             broadcast over the
+//                                             communicator's MPI instead.
 //
 // Calls are stream-ordered and asynchronous, as in NCCL: Run returns once the
 // work is enqueued on the caller's stream. Before each call the
@@ -26,9 +40,18 @@ namespace infiniccl::ccl {
 // A status from a CCL result: our code (same numbering) and the library's
 // text, plus its last-error detail when it has one.
 template <typename Api>
+infinicclResult_t ResultCodeOf(typename Api::Result r) {
+  if constexpr (requires { Api::ResultCode(r); }) {
+    return Api::ResultCode(r);
+  } else {
+    return CclResultCode(static_cast<int>(r));
+  }
+}
+
+template <typename Api>
 Status CclStatus(const char *call, typename Api::Result r, typename Api::Comm comm) {
   const char *detail = Api::GetLastError(comm);
-  return MakeStatus(CclResultCode(static_cast<int>(r)), "%s%s failed: %s%s%s",
+  return MakeStatus(ResultCodeOf<Api>(r), "%s%s failed: %s%s%s",
                     Api::kPrefix, call, Api::GetErrorString(r),
                     (detail && *detail) ? ": " : "", detail ? detail : "");
 }
@@ -53,6 +76,9 @@ class CclBackend final : public Backend {
   const char *Name() const override { return Api::kName; }
   const char *Unsupported(const CollArgs &a) const override {
     if (const char *why = CclUnsupportedReason(a)) return why;
+    if constexpr (requires { Api::Unsupported(a); }) {
+      if (const char *why = Api::Unsupported(a)) return why;
+    }
     return CclKnownBugReason(Api::kName, version_, size_, a);
   }
 
@@ -151,7 +177,7 @@ class CclBackend final : public Backend {
     if (r != Api::kSuccess) return Check("CommGetAsyncError", r);
     if (async == Api::kSuccess || async == Api::kInProgress) return Status::Ok();
     const char *detail = Api::GetLastError(comm_);
-    return MakeStatus(CclResultCode(static_cast<int>(async)),
+    return MakeStatus(ResultCodeOf<Api>(async),
                       "%s reports an asynchronous error on this communicator: %s%s%s "
                       "(earlier work failed; destroy the communicator)",
                       Api::kName, Api::GetErrorString(async),
@@ -236,29 +262,75 @@ class CclProviderImpl final : public CclProvider {
     return Api::GetVersion(&v) == Api::kSuccess ? v : -1;
   }
 
+  static constexpr bool kOverMpi = [] {
+    if constexpr (requires { Api::kBootstrapOverMpi; }) {
+      return Api::kBootstrapOverMpi;
+    } else {
+      return false;
+    }
+  }();
+
+  // A CCL whose id does not fit in infinicclUniqueId: made over the
+  // communicator's MPI (rank 0 makes the id, MPI broadcasts it).
+  bool MadeOverMpi() const override { return kOverMpi; }
+  Status CreateCommOverMpi(MPI_Comm mpi, std::unique_ptr<Backend> *out) override {
+    if constexpr (!kOverMpi) {
+      return CclProvider::CreateCommOverMpi(mpi, out);
+    } else {
+      int rank = 0, size = 1;
+      MPI_Comm_rank(mpi, &rank);
+      MPI_Comm_size(mpi, &size);
+      auto uid = std::make_unique<typename Api::UniqueId>();
+      int ok = 1;
+      Status st;
+      if (rank == 0) {
+        const typename Api::Result r = Api::GetUniqueId(uid.get());
+        if (r != Api::kSuccess) {
+          st = CclStatus<Api>("GetUniqueId", r, nullptr);
+          ok = 0;
+        }
+      }
+      if (MPI_Bcast(&ok, 1, MPI_INT, 0, mpi) != MPI_SUCCESS) {
+        return Status(infinicclSystemError, "MPI_Bcast of the CCL's id failed");
+      }
+      if (!ok) {
+        return st.ok() ? Status(infinicclSystemError,
+                                "the first rank could not make the CCL's id (see its log)")
+                       : st;
+      }
+      if (MPI_Bcast(uid.get(), static_cast<int>(sizeof(typename Api::UniqueId)), MPI_BYTE,
+                    0, mpi) != MPI_SUCCESS) {
+        return Status(infinicclSystemError, "MPI_Bcast of the CCL's id failed");
+      }
+      return Init(size, *uid, rank, out);
+    }
+  }
+
   Status GetUniqueId(infinicclUniqueId *id) override {
-    static_assert(sizeof(typename Api::UniqueId) <= sizeof(id->internal),
-                  "the CCL's unique id must fit in infinicclUniqueId");
-    typename Api::UniqueId uid;
-    const typename Api::Result r = Api::GetUniqueId(&uid);
-    if (r != Api::kSuccess) return CclStatus<Api>("GetUniqueId", r, nullptr);
-    std::memset(id->internal, 0, sizeof(id->internal));
-    std::memcpy(id->internal, &uid, sizeof(uid));
-    return Status::Ok();
+    if constexpr (kOverMpi) {
+      (void)id;
+      return MakeStatus(infinicclNotSupported,
+                        "%s's id (%zu bytes) does not fit in infinicclUniqueId (%zu bytes): "
+                        "create communicators under MPI (infinicclCommInitAll)",
+                        Api::kName, sizeof(typename Api::UniqueId), sizeof(id->internal));
+    } else {
+      return GetUniqueIdImpl(id);
+    }
   }
 
   Status CreateComm(int nranks, const infinicclUniqueId &id, int rank,
                     std::unique_ptr<Backend> *out) override {
-    typename Api::UniqueId uid;
-    std::memcpy(&uid, id.internal, sizeof(uid));
-    typename Api::Comm comm = nullptr;
-    used_.store(true);
-    const typename Api::Result r = Api::CommInitRank(&comm, nranks, uid, rank);
-    if (r != Api::kSuccess) return CclStatus<Api>("CommInitRank", r, nullptr);
-    *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks, VersionCode());
-    INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(),
-                   rank, nranks);
-    return Status::Ok();
+    if constexpr (kOverMpi) {
+      (void)nranks, (void)id, (void)rank, (void)out;
+      return MakeStatus(infinicclNotSupported,
+                        "%s communicators are made under MPI only (its id does not fit in "
+                        "infinicclUniqueId)",
+                        Api::kName);
+    } else {
+      typename Api::UniqueId uid;
+      std::memcpy(&uid, id.internal, sizeof(uid));
+      return Init(nranks, uid, rank, out);
+    }
   }
 
   Status GroupStart() override {
@@ -273,6 +345,29 @@ class CclProviderImpl final : public CclProvider {
   }
 
  private:
+  Status GetUniqueIdImpl(infinicclUniqueId *id) {
+    static_assert(kOverMpi || sizeof(typename Api::UniqueId) <= sizeof(id->internal),
+                  "the CCL's unique id must fit in infinicclUniqueId");
+    typename Api::UniqueId uid;
+    const typename Api::Result r = Api::GetUniqueId(&uid);
+    if (r != Api::kSuccess) return CclStatus<Api>("GetUniqueId", r, nullptr);
+    std::memset(id->internal, 0, sizeof(id->internal));
+    std::memcpy(id->internal, &uid, sizeof(uid));
+    return Status::Ok();
+  }
+
+  Status Init(int nranks, const typename Api::UniqueId &uid, int rank,
+              std::unique_ptr<Backend> *out) {
+    typename Api::Comm comm = nullptr;
+    used_.store(true);
+    const typename Api::Result r = Api::CommInitRank(&comm, nranks, uid, rank);
+    if (r != Api::kSuccess) return CclStatus<Api>("CommInitRank", r, nullptr);
+    *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks, VersionCode());
+    INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(),
+                   rank, nranks);
+    return Status::Ok();
+  }
+
   std::atomic<bool> used_{false};
 };
 

@@ -49,12 +49,17 @@ class CclProvider {
 // Factories, each defined only when its library is compiled in.
 CclProvider *NcclProvider();  // INFINICCL_WITH_NCCL
 CclProvider *McclProvider();  // INFINICCL_WITH_MCCL
+CclProvider *RcclProvider();  // INFINICCL_WITH_RCCL  (HIP: AMD, Hygon DCU)
+CclProvider *HcclProvider();  // INFINICCL_WITH_HCCL  (Ascend)
+CclProvider *CnclProvider();  // INFINICCL_WITH_CNCL  (Cambricon)
 // The EMULATED CCL of the emulated device (sim_ccl.cpp), always built;
 // CclForKind serves it for kSim only under INFINICCL_SIM_CCL=1.
 CclProvider *SimCclProvider();
 
 // The CCL built for device `kind`, or nullptr.
 CclProvider *CclForKind(DeviceKind kind);
+// How the route's INFO line names the CCL path of `kind` ("cuda via NCCL").
+const char *CclPathLabel(DeviceKind kind);
 // Test hook: `p` serves its kind() from now on (nullptr: back to the built
 // ones), so the API's CCL paths run against a stand-in CCL on the emulated
 // device without a GPU.

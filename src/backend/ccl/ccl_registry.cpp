@@ -18,15 +18,35 @@ CclProvider *CclForKind(DeviceKind kind) {
 #ifdef INFINICCL_WITH_MCCL
   if (kind == DeviceKind::kMaca) return McclProvider();
 #endif
+#ifdef INFINICCL_WITH_RCCL
+  if (kind == DeviceKind::kHip) return RcclProvider();
+#endif
+#ifdef INFINICCL_WITH_HCCL
+  if (kind == DeviceKind::kAscend) return HcclProvider();
+#endif
+#ifdef INFINICCL_WITH_CNCL
+  if (kind == DeviceKind::kCambricon) return CnclProvider();
+#endif
   // The emulated CCL is opt-in, so the emulated device's tests keep their
   // staged path; a test's stand-in (above) still wins over it.
   if (kind == DeviceKind::kSim && GlobalConfig().sim_ccl) return SimCclProvider();
   return nullptr;
 }
 
+const char *CclPathLabel(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kMaca: return "maca via MCCL";
+    case DeviceKind::kHip: return "hip via RCCL";
+    case DeviceKind::kAscend: return "ascend via HCCL";
+    case DeviceKind::kCambricon: return "cambricon via CNCL";
+    default: return "cuda via NCCL";  // and the stand-ins of the tests
+  }
+}
+
 CclProvider *FirstUsableCcl(std::string *why) {
   bool built = g_test_provider != nullptr;
-#if defined(INFINICCL_WITH_NCCL) || defined(INFINICCL_WITH_MCCL)
+#if defined(INFINICCL_WITH_NCCL) || defined(INFINICCL_WITH_MCCL) || \
+    defined(INFINICCL_WITH_RCCL)
   built = true;
 #endif
   // A test's stand-in wins over a real CCL (on a GPU machine CUDA comes
@@ -38,8 +58,9 @@ CclProvider *FirstUsableCcl(std::string *why) {
   }
   if (!built) {
     *why =
-        "this build has no native collective backend (NCCL/MCCL: configure with "
-        "WITH_NCCL or WITH_MCCL); use infinicclCommInitAll under MPI";
+        "this build has no native collective backend with a unique id (NCCL/MCCL/RCCL: "
+        "configure with WITH_NCCL, WITH_MCCL or WITH_RCCL; HCCL and CNCL are made under "
+        "MPI only); use infinicclCommInitAll under MPI";
     return nullptr;
   }
   for (DeviceRuntime *rt : DeviceRegistry::Active()) {

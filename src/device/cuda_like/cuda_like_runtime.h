@@ -1,12 +1,22 @@
 // CudaLikeRuntime: the one DeviceRuntime for every runtime that copies the
 // CUDA runtime API under its own prefix: NVIDIA CUDA (cuda*), Iluvatar CoreX
-// (cuda*, its own libcudart), MetaX MACA (mc*) and Moore Threads MUSA (musa*).
-// `Api` maps the generic names used below to the vendor's; no line here
-// depends on the vendor.
+// (cuda*, its own libcudart), MetaX MACA (mc*), Moore Threads MUSA (musa*)
+// and HIP (hip*: AMD, Hygon DCU). `Api` maps the generic names used below to
+// the vendor's; no line here depends on the vendor. Runtimes of another
+// shape (Ascend's ACL, Cambricon's CNRT) use it too, through an `Api` that
+// adapts their calls to CUDA's signatures (device/ascend/, device/cambricon/).
+//
+// Optional members of `Api`, used when present:
+//   Error Init()                       called once before anything else (ACL's
+//                                      aclInit); a failure means no device;
+//   bool IsManaged(const attributes&)  managed memory told apart by a flag
+//                                      rather than by the memory type (HIP 5);
+//   FormatVersion(int, char*, size_t)  how the version number is written.
 //
 // Included only by the per-vendor files (cuda_runtime.cpp, maca_runtime.cpp,
-// musa_runtime.cpp), each compiled only when its runtime is enabled
-// (cmake/Devices.cmake); each holds its vendor's `Api` and factory.
+// musa_runtime.cpp, hip_runtime.cpp, ascend/, cambricon/), each compiled only
+// when its runtime is enabled (cmake/Devices.cmake); each holds its vendor's
+// `Api` and factory.
 #pragma once
 
 #include <atomic>
@@ -115,11 +125,20 @@ class CudaLikeRuntime final : public DeviceRuntime {
  public:
   // `name` names the runtime in messages ("cuda", "iluvatar", "maca", ...).
   CudaLikeRuntime(DeviceKind kind, const char *name) : kind_(kind), name_(name) {
+    if constexpr (requires { Api::Init(); }) {
+      const Error err = Api::Init();
+      if (err != Api::kSuccess) {
+        char reason[512];
+        std::snprintf(reason, sizeof(reason), "%sInit: %s (error %d)", Api::kPrefix,
+                      Api::GetErrorString(err), static_cast<int>(err));
+        init_failed_ = reason;
+      }
+    }
     // Needs no driver: the runtime library answers from its own build.
     int version = 0;
     char text[32] = "version unknown";
     if (Api::RuntimeGetVersion(&version) != Api::kSuccess) {
-      Api::GetLastError();
+      (void)Api::GetLastError();
     } else if constexpr (requires { Api::FormatVersion(version, text, sizeof(text)); }) {
       Api::FormatVersion(version, text, sizeof(text));
     } else {
@@ -155,10 +174,16 @@ class CudaLikeRuntime final : public DeviceRuntime {
     if (Api::PointerGetAttributes(&attr, ptr) != Api::kSuccess) {
       // Runtimes before CUDA 11 (and possibly other vendors) answer
       // "invalid value" for memory they never saw: that is host memory.
-      Api::GetLastError();
+      (void)Api::GetLastError();
       return Status::Ok();
     }
     const auto type = MemoryTypeOf(attr);
+    if constexpr (requires { Api::IsManaged(attr); }) {
+      if (Api::IsManaged(attr)) {
+        *info = PointerInfo{MemorySpace::kManaged, kind_, attr.device};
+        return Status::Ok();
+      }
+    }
     if (type == Api::kMemoryTypeDevice) {
       *info = PointerInfo{MemorySpace::kDevice, kind_, attr.device};
     } else if (type == Api::kMemoryTypeManaged) {
@@ -250,22 +275,35 @@ class CudaLikeRuntime final : public DeviceRuntime {
   }
 
   Status StreamCreateNonBlocking(void **stream) override {
-    *stream = nullptr;
-    INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamCreateWithFlags);
-    Stream created{};
-    INFINICCL_RETURN_IF_ERROR(
-        INFINICCL_CUDA_LIKE_CALL(StreamCreateWithFlags, &created, Api::kStreamNonBlocking));
-    *stream = created;
-    return Status::Ok();
+    if constexpr (requires { Api::kStreamNonBlocking; }) {
+      *stream = nullptr;
+      INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamCreateWithFlags);
+      Stream created{};
+      INFINICCL_RETURN_IF_ERROR(
+          INFINICCL_CUDA_LIKE_CALL(StreamCreateWithFlags, &created, Api::kStreamNonBlocking));
+      *stream = created;
+      return Status::Ok();
+    } else {
+      return StreamCreate(stream);
+    }
   }
 
   // Gates: the vendor's stream memory operation where the Api has one and
   // the driver allows it (Api::WaitValue32, CUDA's cuStreamWaitValue32),
   // else a host function on the stream that blocks until the gate opens
   // (cudaLaunchHostFunc: it holds the runtime's callback thread meanwhile).
+  // A vendor mapping with neither (ACL's and CNRT's adapters so far) has no
+  // gates: calls on its memory stay synchronous.
   const char *GateMechanism() override {
-    if (DeviceCount() == 0) return nullptr;
-    return UseWaitValue() ? Api::kWaitValue32 : Api::kLaunchHostFunc;
+    if constexpr (requires { Api::kLaunchHostFunc; }) {
+      if (DeviceCount() == 0) return nullptr;
+      if constexpr (requires { Api::kWaitValue32; }) {
+        if (UseWaitValue()) return Api::kWaitValue32;
+      }
+      return Api::kLaunchHostFunc;
+    } else {
+      return nullptr;
+    }
   }
   Status GateCreate(void **gate) override {
     *gate = nullptr;
@@ -298,10 +336,14 @@ class CudaLikeRuntime final : public DeviceRuntime {
         return Api::WaitValue32(AsStream(stream), g->device_word, target);
       }
     }
-    auto *arg = new HostWait{g->host, target};
-    Status st = INFINICCL_CUDA_LIKE_CALL(LaunchHostFunc, AsStream(stream), &HostWaitFn, arg);
-    if (!st.ok()) delete arg;
-    return st;
+    if constexpr (requires { Api::kLaunchHostFunc; }) {
+      auto *arg = new HostWait{g->host, target};
+      Status st = INFINICCL_CUDA_LIKE_CALL(LaunchHostFunc, AsStream(stream), &HostWaitFn, arg);
+      if (!st.ok()) delete arg;
+      return st;
+    } else {
+      return Status(infinicclNotSupported, "this device runtime has no device-side waits");
+    }
   }
   void GateOpen(void *gate, uint32_t value) override {
     static_cast<Gate *>(gate)->host->Open(value);
@@ -321,9 +363,11 @@ class CudaLikeRuntime final : public DeviceRuntime {
     int count = count_.load(std::memory_order_relaxed);
     if (count >= 0) return count;
     count = 0;
-    Error err = Api::GetDeviceCount(&count);
-    if (err != Api::kSuccess) {
-      Api::GetLastError();
+    Error err = Api::kSuccess;
+    if (!init_failed_.empty()) {
+      no_device_reason_ = init_failed_;
+    } else if ((err = Api::GetDeviceCount(&count)) != Api::kSuccess) {
+      (void)Api::GetLastError();
       count = 0;
       char reason[512];
       std::snprintf(reason, sizeof(reason), "%sGetDeviceCount: %s (error %d)",
@@ -349,7 +393,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
     if (err == Api::kSuccess) return Status::Ok();
     // The runtime also keeps the error as its "last error"; clear it so a
     // later cudaGetLastError-style check elsewhere does not report it again.
-    Api::GetLastError();
+    (void)Api::GetLastError();
     return MakeStatus(infinicclSystemError, "%s%s failed: %s (%s error %d)", Api::kPrefix,
                       call, Api::GetErrorString(err), name_, static_cast<int>(err));
   }
@@ -398,7 +442,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
         std::string why;
         wait_value_ = Api::WaitValue32Usable(device, &why);
         INFINICCL_INFO("%s: device-side waits by %s%s%s", description_.c_str(),
-                       wait_value_ ? Api::kWaitValue32 : Api::kLaunchHostFunc,
+                       wait_value_ ? Api::kWaitValue32 : "a host function",
                        wait_value_ ? "" : " (", wait_value_ ? "" : (why + ")").c_str());
       });
       return wait_value_;
@@ -416,6 +460,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
   std::mutex probe_mutex_;
   std::atomic<int> count_{-1};    // -1 until probed
   std::string no_device_reason_;  // written once before count_ is published
+  std::string init_failed_;       // Api::Init's failure, if any
 };
 
 #undef INFINICCL_CUDA_LIKE_REQUIRE_DEVICE

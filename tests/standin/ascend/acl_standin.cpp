@@ -1,0 +1,289 @@
+// A stand-in for CANN's libascendcl (tests only): the ACL runtime calls
+// InfiniCCL makes, with ACL's documented signatures and error codes, over
+// host memory. "Device" memory is host memory this library allocated and
+// tracks; copies run at once (so everything queued on a stream is complete
+// when the next call is made: stream order holds trivially); every call is
+// counted by name for the tests (iccl_standin_ascend_count).
+//
+// Devices: ICCL_STANDIN_DEVICES physical ones (default 8), seen through
+// ASCEND_RT_VISIBLE_DEVICES as ACL documents it.
+#include <acl/acl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "../common/standin.h"
+
+namespace {
+
+struct State {
+  std::mutex mu;
+  standin::Counters counts;
+  bool initialized = false;
+  std::vector<int> visible;
+  int process_device = -1;
+  struct Alloc {
+    size_t bytes;
+    int device;
+  };
+  std::map<const char *, Alloc> device_allocs;  // base -> size, device
+  std::set<void *> host_allocs;
+  std::set<void *> streams, events;
+};
+
+State &S() {
+  static State *s = new State();  // lives to exit
+  return *s;
+}
+
+thread_local std::string t_error;
+thread_local int t_device = -1;
+
+aclError Fail(aclError code, const std::string &message) {
+  t_error = message;
+  return code;
+}
+
+#define STANDIN_ENTER(name)                    \
+  State &s = S();                              \
+  s.counts.Add(name);                          \
+  std::lock_guard<std::mutex> lock(s.mu);      \
+  if (!s.initialized)                          \
+    return Fail(ACL_ERROR_UNINITIALIZE, std::string(name) + ": aclInit was not called")
+
+int CurrentDevice(State &s) { return t_device >= 0 ? t_device : s.process_device; }
+
+// The device allocation holding [p, p + n), or nullptr.
+const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
+  const char *c = static_cast<const char *>(p);
+  auto it = s.device_allocs.upper_bound(c);
+  if (it == s.device_allocs.begin()) return nullptr;
+  --it;
+  if (c >= it->first && c + n <= it->first + it->second.bytes &&
+      (n > 0 || c < it->first + it->second.bytes)) {
+    return &it->second;
+  }
+  return nullptr;
+}
+
+bool ValidStream(State &s, aclrtStream st) { return st == nullptr || s.streams.count(st) > 0; }
+
+}  // namespace
+
+extern "C" {
+
+long iccl_standin_ascend_count(const char *name) { return S().counts.Get(name); }
+void iccl_standin_ascend_reset(void) { S().counts.Reset(); }
+void iccl_standin_ascend_record(const char *name) { S().counts.Add(name); }
+int iccl_standin_ascend_is_device(const void *ptr, size_t bytes) {
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
+}
+void iccl_standin_ascend_set_error(const char *message) { t_error = message; }
+
+aclError aclInit(const char *) {
+  State &s = S();
+  s.counts.Add("aclInit");
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.initialized) return Fail(ACL_ERROR_REPEAT_INITIALIZE, "aclInit: already initialized");
+  s.initialized = true;
+  s.visible = standin::VisibleDevices("ASCEND_RT_VISIBLE_DEVICES");
+  return ACL_SUCCESS;
+}
+
+aclError aclFinalize(void) {
+  STANDIN_ENTER("aclFinalize");
+  s.initialized = false;
+  return ACL_SUCCESS;
+}
+
+const char *aclGetRecentErrMsg(void) { return t_error.c_str(); }
+
+aclError aclrtGetVersion(int32_t *major, int32_t *minor, int32_t *patch) {
+  if (major == nullptr || minor == nullptr || patch == nullptr)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetVersion: null argument");
+  *major = 0;  // a stand-in: 0.0.0
+  *minor = 0;
+  *patch = 0;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCount(uint32_t *count) {
+  STANDIN_ENTER("aclrtGetDeviceCount");
+  if (count == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: null count");
+  *count = static_cast<uint32_t>(s.visible.size());
+  if (s.visible.empty()) return Fail(ACL_ERROR_RT_NO_DEVICE, "no visible Ascend device");
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetDevice(int32_t device) {
+  STANDIN_ENTER("aclrtSetDevice");
+  if (device < 0 || device >= static_cast<int>(s.visible.size())) {
+    return Fail(ACL_ERROR_RT_INVALID_DEVICEID,
+                "aclrtSetDevice: invalid device id " + std::to_string(device));
+  }
+  t_device = device;
+  s.process_device = device;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDevice(int32_t *device) {
+  STANDIN_ENTER("aclrtGetDevice");
+  if (device == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: null");
+  const int d = CurrentDevice(s);
+  if (d < 0) return Fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtGetDevice: no device set");
+  *device = d;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMalloc(void **ptr, size_t size, aclrtMemMallocPolicy) {
+  STANDIN_ENTER("aclrtMalloc");
+  if (ptr == nullptr || size == 0)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: null pointer or size 0");
+  const int d = CurrentDevice(s);
+  if (d < 0) return Fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtMalloc: no device set");
+  void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
+  if (p == nullptr) return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMalloc: out of memory");
+  s.device_allocs[static_cast<const char *>(p)] = {size, d};
+  *ptr = p;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFree(void *ptr) {
+  STANDIN_ENTER("aclrtFree");
+  auto it = s.device_allocs.find(static_cast<const char *>(ptr));
+  if (it == s.device_allocs.end())
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: not a device allocation");
+  s.device_allocs.erase(it);
+  std::free(ptr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMallocHost(void **ptr, size_t size) {
+  STANDIN_ENTER("aclrtMallocHost");
+  if (ptr == nullptr || size == 0)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: null pointer or size 0");
+  // ICCL_STANDIN_NO_PINNED=1: pinned memory runs out (the pageable fallback).
+  if (const char *v = std::getenv("ICCL_STANDIN_NO_PINNED"); v && *v == '1')
+    return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: out of pinned memory (stand-in)");
+  void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
+  if (p == nullptr) return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: out of memory");
+  s.host_allocs.insert(p);
+  *ptr = p;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFreeHost(void *ptr) {
+  STANDIN_ENTER("aclrtFreeHost");
+  if (s.host_allocs.erase(ptr) == 0)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: not a pinned allocation");
+  std::free(ptr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attr) {
+  STANDIN_ENTER("aclrtPointerGetAttributes");
+  if (attr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: null");
+  std::memset(attr, 0, sizeof *attr);
+  if (const State::Alloc *a = FindDevice(s, ptr, 0)) {
+    attr->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    attr->location.id = static_cast<uint32_t>(a->device);
+  } else {
+    attr->location.type = ACL_MEM_LOCATION_TYPE_HOST;
+  }
+  attr->pageSize = 4096;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
+                          aclrtMemcpyKind kind, aclrtStream stream) {
+  static const char *const kNames[] = {"aclrtMemcpyAsync:HostToHost",
+                                       "aclrtMemcpyAsync:HostToDevice",
+                                       "aclrtMemcpyAsync:DeviceToHost",
+                                       "aclrtMemcpyAsync:DeviceToDevice"};
+  STANDIN_ENTER("aclrtMemcpyAsync");
+  if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_DEVICE_TO_DEVICE)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: invalid kind");
+  s.counts.Add(kNames[kind]);
+  if (dst == nullptr || src == nullptr || count > destMax)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: null buffer or count > destMax");
+  if (!ValidStream(s, stream)) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: bad stream");
+  const bool dst_dev = FindDevice(s, dst, count) != nullptr;
+  const bool src_dev = FindDevice(s, src, count) != nullptr;
+  const bool want_dst = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+  const bool want_src = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
+  if (dst_dev != want_dst || src_dev != want_src)
+    return Fail(ACL_ERROR_INVALID_PARAM,
+                "aclrtMemcpyAsync: the buffers do not match the copy kind (or overrun)");
+  std::memmove(dst, src, count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateStream(aclrtStream *stream) {
+  STANDIN_ENTER("aclrtCreateStream");
+  if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: null");
+  void *st = std::malloc(1);
+  s.streams.insert(st);
+  *stream = st;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  STANDIN_ENTER("aclrtDestroyStream");
+  if (s.streams.erase(stream) == 0)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
+  std::free(stream);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  STANDIN_ENTER("aclrtSynchronizeStream");
+  if (!ValidStream(s, stream))
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: unknown stream");
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCreateEvent(aclrtEvent *event) {
+  STANDIN_ENTER("aclrtCreateEvent");
+  if (event == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateEvent: null");
+  void *e = std::malloc(1);
+  s.events.insert(e);
+  *event = e;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyEvent(aclrtEvent event) {
+  STANDIN_ENTER("aclrtDestroyEvent");
+  if (s.events.erase(event) == 0)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: unknown event");
+  std::free(event);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
+  STANDIN_ENTER("aclrtRecordEvent");
+  if (s.events.count(event) == 0 || !ValidStream(s, stream))
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: unknown event or stream");
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeEvent(aclrtEvent event) {
+  STANDIN_ENTER("aclrtSynchronizeEvent");
+  if (s.events.count(event) == 0)
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: unknown event");
+  return ACL_SUCCESS;
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+  STANDIN_ENTER("aclrtStreamWaitEvent");
+  if (s.events.count(event) == 0 || !ValidStream(s, stream))
+    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: unknown event or stream");
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"
