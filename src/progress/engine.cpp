@@ -1,5 +1,9 @@
 #include "progress/engine.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "core/log.h"
 
 namespace infiniccl {
@@ -113,6 +117,12 @@ void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
 }
 
 void ProgressEngine::Loop() {
+  // One step below the application's threads: woken by a call, the engine
+  // does not take the core from the thread that queued it (which returns
+  // and goes on queueing kernels); it runs as soon as that thread waits, and
+  // on any idle core at once.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
+              getpriority(PRIO_PROCESS, 0) + 1);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
