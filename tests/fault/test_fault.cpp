@@ -12,6 +12,12 @@
 //                                   `iters` AllReduces (default 20); `rank` skips
 //                                   number `iter`, so its peers end up waiting in
 //                                   the last one for a rank that never comes.
+//   test_fault skip_device <rank> <iter> [iters]
+//                                   as skip, on EMULATED device buffers and a
+//                                   stream (INFINICCL_DEVICE=sim): the calls
+//                                   return once queued, the peers wait in a
+//                                   StreamSynchronize, and the watchdog must
+//                                   name the queued call the engine runs.
 //   test_fault group_skip <rank> <iter> [iters]
 //                                   a ring in a group each iteration (Send to
 //                                   the next rank, Recv from the previous one);
@@ -24,6 +30,7 @@
 // harness knows whom to signal. A failed call prints the library's message
 // and exits 3 without finalising (the peers may be gone).
 #include <infiniccl/infiniccl.h>
+#include <infiniccl/infiniccl_sim.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -95,6 +102,28 @@ int Skip(infinicclComm_t comm, int rank, int victim, int skip_at, int iters) {
   return 0;
 }
 
+int SkipDevice(infinicclComm_t comm, int rank, int victim, int skip_at, int iters) {
+  constexpr size_t kCount = 256;
+  std::vector<float> ones(kCount, 1.0f);
+  void *buf = nullptr, *stream = nullptr;
+  Check(infinicclSimMalloc(&buf, kCount * sizeof(float)), nullptr, "infinicclSimMalloc");
+  Check(infinicclSimStreamCreate(&stream), nullptr, "infinicclSimStreamCreate");
+  Check(infinicclSimMemcpy(buf, ones.data(), kCount * sizeof(float), nullptr), nullptr,
+        "infinicclSimMemcpy");
+  for (int iter = 0; iter < iters; ++iter) {
+    if (rank == victim && iter == skip_at) continue;
+    Check(infinicclAllReduce(buf, buf, kCount, infinicclFloat32, infinicclSum, comm, stream),
+          comm, "infinicclAllReduce");
+    if (iter == 0) {
+      Check(infinicclSimStreamSynchronize(stream), nullptr, "infinicclSimStreamSynchronize");
+      Ready(rank);
+    }
+  }
+  // The peers wait here: their last call is queued and never completes.
+  Check(infinicclSimStreamSynchronize(stream), nullptr, "infinicclSimStreamSynchronize");
+  return 0;
+}
+
 int GroupSkip(infinicclComm_t comm, int rank, int size, int victim, int skip_at,
               int iters) {
   constexpr size_t kCount = 256;
@@ -147,6 +176,9 @@ int main(int argc, char **argv) {
   } else if (std::strcmp(argv[1], "skip") == 0 && argc >= 4) {
     rc = Skip(comm, rank, std::atoi(argv[2]), std::atoi(argv[3]),
               argc > 4 ? std::atoi(argv[4]) : 20);
+  } else if (std::strcmp(argv[1], "skip_device") == 0 && argc >= 4) {
+    rc = SkipDevice(comm, rank, std::atoi(argv[2]), std::atoi(argv[3]),
+                    argc > 4 ? std::atoi(argv[4]) : 20);
   } else if (std::strcmp(argv[1], "group_skip") == 0 && argc >= 4) {
     rc = GroupSkip(comm, rank, size, std::atoi(argv[2]), std::atoi(argv[3]),
                    argc > 4 ? std::atoi(argv[4]) : 20);

@@ -546,8 +546,10 @@ void RouteCheck(const World &w, const std::string &allreduce_form) {
       CHECK_RC(infinicclBroadcast(send.ptr, recv.ptr, n, infinicclFloat32, root, w.comm, nullptr),
                infinicclSuccess);
     }
-    const auto after = ran();
+    // Read once the stream has passed the call: a call on device buffers
+    // returns when queued (the progress engine runs it).
     const std::vector<unsigned char> out = recv.Download();
+    const auto after = ran();
     std::memcpy(host.data(), out.data(), c.bytes);
     const size_t factor = c.reduce ? static_cast<size_t>(w.n) * (w.n + 1) / 2 : root + 1;
     size_t wrong = 0;
