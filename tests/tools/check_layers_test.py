@@ -35,7 +35,7 @@ with tempfile.TemporaryDirectory() as t:
     write(t, "extra/h.cpp", "\n")                              # no layer
     rc, out = run(t)
     assert rc == 1, out
-    assert "staging/e.cpp:2: staging/ (layer 3) includes comm/c.h (layer 5)" in out, out
+    assert "staging/e.cpp:2: staging/ (layer 3) includes comm/c.h (layer 6)" in out, out
     assert "device/f.cpp:1:" in out and "mpi/g.h" in out, out
     assert "extra/h.cpp: folder 'extra' is on no layer" in out, out
 print("ok")
