@@ -29,14 +29,28 @@ namespace infiniccl {
 namespace {
 
 struct HipApi {
-  // Gates (DeviceRuntime::GateWait) by a host function on the stream.
+  // Gates (DeviceRuntime::GateWait) by a host function on the stream:
+  // hipStreamAddCallback, since Debian's libamdhip64 5.2 declares
+  // hipLaunchHostFunc but does not export it (found by CI's hip stage).
   static constexpr unsigned kStreamNonBlocking = hipStreamNonBlocking;
   static hipError_t StreamCreateWithFlags(hipStream_t *s, unsigned f) {
     return hipStreamCreateWithFlags(s, f);
   }
-  static constexpr const char *kLaunchHostFunc = "hipLaunchHostFunc";
+  static constexpr const char *kLaunchHostFunc = "hipStreamAddCallback";
+  struct HostCall {
+    void (*fn)(void *);
+    void *arg;
+  };
+  static void RunHostCall(hipStream_t, hipError_t, void *p) {
+    auto *call = static_cast<HostCall *>(p);
+    call->fn(call->arg);
+    delete call;
+  }
   static hipError_t LaunchHostFunc(hipStream_t s, void (*fn)(void *), void *arg) {
-    return hipLaunchHostFunc(s, fn, arg);
+    auto *call = new HostCall{fn, arg};
+    const hipError_t err = hipStreamAddCallback(s, &RunHostCall, call, 0);
+    if (err != hipSuccess) delete call;
+    return err;
   }
   static constexpr const char *kPrefix = "hip";
   using PointerAttributes = hipPointerAttribute_t;
