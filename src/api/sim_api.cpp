@@ -9,8 +9,7 @@
 //    event destroyed while a record of (or wait for) it is still queued is
 //    freed only once its streams have passed those (a HostFunc queued after
 //    each one counts them down);
-//  - streams made here are remembered, so infinicclSimFree can wait for
-//    them (cudaFree's implicit synchronisation).
+//  - streams made here are remembered (StreamDestroy refuses others).
 #include <infiniccl/infiniccl_sim.h>
 
 #include <map>
@@ -121,16 +120,10 @@ infinicclResult_t infinicclSimFree(void *ptr) {
                         "infinicclSimMalloc)",
                         ptr);
     }
-    // cudaFree's implicit synchronisation: nothing queued may still use it.
-    std::vector<void *> streams;
-    {
-      std::lock_guard<std::mutex> lock(T().mutex);
-      streams.assign(T().streams.begin(), T().streams.end());
-    }
-    streams.push_back(nullptr);
-    // A stream destroyed by another thread meanwhile has drained already.
-    for (void *s : streams) (void)sim->StreamSynchronize(s);
-    return sim->Free(ptr);  // refuses a pointer inside an allocation
+    // SimRuntime::Free synchronises every stream first (cudaFree's implicit
+    // synchronisation: nothing queued may still use it), and refuses a
+    // pointer inside an allocation.
+    return sim->Free(ptr);
   });
 }
 
