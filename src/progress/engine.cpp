@@ -19,7 +19,10 @@ ProgressEngine::~ProgressEngine() {
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   for (auto &[key, d] : devices_) {
+    // On the destroying thread: its current device is put back afterwards.
     DeviceRuntime *device = key.first;
+    int current = -1;
+    const bool had = device->GetDevice(&current).ok();
     device->SetDevice(key.second);
     for (void *e : d.events) device->EventDestroy(e);
     if (d.stream != nullptr) {
@@ -27,6 +30,7 @@ ProgressEngine::~ProgressEngine() {
       device->StreamDestroy(d.stream);
     }
     if (d.gate != nullptr) device->GateDestroy(d.gate);
+    if (had) device->SetDevice(current);
   }
 }
 
