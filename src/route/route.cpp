@@ -105,9 +105,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
                        (path == Path::kHostMpi || path == Path::kStagedMpi ||
                         path == Path::kDirectMpi);
   if (grouped && path != Path::kCcl) {
-    // Posted from this thread: after the queued work.
-    INFINICCL_RETURN_IF_ERROR(comm.DrainQueued());
-    return GroupP2p::OfCurrentGroup().Post(comm, a, path, device);
+    // Posted at GroupEnd as one queued operation, or now from this thread.
+    return GroupP2p::OfCurrentGroup().Post(comm, a, path, device,
+                                           send_dev ? send.device : recv.device);
   }
   const BufferPlacement placement{send_dev, recv_dev};
   const int nranks = comm.size();

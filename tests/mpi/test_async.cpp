@@ -6,6 +6,8 @@
 //   semantics - a call returns while its stream is still held (before the
 //               call, by a gate of the test's own): it reads what the stream
 //               produced before it and work queued after it sees its result;
+//               a grouped Send/Recv ring returns the same way (one queued
+//               operation), also mixed with host buffers and two streams;
 //               host, device, host interleaved on one communicator; two
 //               communicators alternately from one thread and from two
 //               threads; CommDestroy with queued work (it finishes first);
@@ -111,6 +113,77 @@ void TestReturnsWhileHeld(infinicclComm_t comm, int rank, bool async) {
   const long wrong = CountWrong(infinicclInt32, infinicclSum, 21, DownloadOn(recv, held.stream),
                                 count);
   CHECK(wrong == 0, "%ld elements wrong (read before the producer or seen before done)", wrong);
+}
+
+// A ring of grouped Send/Recv on device buffers (every rank sends before it
+// receives): with the engine, GroupEnd returns while the stream is still
+// held, the group reads what the stream produced before it, and work queued
+// after GroupEnd sees the received data. Then the same ring with a host
+// Send mixed in (posted from the thread, the device ones before it, in call
+// order), and a group whose device calls use two streams (posted now).
+void TestGroupWhileHeld(infinicclComm_t comm, int rank, bool async) {
+  const size_t count = 200000;  // staged Send/Recv of 800 KB
+  const int next = (rank + 1) % g_n, prev = (rank + g_n - 1) % g_n;
+  DeviceBuffer send(count * 4), recv(count * 4), recv2(count * 4);
+  send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale
+  const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 31, rank, count);
+  const std::vector<unsigned char> expect = Input(infinicclInt32, infinicclSum, 31, prev, count);
+  {
+    HeldStream held;
+    send.UploadAsync(fresh, held.stream);
+    std::atomic<bool> released{false};
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      released = true;
+      held.Release();
+    });
+    CHECK(infinicclGroupStart() == infinicclSuccess);
+    CHECK(infinicclSend(send.ptr, count, infinicclInt32, next, comm, held.stream) ==
+          infinicclSuccess);
+    CHECK(infinicclRecv(recv.ptr, count, infinicclInt32, prev, comm, held.stream) ==
+          infinicclSuccess);
+    CHECK(infinicclGroupEnd() == infinicclSuccess);
+    const bool returned_before_release = !released.load();
+    releaser.join();
+    if (async) {
+      CHECK(returned_before_release, "GroupEnd waited for its stream (it must queue the group)");
+    } else {
+      CHECK(!returned_before_release, "INFINICCL_ASYNC=0: GroupEnd returned before its input");
+    }
+    CHECK(DownloadOn(recv, held.stream) == expect, "grouped ring: wrong data from rank %d",
+          prev);
+  }
+  void *stream = nullptr, *other = nullptr;
+  CHECK(g_sim->StreamCreate(&stream).ok());
+  CHECK(g_sim->StreamCreate(&other).ok());
+  // Device, host, device to one peer: matched in call order on every rank.
+  std::vector<int32_t> host_out(64), host_in(64, -1);
+  for (int i = 0; i < 64; ++i) host_out[i] = rank * 100 + i;
+  CHECK(infinicclGroupStart() == infinicclSuccess);
+  CHECK(infinicclSend(send.ptr, count, infinicclInt32, next, comm, stream) == infinicclSuccess);
+  CHECK(infinicclSend(host_out.data(), 64, infinicclInt32, next, comm, nullptr) ==
+        infinicclSuccess);
+  CHECK(infinicclSend(send.ptr, count, infinicclInt32, next, comm, stream) == infinicclSuccess);
+  CHECK(infinicclRecv(recv.ptr, count, infinicclInt32, prev, comm, stream) == infinicclSuccess);
+  CHECK(infinicclRecv(host_in.data(), 64, infinicclInt32, prev, comm, nullptr) ==
+        infinicclSuccess);
+  CHECK(infinicclRecv(recv2.ptr, count, infinicclInt32, prev, comm, stream) ==
+        infinicclSuccess);
+  CHECK(infinicclGroupEnd() == infinicclSuccess);
+  long wrong = 0;
+  for (int i = 0; i < 64; ++i) wrong += host_in[i] != prev * 100 + i;
+  CHECK(wrong == 0, "mixed group: host Recv got %ld wrong", wrong);
+  CHECK(DownloadOn(recv, stream) == expect && DownloadOn(recv2, stream) == expect,
+        "mixed group: device Recv wrong");
+  // Two streams in one group.
+  recv.Upload(std::vector<unsigned char>(count * 4, 0));
+  CHECK(infinicclGroupStart() == infinicclSuccess);
+  CHECK(infinicclSend(send.ptr, count, infinicclInt32, next, comm, stream) == infinicclSuccess);
+  CHECK(infinicclRecv(recv.ptr, count, infinicclInt32, prev, comm, other) == infinicclSuccess);
+  CHECK(infinicclGroupEnd() == infinicclSuccess);
+  CHECK(DownloadOn(recv, other) == expect, "two-stream group: wrong data");
+  CHECK(g_sim->StreamDestroy(stream).ok());
+  CHECK(g_sim->StreamDestroy(other).ok());
 }
 
 // Device (queued), host (waits for it), device, host on one communicator.
@@ -326,6 +399,7 @@ int main(int argc, char **argv) {
 
   if (mode == "semantics") {
     TestReturnsWhileHeld(comm, rank, /*async=*/true);
+    TestGroupWhileHeld(comm, rank, /*async=*/true);
     TestInterleaved(comm, rank);
     TestTwoComms(rank);
     TestBackToBack(rank);
@@ -334,6 +408,7 @@ int main(int argc, char **argv) {
     TestAbortWithQueued(rank);
   } else if (mode == "sync") {
     TestReturnsWhileHeld(comm, rank, /*async=*/false);
+    TestGroupWhileHeld(comm, rank, /*async=*/false);
     TestInterleaved(comm, rank);
   } else {
     std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());

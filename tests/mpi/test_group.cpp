@@ -222,6 +222,9 @@ void TestSimRing(infinicclComm_t comm, int rank, bool direct) {
     CHECK_RC(infinicclSend(dsend.ptr, count, dt, right, comm, stream), infinicclSuccess);
     CHECK_RC(infinicclRecv(drecv.ptr, count, dt, left, comm, stream), infinicclSuccess);
     CHECK_RC(infinicclGroupEnd(), infinicclSuccess);
+    // As for NCCL: done once the stream reaches GroupEnd (the progress
+    // engine queues the group as one operation, test_async checks that).
+    CHECK(g_sim->StreamSynchronize(stream).ok());
     const infinicclStagingStats after = StagingStats();
     CHECK(Wrong(dt, 5, left, drecv.Download().data(), count) == 0, "sim ring %s",
           Info(dt).name);
