@@ -22,6 +22,7 @@
 #include "device/device_runtime.h"
 #include "hier/topology.h"
 #include "progress/engine.h"
+#include "staging/staging_pool.h"
 #include "progress/inflight.h"
 
 namespace infiniccl {
@@ -126,7 +127,11 @@ class Communicator {
   // reach MPI after it); the engine's error, or Ok.
   Status DrainQueued() {
     ProgressEngine *e = engine_if_started();
-    return e == nullptr ? Status::Ok() : e->Drain();
+    if (e == nullptr) return Status::Ok();
+    Status st = e->Drain();
+    // What the engine could not free (staging_pool.h), now that it is idle.
+    StagingPool::Global().FreeDeferred();
+    return st;
   }
   // The error of queued work that failed (sticky), or Ok: one atomic load
   // while nothing failed.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "staging/staging_pool.h"
 
 namespace infiniccl {
 
@@ -127,6 +128,9 @@ void ProgressEngine::Loop() {
   // on any idle core at once.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
               getpriority(PRIO_PROCESS, 0) + 1);
+  // Pinned frees wait for the device, whose streams wait for this thread's
+  // gates: another thread does them (staging_pool.h).
+  StagingPool::DeferFreesOnThisThread();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });

@@ -10,6 +10,7 @@
 #include "route/group_p2p.h"
 #include "route/route_decision.h"
 #include "staging/pipeline.h"
+#include "staging/staging_pool.h"
 
 namespace infiniccl {
 
@@ -160,7 +161,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
     return execute(a, false);
   }
   // Device work through MPI: queued to the communicator's progress engine,
-  // ordered on the caller's stream; this call returns now.
+  // ordered on the caller's stream; this call returns now (unless the
+  // engines' deferred pinned frees have reached the cache's cap: freed here).
+  StagingPool::Global().FreeDeferred(/*over_cap_only=*/true);
   QueuedOp op;
   op.args = a;
   op.seq = a.kind == CollKind::kSend || a.kind == CollKind::kRecv ? 0 : comm.seq();

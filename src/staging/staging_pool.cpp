@@ -14,6 +14,8 @@ namespace {
 constexpr size_t kGranule = 4096;
 size_t RoundUp(size_t n) { return (std::max<size_t>(n, 1) + kGranule - 1) / kGranule * kGranule; }
 
+thread_local bool t_defers_frees = false;
+
 }  // namespace
 
 StagingLease &StagingLease::operator=(StagingLease &&other) noexcept {
@@ -78,7 +80,31 @@ StagingBlock StagingPool::AllocateLocked(size_t bytes, DeviceRuntime &runtime,
   return b;
 }
 
+void StagingPool::DeferFreesOnThisThread() { t_defers_frees = true; }
+
+void StagingPool::FreeDeferredLocked() {
+  if (t_defers_frees || deferred_.empty()) return;
+  std::vector<StagingBlock> blocks = std::move(deferred_);
+  deferred_.clear();
+  deferred_bytes_.store(0, std::memory_order_relaxed);
+  for (const StagingBlock &b : blocks) FreeLocked(b);
+}
+
+void StagingPool::FreeDeferred(bool over_cap_only) {
+  const size_t bytes = deferred_bytes_.load(std::memory_order_relaxed);
+  if (bytes == 0 || t_defers_frees || (over_cap_only && bytes < cap_bytes())) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  FreeDeferredLocked();
+}
+
 void StagingPool::FreeLocked(const StagingBlock &b) {
+  if (b.pinned && t_defers_frees) {
+    // Still held (and counted) until a thread that may wait for the device
+    // frees it.
+    deferred_.push_back(b);
+    deferred_bytes_.fetch_add(b.bytes, std::memory_order_relaxed);
+    return;
+  }
   if (b.pinned) {
     b.runtime->FreeHost(b.data);
     pinned_held_bytes_ -= b.bytes;
@@ -93,6 +119,7 @@ Status StagingPool::Lease(size_t bytes, DeviceRuntime &runtime, const void *owne
                           StagingLease *out) {
   out->Reset();
   std::lock_guard<std::mutex> lock(mutex_);
+  FreeDeferredLocked();
   // Best fit among idle buffers usable with this runtime.
   auto best = idle_.end();
   for (auto it = idle_.begin(); it != idle_.end(); ++it) {
@@ -126,7 +153,9 @@ void StagingPool::Return(StagingBlock block) {
 
 void StagingPool::EnforceCapLocked(size_t incoming) {
   const size_t cap = cap_bytes();
-  while (held_bytes_ + incoming > cap && !idle_.empty()) {
+  // Deferred frees count as gone: they are on their way out.
+  while (held_bytes_ - deferred_bytes_.load(std::memory_order_relaxed) + incoming > cap &&
+         !idle_.empty()) {
     auto largest = std::max_element(
         idle_.begin(), idle_.end(),
         [](const StagingBlock &a, const StagingBlock &b) { return a.bytes < b.bytes; });
@@ -137,12 +166,14 @@ void StagingPool::EnforceCapLocked(size_t incoming) {
 
 void StagingPool::Trim() {
   std::lock_guard<std::mutex> lock(mutex_);
+  FreeDeferredLocked();
   for (const StagingBlock &b : idle_) FreeLocked(b);
   idle_.clear();
 }
 
 void StagingPool::ReleaseOwner(const void *owner) {
   std::lock_guard<std::mutex> lock(mutex_);
+  FreeDeferredLocked();
   auto keep = std::partition(idle_.begin(), idle_.end(), [&](const StagingBlock &b) {
     return b.shared || b.owner != owner;
   });

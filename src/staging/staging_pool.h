@@ -11,6 +11,11 @@
 //   its leases so that one call never needs more than that.
 // - CommDestroy frees idle buffers only that communicator used; Finalize and
 //   infinicclMemTrim free all idle buffers.
+// - A progress engine's thread never frees pinned memory: cudaFreeHost (like
+//   cudaFree) waits for the device, whose caller streams wait for gates only
+//   that thread opens. Its frees are deferred to the next pool call on any
+//   other thread (a synchronous staged call, a host call's drain, CommDestroy,
+//   Finalize, MemTrim), or to the next queued call once they reach the cap.
 #pragma once
 
 #include <infiniccl/infiniccl.h>
@@ -64,6 +69,13 @@ class StagingPool {
   // communicator `owner`.
   Status Lease(size_t bytes, DeviceRuntime &runtime, const void *owner, StagingLease *out);
 
+  // This thread (a progress engine's) defers its pinned frees (see above).
+  static void DeferFreesOnThisThread();
+  // Frees what engine threads deferred, unless this thread defers too; with
+  // `over_cap_only`, only once they hold the cache's cap. One atomic load
+  // when there is nothing.
+  void FreeDeferred(bool over_cap_only = false);
+
   void Trim();                          // free every idle buffer
   void ReleaseOwner(const void *owner); // free idle buffers only `owner` used
   size_t cap_bytes() const;
@@ -81,10 +93,13 @@ class StagingPool {
   // Frees idle buffers (largest first) until held + incoming <= cap.
   void EnforceCapLocked(size_t incoming);
   void FreeLocked(const StagingBlock &b);
+  void FreeDeferredLocked();
   StagingBlock AllocateLocked(size_t bytes, DeviceRuntime &runtime, Status *status);
 
   std::mutex mutex_;
   std::vector<StagingBlock> idle_;
+  std::vector<StagingBlock> deferred_;  // pinned, freed by a non-engine thread
+  std::atomic<size_t> deferred_bytes_{0};
   size_t held_bytes_ = 0, pinned_held_bytes_ = 0, peak_bytes_ = 0;
   uint64_t allocations_ = 0, frees_ = 0;
   std::atomic<uint64_t> d2h_copies_{0}, d2h_bytes_{0}, h2d_copies_{0}, h2d_bytes_{0};

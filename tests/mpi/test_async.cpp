@@ -17,6 +17,8 @@
 //               released, the error becomes the asynchronous error
 //               (CommGetAsyncError), the next call returns it with the
 //               message; CommAbort with queued work releases the stream
+//   evict     - queued calls whose staging makes the engine evict pinned
+//               buffers: the frees are deferred off its thread, no hang
 //   sync      - run with INFINICCL_ASYNC=0: the same call blocks until its
 //               stream is released (the old behaviour, kept for comparison)
 // Expected values come from test_util.h (independent of the library).
@@ -26,6 +28,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -319,6 +322,47 @@ void TestBackToBack(int rank) {
   CHECK(g_sim->StreamDestroy(stream).ok());
 }
 
+// Calls of growing sizes queued back to back under a small staging cap
+// (INFINICCL_STAGING_CACHE_BYTES=1M, set by the test's ENV): the engine's
+// thread must evict idle pinned buffers while the caller's stream waits for
+// the gates of the calls queued after. The emulated device's FreeHost waits
+// for every stream, as cudaFreeHost waits for the device, so a free made on
+// the engine's thread would hang here; the pool defers it to a caller's
+// thread (the host call's drain below).
+void TestEvictOnEngine(infinicclComm_t comm, int rank) {
+  void *stream = nullptr;
+  CHECK(g_sim->StreamCreate(&stream).ok());
+  const infinicclStagingStats before = StagingStats();
+  std::vector<std::unique_ptr<DeviceBuffer>> sends, recvs;
+  std::vector<size_t> counts;
+  for (size_t k = 1; k <= 6; ++k) counts.push_back(k * 16384);  // 64 KiB .. 384 KiB
+  for (size_t k = 0; k < counts.size(); ++k) {
+    sends.push_back(std::make_unique<DeviceBuffer>(counts[k] * 4));
+    recvs.push_back(std::make_unique<DeviceBuffer>(counts[k] * 4));
+    sends.back()->Upload(Input(infinicclInt32, infinicclSum, 80 + k, rank, counts[k]));
+  }
+  for (size_t k = 0; k < counts.size(); ++k) {
+    CHECK(infinicclAllReduce(sends[k]->ptr, recvs[k]->ptr, counts[k], infinicclInt32,
+                             infinicclSum, comm, stream) == infinicclSuccess);
+  }
+  CHECK(g_sim->StreamSynchronize(stream).ok());  // hangs if the engine freed
+  for (size_t k = 0; k < counts.size(); ++k) {
+    CHECK(CountWrong(infinicclInt32, infinicclSum, 80 + k, DownloadOn(*recvs[k], stream),
+                     counts[k]) == 0,
+          "AllReduce of %zu elements wrong", counts[k]);
+  }
+  // A host call drains the queue, then frees what the engine deferred.
+  int one = 1, n = 0;
+  CHECK(infinicclAllReduce(&one, &n, 1, infinicclInt32, infinicclSum, comm, nullptr) ==
+        infinicclSuccess && n == g_n);
+  const infinicclStagingStats after = StagingStats();
+  CHECK(after.frees > before.frees, "no staging buffer was evicted (frees %llu -> %llu)",
+        before.frees, after.frees);
+  CHECK(after.bytes_held <= (1u << 20), "%llu bytes held over the 1 MiB cap",
+        after.bytes_held);
+  CHECK(g_sim->StreamDestroy(stream).ok());
+}
+
 void TestFailure(int rank) {
   infinicclComm_t comm = nullptr;
   CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
@@ -406,6 +450,8 @@ int main(int argc, char **argv) {
   } else if (mode == "failure") {
     TestFailure(rank);
     TestAbortWithQueued(rank);
+  } else if (mode == "evict") {
+    TestEvictOnEngine(comm, rank);
   } else if (mode == "sync") {
     TestReturnsWhileHeld(comm, rank, /*async=*/false);
     TestGroupWhileHeld(comm, rank, /*async=*/false);

@@ -150,6 +150,9 @@ Status SimRuntime::MallocHost(void **ptr, size_t bytes) {
 
 Status SimRuntime::FreeHost(void *ptr) {
   if (ptr == nullptr) return Status::Ok();
+  // As cudaFreeHost: it waits for the device (a progress engine that freed
+  // pinned memory while a caller's stream waits for its gate would hang).
+  SynchronizeAll();
   std::lock_guard<std::mutex> lock(mutex_);
   if (pinned_mem_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
     return MakeStatus(infinicclInvalidArgument, "%p is not an emulated pinned allocation",
