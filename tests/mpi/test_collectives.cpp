@@ -158,7 +158,10 @@ bool RcOk(const Case &c, infinicclResult_t rc, const char *call) {
 //   ITEST_EXPECT_PATH=staged  never the CCL (INFINICCL_BACKEND=mpi).
 struct VendorProbe {
   using CountFn = long (*)(const char *);
+  using QueuedFn = long (*)(void *);
   CountFn count = nullptr;
+  QueuedFn held = nullptr;  // work on the default stream that waited behind a gate
+  const char *host_func = "";  // the runtime's host-function call (the engine's gates)
   std::vector<const char *> ccl_calls, h2d, d2h;
   bool hccl = false;
   bool expect_ccl = false;
@@ -178,6 +181,8 @@ struct VendorProbe {
     if (kind == infiniccl::DeviceKind::kAscend) {
       hccl = true;
       count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "iccl_standin_ascend_count"));
+      held = reinterpret_cast<QueuedFn>(dlsym(RTLD_DEFAULT, "iccl_standin_ascend_stream_held"));
+      host_func = "aclrtLaunchHostFunc";
       ccl_calls = {"HcclAllReduce", "HcclBroadcast", "HcclReduce", "HcclAllGather",
                    "HcclReduceScatter", "HcclSend", "HcclRecv", "HcclBatchSendRecv"};
       h2d = {"aclrtMemcpyAsync:HostToDevice"};
@@ -185,12 +190,14 @@ struct VendorProbe {
     } else {
       CHECK(kind == infiniccl::DeviceKind::kCambricon, "the vendor variant needs a stand-in");
       count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "iccl_standin_cambricon_count"));
+      held = reinterpret_cast<QueuedFn>(dlsym(RTLD_DEFAULT, "iccl_standin_cambricon_queue_held"));
+      host_func = "cnrtInvokeHostFunc";
       ccl_calls = {"cnclAllReduce", "cnclBroadcast", "cnclReduce", "cnclAllGather",
                    "cnclReduceScatter", "cnclSend", "cnclRecv"};
       h2d = {"cnrtMemcpyAsync:HostToDev"};
       d2h = {"cnrtMemcpyAsync:DevToHost"};
     }
-    CHECK(count != nullptr, "the stand-in's call counter is not loaded");
+    CHECK(count != nullptr && held != nullptr, "the stand-in's call counter is not loaded");
   }
   long Sum(const std::vector<const char *> &names) const {
     long n = 0;
@@ -226,6 +233,10 @@ struct VendorProbe {
     // One rank, Gather or Scatter in place: the root's block is already in
     // place, so nothing moves on any path.
     if (w.n == 1 && c.inplace && (c.coll == Coll::Gather || c.coll == Coll::Scatter)) return;
+    // A staged call may still be queued to the progress engine (gates by a
+    // host function on the stand-in's stream): once the stream has passed
+    // it, every copy of the call has been made (and counted).
+    CHECK(Mirror::Get().device->StreamSynchronize(nullptr).ok(), "stream synchronize");
     const std::array<long, 3> now = Now();
     const long ccl = now[0] - before[0], h2d_n = now[1] - before[1], d2h_n = now[2] - before[2];
     const bool want_ccl = expect_ccl && CclCan(w, c);
@@ -714,6 +725,19 @@ int main(int argc, char **argv) {
           "ITEST_EXPECT_PATH=%s but %ld calls went through the CCL",
           p.expect_ccl ? "ccl" : "staged", p.ccl_total);
     CHECK(p.expect_ccl || p.staged_total > 0, "no call was staged through host memory");
+    // Staged calls went through the progress engine: each queued a gate (a
+    // host function) on the caller's stream, unless INFINICCL_ASYNC=0.
+    const long gates = p.count(p.host_func);
+    if (w.rank == 0)
+      std::printf("[rank 0] progress engine: %ld gates (%s); %ld copies or CCL calls on the "
+                  "stream waited behind one\n",
+                  gates, p.host_func, p.held(nullptr));
+    const char *async = std::getenv("INFINICCL_ASYNC");
+    const bool engine = async == nullptr || std::string(async) != "0";
+    CHECK(!engine || p.staged_total == 0 || gates > 0,
+          "%ld staged calls but no gate (%s): the calls were not queued", p.staged_total,
+          p.host_func);
+    CHECK(engine || gates == 0, "INFINICCL_ASYNC=0 but %ld gates", gates);
   }
 #endif
   CHECK_RC(infinicclCommDestroy(w.comm), infinicclSuccess);

@@ -1,9 +1,11 @@
 // A stand-in for CANN's libascendcl (tests only): the ACL runtime calls
 // InfiniCCL makes, with ACL's documented signatures and error codes, over
 // host memory. "Device" memory is host memory this library allocated and
-// tracks; copies run at once (so everything queued on a stream is complete
-// when the next call is made: stream order holds trivially); every call is
-// counted by name for the tests (iccl_standin_ascend_count).
+// tracks; streams and events run over host threads (common/standin.h:
+// work on an idle stream runs at once, work behind a host function or an
+// event wait runs on the stream's own thread, in order), so
+// aclrtLaunchHostFunc really holds a stream; every call is counted by name
+// for the tests (iccl_standin_ascend_count).
 //
 // Devices: ICCL_STANDIN_DEVICES physical ones (default 8), seen through
 // ASCEND_RT_VISIBLE_DEVICES as ACL documents it.
@@ -32,7 +34,9 @@ struct State {
   };
   std::map<const char *, Alloc> device_allocs;  // base -> size, device
   std::set<void *> host_allocs;
-  std::set<void *> streams, events;
+  standin::Stream default_stream;  // the null stream
+  std::map<void *, std::unique_ptr<standin::Stream>> streams;
+  std::map<void *, std::shared_ptr<standin::Event>> events;
 };
 
 State &S() {
@@ -70,7 +74,16 @@ const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
   return nullptr;
 }
 
-bool ValidStream(State &s, aclrtStream st) { return st == nullptr || s.streams.count(st) > 0; }
+// The stream behind a handle (nullptr: the default stream), or nullptr.
+standin::Stream *FindStream(State &s, aclrtStream st) {
+  if (st == nullptr) return &s.default_stream;
+  auto it = s.streams.find(st);
+  return it == s.streams.end() ? nullptr : it->second.get();
+}
+std::shared_ptr<standin::Event> FindEvent(State &s, aclrtEvent e) {
+  auto it = s.events.find(e);
+  return it == s.events.end() ? nullptr : it->second;
+}
 
 }  // namespace
 
@@ -85,6 +98,22 @@ int iccl_standin_ascend_is_device(const void *ptr, size_t bytes) {
   return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
 }
 void iccl_standin_ascend_set_error(const char *message) { t_error = message; }
+int iccl_standin_ascend_enqueue(aclrtStream stream, void (*fn)(void *), void *arg) {
+  standin::Stream *q;
+  {
+    State &s = S();
+    std::lock_guard<std::mutex> lock(s.mu);
+    q = FindStream(s, stream);
+  }
+  if (q == nullptr) return -1;
+  return q->Submit([fn, arg] { fn(arg); }, true) ? 1 : 0;
+}
+long iccl_standin_ascend_stream_held(aclrtStream stream) {
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  standin::Stream *q = FindStream(s, stream);
+  return q != nullptr ? q->held() : -1;
+}
 
 aclError aclInit(const char *) {
   State &s = S();
@@ -212,7 +241,8 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   s.counts.Add(kNames[kind]);
   if (dst == nullptr || src == nullptr || count > destMax)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: null buffer or count > destMax");
-  if (!ValidStream(s, stream)) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: bad stream");
+  standin::Stream *q = FindStream(s, stream);
+  if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: bad stream");
   const bool dst_dev = FindDevice(s, dst, count) != nullptr;
   const bool src_dev = FindDevice(s, src, count) != nullptr;
   const bool want_dst = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
@@ -220,40 +250,68 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   if (dst_dev != want_dst || src_dev != want_src)
     return Fail(ACL_ERROR_INVALID_PARAM,
                 "aclrtMemcpyAsync: the buffers do not match the copy kind (or overrun)");
-  std::memmove(dst, src, count);
+  q->Submit([dst, src, count] { std::memmove(dst, src, count); }, true);
   return ACL_SUCCESS;
 }
 
 aclError aclrtCreateStream(aclrtStream *stream) {
   STANDIN_ENTER("aclrtCreateStream");
   if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: null");
-  void *st = std::malloc(1);
-  s.streams.insert(st);
-  *stream = st;
+  auto q = std::make_unique<standin::Stream>();
+  *stream = q.get();
+  s.streams[q.get()] = std::move(q);
   return ACL_SUCCESS;
 }
 
+// Finishes the stream's work first (outside the library's lock: the work
+// may wait for other threads' calls).
 aclError aclrtDestroyStream(aclrtStream stream) {
-  STANDIN_ENTER("aclrtDestroyStream");
-  if (s.streams.erase(stream) == 0)
-    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
-  std::free(stream);
+  std::unique_ptr<standin::Stream> q;
+  {
+    STANDIN_ENTER("aclrtDestroyStream");
+    auto it = s.streams.find(stream);
+    if (it == s.streams.end())
+      return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
+    q = std::move(it->second);
+    s.streams.erase(it);
+  }
+  q->Stop();
   return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-  STANDIN_ENTER("aclrtSynchronizeStream");
-  if (!ValidStream(s, stream))
-    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: unknown stream");
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("aclrtSynchronizeStream");
+    q = FindStream(s, stream);
+    if (q == nullptr)
+      return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: unknown stream");
+  }
+  q->Synchronize();
+  return ACL_SUCCESS;
+}
+
+// CANN's aclrtLaunchHostFunc (acl_rt.h, newer CANN): `fn(args)` runs on a
+// thread of the runtime's when the stream gets there, and the stream runs
+// nothing after it until it returns.
+aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("aclrtLaunchHostFunc");
+    if (fn == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: null fn");
+    q = FindStream(s, stream);
+    if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: bad stream");
+  }
+  q->Submit([fn, args] { fn(args); }, false);
   return ACL_SUCCESS;
 }
 
 aclError aclrtCreateEvent(aclrtEvent *event) {
   STANDIN_ENTER("aclrtCreateEvent");
   if (event == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateEvent: null");
-  void *e = std::malloc(1);
-  s.events.insert(e);
-  *event = e;
+  auto e = std::make_shared<standin::Event>();
+  *event = e.get();
+  s.events[e.get()] = std::move(e);
   return ACL_SUCCESS;
 }
 
@@ -261,28 +319,37 @@ aclError aclrtDestroyEvent(aclrtEvent event) {
   STANDIN_ENTER("aclrtDestroyEvent");
   if (s.events.erase(event) == 0)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: unknown event");
-  std::free(event);
   return ACL_SUCCESS;
 }
 
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   STANDIN_ENTER("aclrtRecordEvent");
-  if (s.events.count(event) == 0 || !ValidStream(s, stream))
+  std::shared_ptr<standin::Event> e = FindEvent(s, event);
+  standin::Stream *q = FindStream(s, stream);
+  if (e == nullptr || q == nullptr)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: unknown event or stream");
+  e->RecordOn(*q);
   return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
-  STANDIN_ENTER("aclrtSynchronizeEvent");
-  if (s.events.count(event) == 0)
-    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: unknown event");
+  std::shared_ptr<standin::Event> e;
+  {
+    STANDIN_ENTER("aclrtSynchronizeEvent");
+    e = FindEvent(s, event);
+    if (e == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: unknown event");
+  }
+  e->Synchronize();
   return ACL_SUCCESS;
 }
 
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   STANDIN_ENTER("aclrtStreamWaitEvent");
-  if (s.events.count(event) == 0 || !ValidStream(s, stream))
+  std::shared_ptr<standin::Event> e = FindEvent(s, event);
+  standin::Stream *q = FindStream(s, stream);
+  if (e == nullptr || q == nullptr)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: unknown event or stream");
+  e->WaitOn(*q);
   return ACL_SUCCESS;
 }
 

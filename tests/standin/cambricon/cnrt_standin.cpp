@@ -1,9 +1,12 @@
 // A stand-in for Cambricon's libcnrt (tests only): the CNRT calls InfiniCCL
 // makes, with CNRT's documented signatures, over host memory. "Device"
-// memory is host memory this library allocated and tracks; copies run at
-// once (queue order holds trivially); every call is counted by name
-// (iccl_standin_cambricon_count). Devices: ICCL_STANDIN_DEVICES physical
-// ones (default 8), seen through MLU_VISIBLE_DEVICES.
+// memory is host memory this library allocated and tracks; queues and
+// notifiers run over host threads (common/standin.h: work on an idle queue
+// runs at once, work behind a host function or a notifier wait on the
+// queue's own thread, in order), so cnrtInvokeHostFunc really holds a queue;
+// every call is counted by name (iccl_standin_cambricon_count). Devices:
+// ICCL_STANDIN_DEVICES physical ones (default 8), seen through
+// MLU_VISIBLE_DEVICES.
 #include <cnrt.h>
 
 #include <cstdlib>
@@ -28,7 +31,9 @@ struct State {
   };
   std::map<const char *, Alloc> device_allocs;
   std::set<void *> host_allocs;
-  std::set<void *> queues, notifiers;
+  standin::Stream default_queue;  // the null queue
+  std::map<void *, std::unique_ptr<standin::Stream>> queues;
+  std::map<void *, std::shared_ptr<standin::Event>> notifiers;
 };
 
 State &S() {
@@ -61,7 +66,16 @@ const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
   return nullptr;
 }
 
-bool ValidQueue(State &s, cnrtQueue_t q) { return q == nullptr || s.queues.count(q) > 0; }
+// The queue behind a handle (nullptr: the default queue), or nullptr.
+standin::Stream *FindQueue(State &s, cnrtQueue_t q) {
+  if (q == nullptr) return &s.default_queue;
+  auto it = s.queues.find(q);
+  return it == s.queues.end() ? nullptr : it->second.get();
+}
+std::shared_ptr<standin::Event> FindNotifier(State &s, cnrtNotifier_t n) {
+  auto it = s.notifiers.find(n);
+  return it == s.notifiers.end() ? nullptr : it->second;
+}
 
 }  // namespace
 
@@ -74,6 +88,22 @@ int iccl_standin_cambricon_is_device(const void *ptr, size_t bytes) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
+}
+int iccl_standin_cambricon_enqueue(cnrtQueue_t queue, void (*fn)(void *), void *arg) {
+  standin::Stream *q;
+  {
+    State &s = S();
+    std::lock_guard<std::mutex> lock(s.mu);
+    q = FindQueue(s, queue);
+  }
+  if (q == nullptr) return -1;
+  return q->Submit([fn, arg] { fn(arg); }, true) ? 1 : 0;
+}
+long iccl_standin_cambricon_queue_held(cnrtQueue_t queue) {
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  standin::Stream *q = FindQueue(s, queue);
+  return q != nullptr ? q->held() : -1;
 }
 
 const char *cnrtGetErrorStr(cnrtRet_t e) {
@@ -193,7 +223,8 @@ cnrtRet_t cnrtMemcpyAsync(void *dst, void *src, size_t bytes, cnrtQueue_t queue,
                      : dir == cnrtMemcpyDevToDev  ? "cnrtMemcpyAsync:DevToDev"
                                                   : "cnrtMemcpyAsync:other";
   s.counts.Add(name);
-  if (dst == nullptr || src == nullptr || !ValidQueue(s, queue)) return Fail(cnrtErrorArgsInvalid);
+  standin::Stream *q = FindQueue(s, queue);
+  if (dst == nullptr || src == nullptr || q == nullptr) return Fail(cnrtErrorArgsInvalid);
   const bool dst_dev = FindDevice(s, dst, bytes) != nullptr;
   const bool src_dev = FindDevice(s, src, bytes) != nullptr;
   bool ok = false;
@@ -204,60 +235,101 @@ cnrtRet_t cnrtMemcpyAsync(void *dst, void *src, size_t bytes, cnrtQueue_t queue,
     default: ok = false;
   }
   if (!ok) return Fail(cnrtErrorArgsInvalid);
-  std::memmove(dst, src, bytes);
+  q->Submit([dst, src, bytes] { std::memmove(dst, src, bytes); }, true);
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtQueueCreate(cnrtQueue_t *queue) {
   STANDIN_ENTER("cnrtQueueCreate");
   if (queue == nullptr) return Fail(cnrtErrorArgsInvalid);
-  void *q = std::malloc(1);
-  s.queues.insert(q);
-  *queue = static_cast<cnrtQueue_t>(q);
+  auto q = std::make_unique<standin::Stream>();
+  *queue = reinterpret_cast<cnrtQueue_t>(q.get());
+  s.queues[q.get()] = std::move(q);
   return cnrtSuccess;
 }
 
+// Finishes the queue's work first, outside the library's lock.
 cnrtRet_t cnrtQueueDestroy(cnrtQueue_t queue) {
-  STANDIN_ENTER("cnrtQueueDestroy");
-  if (s.queues.erase(queue) == 0) return Fail(cnrtErrorQueue);
-  std::free(queue);
+  std::unique_ptr<standin::Stream> q;
+  {
+    STANDIN_ENTER("cnrtQueueDestroy");
+    auto it = s.queues.find(queue);
+    if (it == s.queues.end()) return Fail(cnrtErrorQueue);
+    q = std::move(it->second);
+    s.queues.erase(it);
+  }
+  q->Stop();
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtQueueSync(cnrtQueue_t queue) {
-  STANDIN_ENTER("cnrtQueueSync");
-  return ValidQueue(s, queue) ? cnrtSuccess : Fail(cnrtErrorQueue);
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("cnrtQueueSync");
+    q = FindQueue(s, queue);
+    if (q == nullptr) return Fail(cnrtErrorQueue);
+  }
+  q->Synchronize();
+  return cnrtSuccess;
+}
+
+// CNRT's cnrtInvokeHostFunc (CNRT 5 and later): `fn(userData)` runs on a
+// thread of the runtime's when the queue reaches it; later work on the
+// queue waits for it to return.
+cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData) {
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("cnrtInvokeHostFunc");
+    q = FindQueue(s, queue);
+    if (q == nullptr) return Fail(cnrtErrorQueue);
+    if (fn == nullptr) return Fail(cnrtErrorArgsInvalid);
+  }
+  q->Submit([fn, userData] { fn(userData); }, false);
+  return cnrtSuccess;
 }
 
 cnrtRet_t cnrtNotifierCreate(cnrtNotifier_t *n) {
   STANDIN_ENTER("cnrtNotifierCreate");
   if (n == nullptr) return Fail(cnrtErrorArgsInvalid);
-  void *p = std::malloc(1);
-  s.notifiers.insert(p);
-  *n = static_cast<cnrtNotifier_t>(p);
+  auto e = std::make_shared<standin::Event>();
+  *n = reinterpret_cast<cnrtNotifier_t>(e.get());
+  s.notifiers[e.get()] = std::move(e);
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtNotifierDestroy(cnrtNotifier_t n) {
   STANDIN_ENTER("cnrtNotifierDestroy");
   if (s.notifiers.erase(n) == 0) return Fail(cnrtErrorNotifier);
-  std::free(n);
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtPlaceNotifier(cnrtNotifier_t n, cnrtQueue_t queue) {
   STANDIN_ENTER("cnrtPlaceNotifier");
-  return s.notifiers.count(n) && ValidQueue(s, queue) ? cnrtSuccess : Fail(cnrtErrorNotifier);
+  std::shared_ptr<standin::Event> e = FindNotifier(s, n);
+  standin::Stream *q = FindQueue(s, queue);
+  if (e == nullptr || q == nullptr) return Fail(cnrtErrorNotifier);
+  e->RecordOn(*q);
+  return cnrtSuccess;
 }
 
 cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t n) {
-  STANDIN_ENTER("cnrtWaitNotifier");
-  return s.notifiers.count(n) ? cnrtSuccess : Fail(cnrtErrorNotifier);
+  std::shared_ptr<standin::Event> e;
+  {
+    STANDIN_ENTER("cnrtWaitNotifier");
+    e = FindNotifier(s, n);
+    if (e == nullptr) return Fail(cnrtErrorNotifier);
+  }
+  e->Synchronize();
+  return cnrtSuccess;
 }
 
 cnrtRet_t cnrtQueueWaitNotifier(cnrtNotifier_t n, cnrtQueue_t queue, unsigned int) {
   STANDIN_ENTER("cnrtQueueWaitNotifier");
-  return s.notifiers.count(n) && ValidQueue(s, queue) ? cnrtSuccess : Fail(cnrtErrorNotifier);
+  std::shared_ptr<standin::Event> e = FindNotifier(s, n);
+  standin::Stream *q = FindQueue(s, queue);
+  if (e == nullptr || q == nullptr) return Fail(cnrtErrorNotifier);
+  e->WaitOn(*q);
+  return cnrtSuccess;
 }
 
 }  // extern "C"

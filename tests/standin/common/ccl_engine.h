@@ -1,12 +1,55 @@
 // The stand-in CCLs' collectives over a Clique (standin.h): every rank's
 // contribution is exchanged, and each rank computes its own result in rank
-// order. Buffers are host memory (the stand-in runtimes' "device" memory);
-// each call completes before it returns, as if its stream were synchronised.
+// order. Buffers are host memory (the stand-in runtimes' "device" memory).
+// Each call runs in its stream's order (OnStream): at once when the stream
+// is idle, else when the stream reaches it (behind a host function that
+// holds it, say).
 #pragma once
+
+#include <atomic>
+#include <functional>
 
 #include "standin.h"
 
 namespace standin {
+
+// Runs `body` in `stream`'s order through the runtime stand-in's
+// `enqueue(stream, fn, arg)` (1: ran at once; 0: queued; -1: unknown
+// stream). At once, its result is the call's; queued, the call returns `ok`
+// and a failure when the stream gets there becomes `*async_error` (the
+// first one is kept), which the CCL's GetCommAsyncError reports.
+template <typename Result, typename StreamT>
+Result OnStream(int (*enqueue)(StreamT, void (*)(void *), void *), StreamT stream,
+                std::function<Result()> body, std::atomic<int> *async_error, Result ok,
+                Result bad_stream) {
+  struct Task {
+    std::function<Result()> body;
+    std::atomic<int> *async_error;
+    Result ok, result;
+  };
+  static thread_local Task *t_submitting = nullptr;  // run here, at once
+  auto *task = new Task{std::move(body), async_error, ok, ok};
+  t_submitting = task;
+  const int ran = enqueue(
+      stream,
+      [](void *p) {
+        auto *t = static_cast<Task *>(p);
+        const Result r = t->body();
+        if (t == t_submitting) {
+          t->result = r;
+          return;
+        }
+        int expected = static_cast<int>(t->ok);
+        if (r != t->ok) t->async_error->compare_exchange_strong(expected, static_cast<int>(r));
+        delete t;
+      },
+      task);
+  t_submitting = nullptr;
+  if (ran == 0) return ok;
+  const Result r = ran > 0 ? task->result : bad_stream;
+  delete task;
+  return r;
+}
 
 // Each returns false when the exchange failed (timeout, I/O) or the ranks
 // disagree on the sizes.
