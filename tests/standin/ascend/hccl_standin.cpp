@@ -125,9 +125,13 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
   c->clique = std::make_unique<standin::Clique>(name, static_cast<int>(rank),
                                                 static_cast<int>(nRanks));
   // Like HCCL, initialisation is collective.
-  std::vector<std::vector<char>> all;
-  if (!c->clique->Exchange(nullptr, 0, &all)) {
-    return Err(HCCL_E_TIMEOUT, "HcclCommInitRootInfo: not every rank joined");
+  switch (standin::JoinClique(*c->clique)) {
+    case standin::Join::kOk: break;
+    case standin::Join::kTimeout:
+      return Err(HCCL_E_TIMEOUT, "HcclCommInitRootInfo: not every rank joined");
+    case standin::Join::kSpansHosts:
+      return Err(HCCL_E_UNAVAIL, "HcclCommInitRootInfo: ranks on several hosts "
+                                 "(stand-in, ICCL_STANDIN_CCL_ONE_NODE=1)");
   }
   c->self = c;
   *comm = c.get();

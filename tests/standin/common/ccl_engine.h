@@ -13,6 +13,31 @@
 
 namespace standin {
 
+enum class Join { kOk, kTimeout, kSpansHosts };
+
+// A communicator's collective start: every rank posts its host name. With
+// ICCL_STANDIN_CCL_ONE_NODE=1 the stand-in CCL reaches only the ranks of one
+// host (as a CCL without a network between nodes would), and a clique
+// whose ranks name different hosts fails on every rank (kSpansHosts, the
+// clique's files removed): what makes the library take the two-level path
+// (its CCL inside each node, MPI between) on emulated nodes, whose host
+// names differ (tests/nodes/run_on_nodes.sh: a UTS namespace per node).
+inline Join JoinClique(Clique &c) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<std::vector<char>> all;
+  if (!c.Exchange(host, std::strlen(host), &all)) return Join::kTimeout;
+  const char *one = std::getenv("ICCL_STANDIN_CCL_ONE_NODE");
+  if (one == nullptr || std::string(one) != "1") return Join::kOk;
+  for (const std::vector<char> &h : all) {
+    if (std::string(h.begin(), h.end()) != host) {
+      c.Finish(true);
+      return Join::kSpansHosts;
+    }
+  }
+  return Join::kOk;
+}
+
 // Runs `body` in `stream`'s order through the runtime stand-in's
 // `enqueue(stream, fn, arg)` (1: ran at once; 0: queued; -1: unknown
 // stream). At once, its result is the call's; queued, the call returns `ok`
