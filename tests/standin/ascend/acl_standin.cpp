@@ -22,21 +22,12 @@
 
 namespace {
 
-struct State {
+struct State : standin::Registry {
   std::mutex mu;
   standin::Counters counts;
   bool initialized = false;
   std::vector<int> visible;
   int process_device = -1;
-  struct Alloc {
-    size_t bytes;
-    int device;
-  };
-  std::map<const char *, Alloc> device_allocs;  // base -> size, device
-  std::set<void *> host_allocs;
-  standin::Stream default_stream;  // the null stream
-  std::map<void *, std::unique_ptr<standin::Stream>> streams;
-  std::map<void *, std::shared_ptr<standin::Event>> events;
 };
 
 State &S() {
@@ -61,30 +52,6 @@ aclError Fail(aclError code, const std::string &message) {
 
 int CurrentDevice(State &s) { return t_device >= 0 ? t_device : s.process_device; }
 
-// The device allocation holding [p, p + n), or nullptr.
-const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
-  const char *c = static_cast<const char *>(p);
-  auto it = s.device_allocs.upper_bound(c);
-  if (it == s.device_allocs.begin()) return nullptr;
-  --it;
-  if (c >= it->first && c + n <= it->first + it->second.bytes &&
-      (n > 0 || c < it->first + it->second.bytes)) {
-    return &it->second;
-  }
-  return nullptr;
-}
-
-// The stream behind a handle (nullptr: the default stream), or nullptr.
-standin::Stream *FindStream(State &s, aclrtStream st) {
-  if (st == nullptr) return &s.default_stream;
-  auto it = s.streams.find(st);
-  return it == s.streams.end() ? nullptr : it->second.get();
-}
-std::shared_ptr<standin::Event> FindEvent(State &s, aclrtEvent e) {
-  auto it = s.events.find(e);
-  return it == s.events.end() ? nullptr : it->second;
-}
-
 }  // namespace
 
 extern "C" {
@@ -95,24 +62,14 @@ void iccl_standin_ascend_record(const char *name) { S().counts.Add(name); }
 int iccl_standin_ascend_is_device(const void *ptr, size_t bytes) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mu);
-  return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
+  return s.FindDevice(ptr, bytes) != nullptr ? 1 : 0;
 }
 void iccl_standin_ascend_set_error(const char *message) { t_error = message; }
 int iccl_standin_ascend_enqueue(aclrtStream stream, void (*fn)(void *), void *arg) {
-  standin::Stream *q;
-  {
-    State &s = S();
-    std::lock_guard<std::mutex> lock(s.mu);
-    q = FindStream(s, stream);
-  }
-  if (q == nullptr) return -1;
-  return q->Submit([fn, arg] { fn(arg); }, true) ? 1 : 0;
+  return standin::EnqueueOn(S().mu, S(), stream, fn, arg);
 }
 long iccl_standin_ascend_stream_held(aclrtStream stream) {
-  State &s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  standin::Stream *q = FindStream(s, stream);
-  return q != nullptr ? q->held() : -1;
+  return standin::HeldOn(S().mu, S(), stream);
 }
 
 aclError aclInit(const char *) {
@@ -178,17 +135,15 @@ aclError aclrtMalloc(void **ptr, size_t size, aclrtMemMallocPolicy) {
   if (d < 0) return Fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtMalloc: no device set");
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
   if (p == nullptr) return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMalloc: out of memory");
-  s.device_allocs[static_cast<const char *>(p)] = {size, d};
+  s.AddDevice(p, size, d);
   *ptr = p;
   return ACL_SUCCESS;
 }
 
 aclError aclrtFree(void *ptr) {
   STANDIN_ENTER("aclrtFree");
-  auto it = s.device_allocs.find(static_cast<const char *>(ptr));
-  if (it == s.device_allocs.end())
+  if (!s.RemoveDevice(ptr))
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: not a device allocation");
-  s.device_allocs.erase(it);
   std::free(ptr);
   return ACL_SUCCESS;
 }
@@ -202,14 +157,14 @@ aclError aclrtMallocHost(void **ptr, size_t size) {
     return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: out of pinned memory (stand-in)");
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
   if (p == nullptr) return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: out of memory");
-  s.host_allocs.insert(p);
+  s.AddHost(p);
   *ptr = p;
   return ACL_SUCCESS;
 }
 
 aclError aclrtFreeHost(void *ptr) {
   STANDIN_ENTER("aclrtFreeHost");
-  if (s.host_allocs.erase(ptr) == 0)
+  if (!s.RemoveHost(ptr))
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: not a pinned allocation");
   std::free(ptr);
   return ACL_SUCCESS;
@@ -219,7 +174,7 @@ aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attr) {
   STANDIN_ENTER("aclrtPointerGetAttributes");
   if (attr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: null");
   std::memset(attr, 0, sizeof *attr);
-  if (const State::Alloc *a = FindDevice(s, ptr, 0)) {
+  if (const standin::Registry::Alloc *a = s.FindDevice(ptr, 0)) {
     attr->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
     attr->location.id = static_cast<uint32_t>(a->device);
   } else {
@@ -241,10 +196,10 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   s.counts.Add(kNames[kind]);
   if (dst == nullptr || src == nullptr || count > destMax)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: null buffer or count > destMax");
-  standin::Stream *q = FindStream(s, stream);
+  standin::Stream *q = s.FindStream(stream);
   if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: bad stream");
-  const bool dst_dev = FindDevice(s, dst, count) != nullptr;
-  const bool src_dev = FindDevice(s, src, count) != nullptr;
+  const bool dst_dev = s.FindDevice(dst, count) != nullptr;
+  const bool src_dev = s.FindDevice(src, count) != nullptr;
   const bool want_dst = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
   const bool want_src = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
   if (dst_dev != want_dst || src_dev != want_src)
@@ -257,9 +212,7 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
 aclError aclrtCreateStream(aclrtStream *stream) {
   STANDIN_ENTER("aclrtCreateStream");
   if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: null");
-  auto q = std::make_unique<standin::Stream>();
-  *stream = q.get();
-  s.streams[q.get()] = std::move(q);
+  *stream = s.AddStream();
   return ACL_SUCCESS;
 }
 
@@ -269,11 +222,8 @@ aclError aclrtDestroyStream(aclrtStream stream) {
   std::unique_ptr<standin::Stream> q;
   {
     STANDIN_ENTER("aclrtDestroyStream");
-    auto it = s.streams.find(stream);
-    if (it == s.streams.end())
-      return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
-    q = std::move(it->second);
-    s.streams.erase(it);
+    q = s.TakeStream(stream);
+    if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
   }
   q->Stop();
   return ACL_SUCCESS;
@@ -283,7 +233,7 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
   standin::Stream *q;
   {
     STANDIN_ENTER("aclrtSynchronizeStream");
-    q = FindStream(s, stream);
+    q = s.FindStream(stream);
     if (q == nullptr)
       return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: unknown stream");
   }
@@ -299,7 +249,7 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
   {
     STANDIN_ENTER("aclrtLaunchHostFunc");
     if (fn == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: null fn");
-    q = FindStream(s, stream);
+    q = s.FindStream(stream);
     if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: bad stream");
   }
   q->Submit([fn, args] { fn(args); }, false);
@@ -309,23 +259,21 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
 aclError aclrtCreateEvent(aclrtEvent *event) {
   STANDIN_ENTER("aclrtCreateEvent");
   if (event == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateEvent: null");
-  auto e = std::make_shared<standin::Event>();
-  *event = e.get();
-  s.events[e.get()] = std::move(e);
+  *event = s.AddEvent();
   return ACL_SUCCESS;
 }
 
 aclError aclrtDestroyEvent(aclrtEvent event) {
   STANDIN_ENTER("aclrtDestroyEvent");
-  if (s.events.erase(event) == 0)
+  if (!s.RemoveEvent(event))
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: unknown event");
   return ACL_SUCCESS;
 }
 
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   STANDIN_ENTER("aclrtRecordEvent");
-  std::shared_ptr<standin::Event> e = FindEvent(s, event);
-  standin::Stream *q = FindStream(s, stream);
+  std::shared_ptr<standin::Event> e = s.FindEvent(event);
+  standin::Stream *q = s.FindStream(stream);
   if (e == nullptr || q == nullptr)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: unknown event or stream");
   e->RecordOn(*q);
@@ -336,7 +284,7 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
   std::shared_ptr<standin::Event> e;
   {
     STANDIN_ENTER("aclrtSynchronizeEvent");
-    e = FindEvent(s, event);
+    e = s.FindEvent(event);
     if (e == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: unknown event");
   }
   e->Synchronize();
@@ -345,8 +293,8 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
 
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   STANDIN_ENTER("aclrtStreamWaitEvent");
-  std::shared_ptr<standin::Event> e = FindEvent(s, event);
-  standin::Stream *q = FindStream(s, stream);
+  std::shared_ptr<standin::Event> e = s.FindEvent(event);
+  standin::Stream *q = s.FindStream(stream);
   if (e == nullptr || q == nullptr)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: unknown event or stream");
   e->WaitOn(*q);

@@ -20,20 +20,11 @@
 
 namespace {
 
-struct State {
+struct State : standin::Registry {
   std::mutex mu;
   standin::Counters counts;
   std::vector<int> visible = standin::VisibleDevices("MLU_VISIBLE_DEVICES");
   int process_device = 0;  // CNRT's current device defaults to 0
-  struct Alloc {
-    size_t bytes;
-    int device;
-  };
-  std::map<const char *, Alloc> device_allocs;
-  std::set<void *> host_allocs;
-  standin::Stream default_queue;  // the null queue
-  std::map<void *, std::unique_ptr<standin::Stream>> queues;
-  std::map<void *, std::shared_ptr<standin::Event>> notifiers;
 };
 
 State &S() {
@@ -54,29 +45,6 @@ cnrtRet_t Fail(cnrtRet_t code) {
   s.counts.Add(name);        \
   std::lock_guard<std::mutex> lock(s.mu)
 
-const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
-  const char *c = static_cast<const char *>(p);
-  auto it = s.device_allocs.upper_bound(c);
-  if (it == s.device_allocs.begin()) return nullptr;
-  --it;
-  if (c >= it->first && c + n <= it->first + it->second.bytes &&
-      (n > 0 || c < it->first + it->second.bytes)) {
-    return &it->second;
-  }
-  return nullptr;
-}
-
-// The queue behind a handle (nullptr: the default queue), or nullptr.
-standin::Stream *FindQueue(State &s, cnrtQueue_t q) {
-  if (q == nullptr) return &s.default_queue;
-  auto it = s.queues.find(q);
-  return it == s.queues.end() ? nullptr : it->second.get();
-}
-std::shared_ptr<standin::Event> FindNotifier(State &s, cnrtNotifier_t n) {
-  auto it = s.notifiers.find(n);
-  return it == s.notifiers.end() ? nullptr : it->second;
-}
-
 }  // namespace
 
 extern "C" {
@@ -87,23 +55,13 @@ void iccl_standin_cambricon_record(const char *name) { S().counts.Add(name); }
 int iccl_standin_cambricon_is_device(const void *ptr, size_t bytes) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mu);
-  return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
+  return s.FindDevice(ptr, bytes) != nullptr ? 1 : 0;
 }
 int iccl_standin_cambricon_enqueue(cnrtQueue_t queue, void (*fn)(void *), void *arg) {
-  standin::Stream *q;
-  {
-    State &s = S();
-    std::lock_guard<std::mutex> lock(s.mu);
-    q = FindQueue(s, queue);
-  }
-  if (q == nullptr) return -1;
-  return q->Submit([fn, arg] { fn(arg); }, true) ? 1 : 0;
+  return standin::EnqueueOn(S().mu, S(), queue, fn, arg);
 }
 long iccl_standin_cambricon_queue_held(cnrtQueue_t queue) {
-  State &s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  standin::Stream *q = FindQueue(s, queue);
-  return q != nullptr ? q->held() : -1;
+  return standin::HeldOn(S().mu, S(), queue);
 }
 
 const char *cnrtGetErrorStr(cnrtRet_t e) {
@@ -162,17 +120,14 @@ cnrtRet_t cnrtMalloc(void **ptr, size_t bytes) {
   if (s.visible.empty()) return Fail(cnrtErrorNoDevice);
   void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) return Fail(cnrtErrorNoMem);
-  s.device_allocs[static_cast<const char *>(p)] = {bytes,
-                                                   t_device >= 0 ? t_device : s.process_device};
+  s.AddDevice(p, bytes, t_device >= 0 ? t_device : s.process_device);
   *ptr = p;
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtFree(void *ptr) {
   STANDIN_ENTER("cnrtFree");
-  auto it = s.device_allocs.find(static_cast<const char *>(ptr));
-  if (it == s.device_allocs.end()) return Fail(cnrtErrorArgsInvalid);
-  s.device_allocs.erase(it);
+  if (!s.RemoveDevice(ptr)) return Fail(cnrtErrorArgsInvalid);
   std::free(ptr);
   return cnrtSuccess;
 }
@@ -184,14 +139,14 @@ cnrtRet_t cnrtHostMalloc(void **ptr, size_t bytes) {
     return Fail(cnrtErrorNoMem);
   void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) return Fail(cnrtErrorNoMem);
-  s.host_allocs.insert(p);
+  s.AddHost(p);
   *ptr = p;
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtFreeHost(void *ptr) {
   STANDIN_ENTER("cnrtFreeHost");
-  if (s.host_allocs.erase(ptr) == 0) return Fail(cnrtErrorArgsInvalid);
+  if (!s.RemoveHost(ptr)) return Fail(cnrtErrorArgsInvalid);
   std::free(ptr);
   return cnrtSuccess;
 }
@@ -200,11 +155,11 @@ cnrtRet_t cnrtPointerGetAttributes(cnrtPointerAttributes_t *attr, const void *pt
   STANDIN_ENTER("cnrtPointerGetAttributes");
   if (attr == nullptr) return Fail(cnrtErrorArgsInvalid);
   std::memset(attr, 0, sizeof *attr);
-  if (const State::Alloc *a = FindDevice(s, ptr, 0)) {
+  if (const standin::Registry::Alloc *a = s.FindDevice(ptr, 0)) {
     attr->type = cnrtMemTypeDevice;
     attr->device = a->device;
     attr->devicePointer = const_cast<void *>(ptr);
-  } else if (s.host_allocs.count(const_cast<void *>(ptr))) {
+  } else if (s.IsHost(ptr)) {
     attr->type = cnrtMemTypeHost;
     attr->device = -1;
     attr->hostPointer = const_cast<void *>(ptr);
@@ -223,10 +178,10 @@ cnrtRet_t cnrtMemcpyAsync(void *dst, void *src, size_t bytes, cnrtQueue_t queue,
                      : dir == cnrtMemcpyDevToDev  ? "cnrtMemcpyAsync:DevToDev"
                                                   : "cnrtMemcpyAsync:other";
   s.counts.Add(name);
-  standin::Stream *q = FindQueue(s, queue);
+  standin::Stream *q = s.FindStream(queue);
   if (dst == nullptr || src == nullptr || q == nullptr) return Fail(cnrtErrorArgsInvalid);
-  const bool dst_dev = FindDevice(s, dst, bytes) != nullptr;
-  const bool src_dev = FindDevice(s, src, bytes) != nullptr;
+  const bool dst_dev = s.FindDevice(dst, bytes) != nullptr;
+  const bool src_dev = s.FindDevice(src, bytes) != nullptr;
   bool ok = false;
   switch (dir) {
     case cnrtMemcpyHostToDev: ok = dst_dev && !src_dev; break;
@@ -242,9 +197,7 @@ cnrtRet_t cnrtMemcpyAsync(void *dst, void *src, size_t bytes, cnrtQueue_t queue,
 cnrtRet_t cnrtQueueCreate(cnrtQueue_t *queue) {
   STANDIN_ENTER("cnrtQueueCreate");
   if (queue == nullptr) return Fail(cnrtErrorArgsInvalid);
-  auto q = std::make_unique<standin::Stream>();
-  *queue = reinterpret_cast<cnrtQueue_t>(q.get());
-  s.queues[q.get()] = std::move(q);
+  *queue = static_cast<cnrtQueue_t>(s.AddStream());
   return cnrtSuccess;
 }
 
@@ -253,10 +206,8 @@ cnrtRet_t cnrtQueueDestroy(cnrtQueue_t queue) {
   std::unique_ptr<standin::Stream> q;
   {
     STANDIN_ENTER("cnrtQueueDestroy");
-    auto it = s.queues.find(queue);
-    if (it == s.queues.end()) return Fail(cnrtErrorQueue);
-    q = std::move(it->second);
-    s.queues.erase(it);
+    q = s.TakeStream(queue);
+    if (q == nullptr) return Fail(cnrtErrorQueue);
   }
   q->Stop();
   return cnrtSuccess;
@@ -266,7 +217,7 @@ cnrtRet_t cnrtQueueSync(cnrtQueue_t queue) {
   standin::Stream *q;
   {
     STANDIN_ENTER("cnrtQueueSync");
-    q = FindQueue(s, queue);
+    q = s.FindStream(queue);
     if (q == nullptr) return Fail(cnrtErrorQueue);
   }
   q->Synchronize();
@@ -280,7 +231,7 @@ cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData)
   standin::Stream *q;
   {
     STANDIN_ENTER("cnrtInvokeHostFunc");
-    q = FindQueue(s, queue);
+    q = s.FindStream(queue);
     if (q == nullptr) return Fail(cnrtErrorQueue);
     if (fn == nullptr) return Fail(cnrtErrorArgsInvalid);
   }
@@ -291,22 +242,20 @@ cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData)
 cnrtRet_t cnrtNotifierCreate(cnrtNotifier_t *n) {
   STANDIN_ENTER("cnrtNotifierCreate");
   if (n == nullptr) return Fail(cnrtErrorArgsInvalid);
-  auto e = std::make_shared<standin::Event>();
-  *n = reinterpret_cast<cnrtNotifier_t>(e.get());
-  s.notifiers[e.get()] = std::move(e);
+  *n = static_cast<cnrtNotifier_t>(s.AddEvent());
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtNotifierDestroy(cnrtNotifier_t n) {
   STANDIN_ENTER("cnrtNotifierDestroy");
-  if (s.notifiers.erase(n) == 0) return Fail(cnrtErrorNotifier);
+  if (!s.RemoveEvent(n)) return Fail(cnrtErrorNotifier);
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtPlaceNotifier(cnrtNotifier_t n, cnrtQueue_t queue) {
   STANDIN_ENTER("cnrtPlaceNotifier");
-  std::shared_ptr<standin::Event> e = FindNotifier(s, n);
-  standin::Stream *q = FindQueue(s, queue);
+  std::shared_ptr<standin::Event> e = s.FindEvent(n);
+  standin::Stream *q = s.FindStream(queue);
   if (e == nullptr || q == nullptr) return Fail(cnrtErrorNotifier);
   e->RecordOn(*q);
   return cnrtSuccess;
@@ -316,7 +265,7 @@ cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t n) {
   std::shared_ptr<standin::Event> e;
   {
     STANDIN_ENTER("cnrtWaitNotifier");
-    e = FindNotifier(s, n);
+    e = s.FindEvent(n);
     if (e == nullptr) return Fail(cnrtErrorNotifier);
   }
   e->Synchronize();
@@ -325,8 +274,8 @@ cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t n) {
 
 cnrtRet_t cnrtQueueWaitNotifier(cnrtNotifier_t n, cnrtQueue_t queue, unsigned int) {
   STANDIN_ENTER("cnrtQueueWaitNotifier");
-  std::shared_ptr<standin::Event> e = FindNotifier(s, n);
-  standin::Stream *q = FindQueue(s, queue);
+  std::shared_ptr<standin::Event> e = s.FindEvent(n);
+  standin::Stream *q = s.FindStream(queue);
   if (e == nullptr || q == nullptr) return Fail(cnrtErrorNotifier);
   e->WaitOn(*q);
   return cnrtSuccess;

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,12 +107,7 @@ class Stream {
   bool Submit(std::function<void()> fn, bool inline_ok) {
     std::unique_lock<std::mutex> lock(mu_);
     if (inline_ok && !busy_ && queue_.empty()) {
-      busy_ = true;
-      lock.unlock();
-      fn();
-      lock.lock();
-      busy_ = false;
-      cv_.notify_all();
+      RunUnlocked(lock, fn);
       return true;
     }
     queue_.push_back(std::move(fn));
@@ -150,13 +146,17 @@ class Stream {
       if (queue_.empty()) return;
       std::function<void()> fn = std::move(queue_.front());
       queue_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      fn();
-      lock.lock();
-      busy_ = false;
-      cv_.notify_all();
+      RunUnlocked(lock, fn);
     }
+  }
+  // Runs `fn` with the stream marked busy and its lock released.
+  void RunUnlocked(std::unique_lock<std::mutex> &lock, const std::function<void()> &fn) {
+    busy_ = true;
+    lock.unlock();
+    fn();
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
   }
 
   std::mutex mu_;
@@ -217,6 +217,98 @@ class Event : public std::enable_shared_from_this<Event> {
   std::condition_variable cv_;
   uint64_t recorded_ = 0, completed_ = 0;
 };
+
+// What both stand-in runtimes (ACL, CNRT) keep: device allocations (host
+// memory they hand out as "device" memory), pinned host allocations, the
+// null stream and the streams (queues) and events (notifiers) they created,
+// by handle. Not locked: each runtime holds its own lock around it, and
+// waits (stream work, synchronisation) happen outside that lock.
+class Registry {
+ public:
+  struct Alloc {
+    size_t bytes;
+    int device;
+  };
+  // The device allocation holding [p, p + n) (n == 0: holding p), or nullptr.
+  const Alloc *FindDevice(const void *p, size_t n) const {
+    const char *c = static_cast<const char *>(p);
+    auto it = device_allocs_.upper_bound(c);
+    if (it == device_allocs_.begin()) return nullptr;
+    --it;
+    if (c >= it->first && c + n <= it->first + it->second.bytes &&
+        (n > 0 || c < it->first + it->second.bytes)) {
+      return &it->second;
+    }
+    return nullptr;
+  }
+  void AddDevice(void *p, size_t bytes, int device) {
+    device_allocs_[static_cast<const char *>(p)] = {bytes, device};
+  }
+  // False unless `p` is the base of a device allocation.
+  bool RemoveDevice(void *p) { return device_allocs_.erase(static_cast<const char *>(p)) > 0; }
+  void AddHost(void *p) { host_allocs_.insert(p); }
+  bool RemoveHost(void *p) { return host_allocs_.erase(p) > 0; }
+  bool IsHost(const void *p) const { return host_allocs_.count(const_cast<void *>(p)) > 0; }
+
+  // The stream behind a handle (nullptr: the null stream), or nullptr.
+  Stream *FindStream(const void *handle) {
+    if (handle == nullptr) return &null_stream_;
+    auto it = streams_.find(handle);
+    return it == streams_.end() ? nullptr : it->second.get();
+  }
+  void *AddStream() {
+    auto q = std::make_unique<Stream>();
+    void *handle = q.get();
+    streams_[handle] = std::move(q);
+    return handle;
+  }
+  // The stream, no longer known by its handle (nullptr if it was not).
+  std::unique_ptr<Stream> TakeStream(const void *handle) {
+    auto it = streams_.find(handle);
+    if (it == streams_.end()) return nullptr;
+    std::unique_ptr<Stream> q = std::move(it->second);
+    streams_.erase(it);
+    return q;
+  }
+  std::shared_ptr<Event> FindEvent(const void *handle) const {
+    auto it = events_.find(handle);
+    return it == events_.end() ? nullptr : it->second;
+  }
+  void *AddEvent() {
+    auto e = std::make_shared<Event>();
+    void *handle = e.get();
+    events_[handle] = std::move(e);
+    return handle;
+  }
+  bool RemoveEvent(const void *handle) { return events_.erase(handle) > 0; }
+
+ private:
+  std::map<const char *, Alloc> device_allocs_;  // base -> size, device
+  std::set<void *> host_allocs_;
+  Stream null_stream_;
+  std::map<const void *, std::unique_ptr<Stream>> streams_;
+  std::map<const void *, std::shared_ptr<Event>> events_;
+};
+
+// The stand-in runtimes' hooks for their CCLs and the tests
+// (iccl_standin_*_enqueue, iccl_standin_*_held): `fn(arg)` in the order of
+// the stream behind `handle` (1: ran at once; 0: queued; -1: unknown
+// stream), and how much work on that stream waited (-1: unknown).
+inline int EnqueueOn(std::mutex &mu, Registry &r, const void *handle, void (*fn)(void *),
+                     void *arg) {
+  Stream *q;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    q = r.FindStream(handle);
+  }
+  if (q == nullptr) return -1;
+  return q->Submit([fn, arg] { fn(arg); }, true) ? 1 : 0;
+}
+inline long HeldOn(std::mutex &mu, Registry &r, const void *handle) {
+  std::lock_guard<std::mutex> lock(mu);
+  Stream *q = r.FindStream(handle);
+  return q != nullptr ? q->held() : -1;
+}
 
 // ---- elements and reductions ----------------------------------------------
 enum class Elem { kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kF16, kBF16, kF32, kF64 };
