@@ -18,14 +18,8 @@
 
 namespace {
 
-struct Comm {
-  std::unique_ptr<standin::Clique> clique;
-  std::atomic<int> async_error{HCCL_SUCCESS};
-  std::atomic<bool> destroyed{false};
-  // The handle's reference, dropped by HcclCommDestroy: work still queued
-  // on a stream holds one too, and finds the communicator destroyed.
-  std::shared_ptr<Comm> self;
-};
+// Its state and lifetime: ccl_engine.h (CommState).
+struct Comm : standin::CommState {};
 
 bool ToElem(HcclDataType t, standin::Elem *e) {
   using standin::Elem;
@@ -90,15 +84,10 @@ HcclResult Done(bool ok, const char *name) {
 // `body` in `stream`'s order (ccl_engine.h); not run if the communicator
 // was destroyed meanwhile.
 HcclResult OnStream(HcclComm comm, aclrtStream stream, std::function<HcclResult()> body) {
-  auto *c = static_cast<Comm *>(comm);
-  std::shared_ptr<Comm> keep = c->self;
-  return standin::OnStream<HcclResult, aclrtStream>(
-      iccl_standin_ascend_enqueue, stream,
-      [keep, body = std::move(body)] {
-        return keep->destroyed ? Err(HCCL_E_INTERNAL, "communicator destroyed before its call ran")
-                               : body();
-      },
-      &c->async_error, HCCL_SUCCESS, HCCL_E_PARA);
+  return standin::OnComm<HcclResult, aclrtStream>(static_cast<Comm *>(comm),
+                                                  iccl_standin_ascend_enqueue, stream,
+                                                  std::move(body), HCCL_SUCCESS, HCCL_E_PARA,
+                                                  HCCL_E_INTERNAL);
 }
 
 }  // namespace
@@ -121,9 +110,7 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
   if (nRanks == 0 || rank >= nRanks) return Err(HCCL_E_PARA, "HcclCommInitRootInfo: bad rank");
   const std::string name(rootInfo->internal, strnlen(rootInfo->internal, sizeof rootInfo->internal));
   if (name.empty()) return Err(HCCL_E_PARA, "HcclCommInitRootInfo: empty root info");
-  auto c = std::make_shared<Comm>();
-  c->clique = std::make_unique<standin::Clique>(name, static_cast<int>(rank),
-                                                static_cast<int>(nRanks));
+  auto c = standin::NewComm<Comm>(name, static_cast<int>(rank), static_cast<int>(nRanks));
   // Like HCCL, initialisation is collective.
   switch (standin::JoinClique(*c->clique)) {
     case standin::Join::kOk: break;
@@ -141,10 +128,8 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 HcclResult HcclCommDestroy(HcclComm comm) {
   iccl_standin_ascend_record("HcclCommDestroy");
   if (comm == nullptr) return Err(HCCL_E_PTR, "HcclCommDestroy: null");
-  auto *c = static_cast<Comm *>(comm);
-  c->destroyed = true;
-  c->clique->Finish(std::getenv("ICCL_STANDIN_DESTROY_LOCAL") == nullptr);
-  const std::shared_ptr<Comm> last = std::move(c->self);  // frees it unless work holds it
+  standin::CommState::Destroy(static_cast<Comm *>(comm),
+                              std::getenv("ICCL_STANDIN_DESTROY_LOCAL") == nullptr);
   return HCCL_SUCCESS;
 }
 

@@ -16,14 +16,8 @@
 
 #include "../common/ccl_engine.h"
 
-struct cnclComm {
-  std::unique_ptr<standin::Clique> clique;
-  std::atomic<int> async_error{CNCL_RET_SUCCESS};
-  std::atomic<bool> destroyed{false};
-  // The handle's reference, dropped by cnclFreeComm/cnclAbortComm: work
-  // still queued on a queue holds one too, and finds the communicator gone.
-  std::shared_ptr<cnclComm> self;
-};
+// Its state and lifetime: ccl_engine.h (CommState).
+struct cnclComm : standin::CommState {};
 
 namespace {
 
@@ -77,11 +71,9 @@ cnclResult_t Done(bool ok) { return ok ? CNCL_RET_SUCCESS : CNCL_RET_ERR_SYSTEM;
 // `body` in `queue`'s order (ccl_engine.h).
 // Not run if the communicator was freed meanwhile.
 cnclResult_t OnQueue(cnclComm_t comm, cnrtQueue_t queue, std::function<cnclResult_t()> body) {
-  std::shared_ptr<cnclComm> keep = comm->self;
-  return standin::OnStream<cnclResult_t, cnrtQueue_t>(
-      iccl_standin_cambricon_enqueue, queue,
-      [keep, body = std::move(body)] { return keep->destroyed ? CNCL_RET_ERR_INTERNAL : body(); },
-      &comm->async_error, CNCL_RET_SUCCESS, CNCL_RET_ERR_ARGUMENTS);
+  return standin::OnComm<cnclResult_t, cnrtQueue_t>(comm, iccl_standin_cambricon_enqueue, queue,
+                                                    std::move(body), CNCL_RET_SUCCESS,
+                                                    CNCL_RET_ERR_ARGUMENTS, CNCL_RET_ERR_INTERNAL);
 }
 
 }  // namespace
@@ -122,8 +114,7 @@ cnclResult_t cnclInitComms(cnclComm_t *comms, int num_comm, const int *dev_list,
     return CNCL_RET_ERR_ARGUMENTS;
   const std::string name(id->data, strnlen(id->data, sizeof id->data));
   if (name.empty() || id->hash != std::hash<std::string>()(name)) return CNCL_RET_ERR_ARGUMENTS;
-  auto c = std::make_shared<cnclComm>();
-  c->clique = std::make_unique<standin::Clique>(name, rank_list[0], nrank);
+  auto c = standin::NewComm<cnclComm>(name, rank_list[0], nrank);
   // Ranks on several hosts with ICCL_STANDIN_CCL_ONE_NODE=1: an init failure.
   if (standin::JoinClique(*c->clique) != standin::Join::kOk) return CNCL_RET_ERR_INIT;
   c->self = c;
@@ -134,18 +125,14 @@ cnclResult_t cnclInitComms(cnclComm_t *comms, int num_comm, const int *dev_list,
 cnclResult_t cnclFreeComm(cnclComm_t comm) {
   iccl_standin_cambricon_record("cnclFreeComm");
   if (comm == nullptr) return CNCL_RET_ERR_NULL_POINTER;
-  comm->destroyed = true;
-  comm->clique->Finish(true);
-  const std::shared_ptr<cnclComm> last = std::move(comm->self);  // frees it unless work holds it
+  standin::CommState::Destroy(comm, true);
   return CNCL_RET_SUCCESS;
 }
 
 cnclResult_t cnclAbortComm(cnclComm_t comm) {
   iccl_standin_cambricon_record("cnclAbortComm");
   if (comm == nullptr) return CNCL_RET_ERR_NULL_POINTER;
-  comm->destroyed = true;
-  comm->clique->Finish(false);
-  const std::shared_ptr<cnclComm> last = std::move(comm->self);  // frees it unless work holds it
+  standin::CommState::Destroy(comm, false);
   return CNCL_RET_SUCCESS;
 }
 

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "standin.h"
 
@@ -78,6 +80,47 @@ Result OnStream(int (*enqueue)(StreamT, void (*)(void *), void *), StreamT strea
 
 // Each returns false when the exchange failed (timeout, I/O) or the ranks
 // disagree on the sizes.
+// A stand-in CCL communicator: its clique, the first failure of a call
+// that ran queued (the CCL's GetCommAsyncError), and whether it was
+// destroyed. The handle holds it through `self`; work still queued on a
+// stream holds it too (OnComm), so destroying it with calls queued is safe
+// and they fail instead of running.
+struct CommState {
+  std::unique_ptr<Clique> clique;
+  std::atomic<int> async_error{0};
+  std::atomic<bool> destroyed{false};
+  std::shared_ptr<CommState> self;
+
+  // Destroy or abort: a last collective exchange or not (Clique::Finish),
+  // then the handle's reference goes (freed unless queued work holds it).
+  static void Destroy(CommState *c, bool collective) {
+    c->destroyed = true;
+    c->clique->Finish(collective);
+    const std::shared_ptr<CommState> last = std::move(c->self);
+  }
+};
+
+// A communicator of type `C` (a CommState) on a new clique; its caller
+// joins it (JoinClique) and, once joined, sets `self`.
+template <typename C>
+std::shared_ptr<C> NewComm(const std::string &name, int rank, int size) {
+  auto c = std::make_shared<C>();
+  c->clique = std::make_unique<Clique>(name, rank, size);
+  return c;
+}
+
+// OnStream for a call of communicator `c`: `gone` when it was destroyed
+// before the stream reached the call.
+template <typename Result, typename StreamT>
+Result OnComm(CommState *c, int (*enqueue)(StreamT, void (*)(void *), void *), StreamT stream,
+              std::function<Result()> body, Result ok, Result bad_stream, Result gone) {
+  std::shared_ptr<CommState> keep = c->self;
+  return OnStream<Result, StreamT>(
+      enqueue, stream,
+      [keep, body = std::move(body), gone] { return keep->destroyed ? gone : body(); },
+      &c->async_error, ok, bad_stream);
+}
+
 inline bool CclAllReduce(Clique &c, const void *s, void *r, size_t n, Elem e, Op op) {
   const size_t bytes = n * ElemSize(e);
   std::vector<std::vector<char>> all;
