@@ -322,6 +322,40 @@ _iccl_decide_device(ASCEND "Huawei Ascend ACL" ASCEND_TOOLKIT_HOME
 _iccl_decide_device(CAMBRICON "Cambricon CNRT" NEUWARE_HOME
                     cambricon/cnrt_runtime.cpp InfiniCCL::cnrt "")
 
+# Device-side waits (gates) on Ascend and Cambricon are host functions on
+# the stream: aclrtLaunchHostFunc (newer CANN; older ones have only the
+# subscribe/report callbacks) and cnrtInvokeHostFunc (CNRT 5 and later).
+# The stand-ins declare both; a real SDK is asked whether its header does.
+# Without it, calls on that runtime's memory stay synchronous.
+include(CheckCXXSymbolExists)
+foreach(_pair "ASCEND;InfiniCCL::ascendcl;iccl_standin_ascendcl;aclrtLaunchHostFunc;acl/acl.h"
+              "CAMBRICON;InfiniCCL::cnrt;iccl_standin_cnrt;cnrtInvokeHostFunc;cnrt.h")
+  list(GET _pair 0 _v)
+  list(GET _pair 1 _t)
+  list(GET _pair 2 _standin)
+  list(GET _pair 3 _fn)
+  list(GET _pair 4 _h)
+  if(NOT INFINICCL_WITH_${_v})
+    continue()
+  endif()
+  get_target_property(_aliased ${_t} ALIASED_TARGET)
+  if(_aliased STREQUAL _standin)
+    set(_have TRUE)
+  else()
+    get_target_property(CMAKE_REQUIRED_INCLUDES ${_t} INTERFACE_INCLUDE_DIRECTORIES)
+    check_cxx_symbol_exists(${_fn} ${_h} INFINICCL_HAVE_${_fn})
+    set(_have ${INFINICCL_HAVE_${_fn}})
+    unset(CMAKE_REQUIRED_INCLUDES)
+  endif()
+  if(_have)
+    list(APPEND INFINICCL_DEVICE_DEFINITIONS INFINICCL_HAVE_${_fn})
+    message(STATUS "InfiniCCL device ${_v}: device-side waits by ${_fn}")
+  else()
+    message(STATUS "InfiniCCL device ${_v}: no ${_fn} in ${_h}: calls on its memory stay "
+                   "synchronous")
+  endif()
+endforeach()
+
 function(infiniccl_configure_devices target)
   set(scope PUBLIC)
   if(ARGC GREATER 1)

@@ -16,7 +16,10 @@
 #      libamdhip64-dev, the library only (no AMD device here to run it on);
 #   7. standin: the Ascend (ACL + HCCL) and Cambricon (CNRT + CNCL) adapters
 #      against the stand-in vendor libraries of tests/standin: the runtime
-#      unit test and the conformance matrix on the CCL and staged paths.
+#      unit test, the conformance matrix on the CCL and staged paths, the
+#      progress engine through their gates (host functions on the stream),
+#      and the two-level path with their CCL inside emulated nodes (the
+#      nodes_hier_{ascend,cambricon}_* tests: root, as the nodes tests).
 # The openmpi and mpich stages keep WITH_HIP=OFF, so they test what they
 # did before HIP existed whatever is installed.
 # Installs what a fresh Debian machine lacks first.
@@ -100,7 +103,7 @@ for stage in "${stages[@]}"; do
       ;;
     standin)
       start=$SECONDS
-      build_targets build-ci-standin "test_collectives_vendor unit_vendor_runtime" \
+      build_targets build-ci-standin "test_collectives_vendor test_async_vendor unit_vendor_runtime" \
         -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF -DWITH_ASCEND=ON \
         -DWITH_CAMBRICON=ON -DINFINICCL_VENDOR_STANDINS=ON
       run_ctest build-ci-standin -L standin

@@ -39,23 +39,39 @@ CollArgs Sub(const CollArgs &a, CollKind kind, const void *send, void *recv, siz
   return b;
 }
 
+bool OnDevice(const PointerInfo &info) {
+  return info.space == MemorySpace::kDevice || info.space == MemorySpace::kManaged;
+}
+
 // A call over one rank: the result is the send buffer (a reduction of one
 // contribution, a broadcast or gather of its own block).
 Status RunAlone(Ctx &c, const CollArgs &b) {
   if (b.recvbuff == nullptr || b.sendbuff == b.recvbuff || b.in_place) return Status::Ok();
   if (c.device != nullptr) {
-    return RunLocalCopy(*c.device, b, c.placement, /*stream_ordered=*/false);
+    // The copy's own buffers decide its direction, not the call's
+    // placement: a step may write the group's device scratch where the
+    // call has no receive buffer at this rank (a lone leader's part of a
+    // Reduce to another group's root), which the placement calls host.
+    BufferPlacement p = c.placement;
+    PointerInfo info;
+    if (c.device->Classify(b.sendbuff, &info).ok()) p.send_on_device = OnDevice(info);
+    if (c.device->Classify(b.recvbuff, &info).ok()) p.recv_on_device = OnDevice(info);
+    return RunLocalCopy(*c.device, b, p, /*stream_ordered=*/false);
   }
   std::memmove(b.recvbuff, b.sendbuff, b.recv_bytes);
   return Status::Ok();
 }
 
-// Inside this rank's group: its CCL on device buffers where it has one,
-// otherwise MPI on the group's communicator (staged for device buffers).
+// Inside this rank's group: its CCL on device buffers where it has one and
+// it can take the step, otherwise MPI on the group's communicator (staged
+// for device buffers). What a CCL cannot take (Unsupported: HCCL's and
+// CNCL's missing types and ops, 16-bit integer reductions) is a function of
+// the arguments alone, so every rank of the group decides alike.
 Status InGroup(Ctx &c, const CollArgs &b) {
   Topology &t = c.t;
   if (t.local_size == 1) return RunAlone(c, b);
-  const bool ccl = c.device != nullptr && t.group_ccl != nullptr;
+  const bool ccl =
+      c.device != nullptr && t.group_ccl != nullptr && t.group_ccl->Unsupported(b) == nullptr;
   t.step.store(ccl ? Topology::kInGroupCcl : Topology::kInGroupMpi, std::memory_order_relaxed);
   if (ccl) return t.group_ccl->Run(b);
   if (c.device != nullptr) {

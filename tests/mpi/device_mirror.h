@@ -31,37 +31,41 @@ namespace itest {
 
 // The emulated device, once EnableSim() has run (after infinicclInit).
 inline infiniccl::SimRuntime *g_sim = nullptr;
+// The device DeviceBuffer uses: the emulated one after EnableSim(), or
+// whatever runtime a test sets (test_async_vendor: a stand-in vendor's).
+inline infiniccl::DeviceRuntime *g_dev = nullptr;
 
 inline infiniccl::SimRuntime &EnableSim() {
   g_sim = static_cast<infiniccl::SimRuntime *>(&infiniccl::DeviceRegistry::EnableSim());
+  g_dev = g_sim;
   return *g_sim;
 }
 
-// A buffer of emulated device memory, freed on scope exit.
+// A buffer of device memory (g_dev's), freed on scope exit.
 struct DeviceBuffer {
   void *ptr = nullptr;
   size_t bytes = 0;
-  explicit DeviceBuffer(size_t b) : bytes(b) { CHECK(g_sim->Malloc(&ptr, b).ok()); }
-  ~DeviceBuffer() { g_sim->Free(ptr); }
+  explicit DeviceBuffer(size_t b) : bytes(b) { CHECK(g_dev->Malloc(&ptr, b).ok()); }
+  ~DeviceBuffer() { g_dev->Free(ptr); }
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
   // Queues the copy of `h` on `stream` without waiting for it: `h` must
   // outlive the copy.
   void UploadAsync(const std::vector<unsigned char> &h, void *stream) {
     using infiniccl::CopyKind;
-    CHECK(g_sim->MemcpyAsync(ptr, h.data(), h.size(), CopyKind::kHostToDevice, stream)
+    CHECK(g_dev->MemcpyAsync(ptr, h.data(), h.size(), CopyKind::kHostToDevice, stream)
               .ok());
   }
   void Upload(const std::vector<unsigned char> &h, void *stream = nullptr) {
     UploadAsync(h, stream);
-    CHECK(g_sim->StreamSynchronize(stream).ok());
+    CHECK(g_dev->StreamSynchronize(stream).ok());
   }
   std::vector<unsigned char> Download() {
     std::vector<unsigned char> h(bytes);
     using infiniccl::CopyKind;
     CHECK(
-        g_sim->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, nullptr).ok());
-    CHECK(g_sim->StreamSynchronize(nullptr).ok());
+        g_dev->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, nullptr).ok());
+    CHECK(g_dev->StreamSynchronize(nullptr).ok());
     return h;
   }
 };

@@ -22,6 +22,14 @@
 //   sync      - run with INFINICCL_ASYNC=0: the same call blocks until its
 //               stream is released (the old behaviour, kept for comparison)
 // Expected values come from test_util.h (independent of the library).
+//
+// test_async_vendor (ITEST_DEVICE_VENDOR) runs the semantics and sync modes
+// on the first vendor runtime with a device instead (a stand-in of
+// tests/standin: ACL's gates by aclrtLaunchHostFunc, CNRT's by
+// cnrtInvokeHostFunc, over the stand-in's host-thread streams), and checks
+// that a gate on an unknown stream fails, naming the vendor call; its
+// failure mode is CommAbort with queued work alone (no copy failures to
+// inject).
 #include <mpi.h>
 
 #include <atomic>
@@ -34,6 +42,9 @@
 #include <vector>
 
 #include "device_mirror.h"
+#ifdef ITEST_DEVICE_VENDOR
+#include "device/registry.h"
+#endif
 
 using namespace itest;
 
@@ -63,10 +74,10 @@ long CountWrong(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
 // Downloads `b` on `stream` (after whatever the stream holds) and waits.
 std::vector<unsigned char> DownloadOn(const DeviceBuffer &b, void *stream) {
   std::vector<unsigned char> h(b.bytes);
-  CHECK(g_sim->MemcpyAsync(h.data(), b.ptr, b.bytes, infiniccl::CopyKind::kDeviceToHost,
+  CHECK(g_dev->MemcpyAsync(h.data(), b.ptr, b.bytes, infiniccl::CopyKind::kDeviceToHost,
                            stream)
             .ok());
-  CHECK(g_sim->StreamSynchronize(stream).ok());
+  CHECK(g_dev->StreamSynchronize(stream).ok());
   return h;
 }
 
@@ -76,16 +87,16 @@ struct HeldStream {
   void *stream = nullptr;
   void *gate = nullptr;
   HeldStream() {
-    CHECK(g_sim->StreamCreate(&stream).ok());
-    CHECK(g_sim->GateCreate(&gate).ok());
-    CHECK(g_sim->GateWait(stream, gate, 1).ok());
+    CHECK(g_dev->StreamCreate(&stream).ok());
+    CHECK(g_dev->GateCreate(&gate).ok());
+    CHECK(g_dev->GateWait(stream, gate, 1).ok());
   }
-  void Release() { g_sim->GateOpen(gate, 1); }
+  void Release() { g_dev->GateOpen(gate, 1); }
   ~HeldStream() {
     Release();
-    g_sim->StreamSynchronize(stream);
-    g_sim->StreamDestroy(stream);
-    g_sim->GateDestroy(gate);
+    g_dev->StreamSynchronize(stream);
+    g_dev->StreamDestroy(stream);
+    g_dev->GateDestroy(gate);
   }
 };
 
@@ -157,8 +168,8 @@ void TestGroupWhileHeld(infinicclComm_t comm, int rank, bool async) {
           prev);
   }
   void *stream = nullptr, *other = nullptr;
-  CHECK(g_sim->StreamCreate(&stream).ok());
-  CHECK(g_sim->StreamCreate(&other).ok());
+  CHECK(g_dev->StreamCreate(&stream).ok());
+  CHECK(g_dev->StreamCreate(&other).ok());
   // Device, host, device to one peer: matched in call order on every rank.
   std::vector<int32_t> host_out(64), host_in(64, -1);
   for (int i = 0; i < 64; ++i) host_out[i] = rank * 100 + i;
@@ -185,15 +196,15 @@ void TestGroupWhileHeld(infinicclComm_t comm, int rank, bool async) {
   CHECK(infinicclRecv(recv.ptr, count, infinicclInt32, prev, comm, other) == infinicclSuccess);
   CHECK(infinicclGroupEnd() == infinicclSuccess);
   CHECK(DownloadOn(recv, other) == expect, "two-stream group: wrong data");
-  CHECK(g_sim->StreamDestroy(stream).ok());
-  CHECK(g_sim->StreamDestroy(other).ok());
+  CHECK(g_dev->StreamDestroy(stream).ok());
+  CHECK(g_dev->StreamDestroy(other).ok());
 }
 
 // Device (queued), host (waits for it), device, host on one communicator.
 void TestInterleaved(infinicclComm_t comm, int rank) {
   const size_t count = 70000;
   void *stream = nullptr;
-  CHECK(g_sim->StreamCreate(&stream).ok());
+  CHECK(g_dev->StreamCreate(&stream).ok());
   DeviceBuffer d1(count * 4), d2(count * 4);
   d1.Upload(Input(infinicclFloat32, infinicclSum, 31, rank, count));
   d2.Upload(Input(infinicclFloat32, infinicclMax, 33, rank, count));
@@ -214,7 +225,7 @@ void TestInterleaved(infinicclComm_t comm, int rank) {
         "device call 1");
   CHECK(CountWrong(infinicclFloat32, infinicclMax, 33, DownloadOn(d2, stream), count) == 0,
         "device call 2");
-  CHECK(g_sim->StreamDestroy(stream).ok());
+  CHECK(g_dev->StreamDestroy(stream).ok());
 }
 
 // Two communicators, each with its own stream, used alternately: from one
@@ -231,7 +242,7 @@ void TestTwoComms(int rank) {
     const std::vector<unsigned char> input =
         Input(infinicclInt32, infinicclSum, 40 + which * 100 + round, rank, count);
     buf.UploadAsync(input, stream);
-    CHECK(g_sim->StreamSynchronize(stream).ok());
+    CHECK(g_dev->StreamSynchronize(stream).ok());
     CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum,
                              comms[which], stream) == infinicclSuccess);
     const long wrong = CountWrong(infinicclInt32, infinicclSum, 40 + which * 100 + round,
@@ -239,7 +250,7 @@ void TestTwoComms(int rank) {
     CHECK(wrong == 0, "comm %d round %d: %ld wrong", which, round, wrong);
   };
   void *streams[2];
-  for (auto &s : streams) CHECK(g_sim->StreamCreate(&s).ok());
+  for (auto &s : streams) CHECK(g_dev->StreamCreate(&s).ok());
   {
     DeviceBuffer a(count * 4), b(count * 4);
     for (int r = 0; r < rounds; ++r) {
@@ -255,7 +266,7 @@ void TestTwoComms(int rank) {
     });
   }
   for (auto &t : threads) t.join();
-  for (auto &s : streams) CHECK(g_sim->StreamDestroy(s).ok());
+  for (auto &s : streams) CHECK(g_dev->StreamDestroy(s).ok());
   for (auto &c : comms) CHECK(infinicclCommDestroy(c) == infinicclSuccess);
 }
 
@@ -266,7 +277,7 @@ void TestBackToBack(int rank) {
   const size_t count = 9000;
   const size_t n = static_cast<size_t>(g_n);
   void *stream = nullptr;
-  CHECK(g_sim->StreamCreate(&stream).ok());
+  CHECK(g_dev->StreamCreate(&stream).ok());
   std::vector<int32_t> mine(count * n);
   for (size_t i = 0; i < mine.size(); ++i) mine[i] = int32_t(rank * 1000003 + i);
   std::vector<unsigned char> bytes(mine.size() * 4);
@@ -319,9 +330,10 @@ void TestBackToBack(int rank) {
   CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
   CHECK(CountWrong(infinicclInt32, infinicclSum, 50, DownloadOn(ar, stream), count) == 0,
         "the work queued before CommDestroy did not finish");
-  CHECK(g_sim->StreamDestroy(stream).ok());
+  CHECK(g_dev->StreamDestroy(stream).ok());
 }
 
+#ifndef ITEST_DEVICE_VENDOR
 // Calls of growing sizes queued back to back under a small staging cap
 // (INFINICCL_STAGING_CACHE_BYTES=1M, set by the test's ENV): the engine's
 // thread must evict idle pinned buffers while the caller's stream waits for
@@ -370,14 +382,14 @@ void TestFailure(int rank) {
   DeviceBuffer buf(count * 4);
   buf.Upload(Input(infinicclInt32, infinicclSum, 60, rank, count));
   void *stream = nullptr;
-  CHECK(g_sim->StreamCreate(&stream).ok());
+  CHECK(g_dev->StreamCreate(&stream).ok());
   // Every rank's next device-to-host copy fails: no rank reaches MPI.
   g_sim->FailNextCopies(1);
   CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum, comm,
                            stream) == infinicclSuccess,
         "the failure belongs to the queued operation, not to the call");
   // The stream is released (this would hang otherwise).
-  CHECK(g_sim->StreamSynchronize(stream).ok());
+  CHECK(g_dev->StreamSynchronize(stream).ok());
   g_sim->FailNextCopies(0);
   infinicclResult_t async = infinicclSuccess;
   CHECK(infinicclCommGetAsyncError(comm, &async) == infinicclSuccess);
@@ -394,8 +406,9 @@ void TestFailure(int rank) {
   CHECK(std::strstr(infinicclGetLastError(nullptr), "injected") != nullptr, "message: %s",
         infinicclGetLastError(nullptr));
   CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
-  CHECK(g_sim->StreamDestroy(stream).ok());
+  CHECK(g_dev->StreamDestroy(stream).ok());
 }
+#endif
 
 void TestAbortWithQueued(int rank) {
   infinicclComm_t comm = nullptr;
@@ -417,7 +430,7 @@ void TestAbortWithQueued(int rank) {
   });
   CHECK(infinicclCommAbort(comm) == infinicclSuccess);
   releaser.join();
-  CHECK(g_sim->StreamSynchronize(held.stream).ok());  // released, not hung
+  CHECK(g_dev->StreamSynchronize(held.stream).ok());  // released, not hung
   infinicclResult_t async = infinicclSuccess;
   CHECK(infinicclCommGetAsyncError(comm, &async) == infinicclInvalidUsage,
         "an aborted communicator is refused");
@@ -427,13 +440,48 @@ void TestAbortWithQueued(int rank) {
         sum == g_n);
 }
 
+#ifdef ITEST_DEVICE_VENDOR
+// A gate wait on a stream the vendor runtime does not know fails (the host
+// function is refused), with the vendor call's name in the message; a gate
+// on a real stream then still works.
+void TestGateErrors() {
+  const char *mechanism = g_dev->GateMechanism();
+  CHECK(mechanism != nullptr, "%s has no device-side waits", g_dev->description());
+  void *gate = nullptr;
+  CHECK(g_dev->GateCreate(&gate).ok());
+  static char not_a_stream[64];
+  const infiniccl::Status st = g_dev->GateWait(not_a_stream, gate, 1);
+  CHECK(!st.ok() && st.message().find(mechanism) != std::string::npos,
+        "GateWait on an unknown stream: ok=%d, message '%s' (expected one naming %s)",
+        int(st.ok()), st.message().c_str(), mechanism);
+  void *stream = nullptr;
+  CHECK(g_dev->StreamCreate(&stream).ok());
+  CHECK(g_dev->GateWait(stream, gate, 1).ok());
+  g_dev->GateOpen(gate, 1);
+  CHECK(g_dev->StreamSynchronize(stream).ok());
+  CHECK(g_dev->StreamDestroy(stream).ok());
+  CHECK(g_dev->GateDestroy(gate).ok());
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "semantics";
   setenv("INFINICCL_PIPELINE_CHUNK_BYTES", "65536", 0);
   if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
+#ifdef ITEST_DEVICE_VENDOR
+  {
+    const std::vector<infiniccl::DeviceRuntime *> active = infiniccl::DeviceRegistry::Active();
+    if (active.empty() || active.front()->emulated()) {
+      std::fprintf(stderr, "test_async_vendor: no vendor runtime has a device\n");
+      return 2;
+    }
+    g_dev = active.front();
+  }
+#else
   EnableSim();
+#endif
   infinicclComm_t comm = nullptr;
   if (infinicclCommInitAll(&comm, 0, nullptr) != infinicclSuccess) return 2;
   int rank = 0;
@@ -447,11 +495,18 @@ int main(int argc, char **argv) {
     TestInterleaved(comm, rank);
     TestTwoComms(rank);
     TestBackToBack(rank);
+#ifdef ITEST_DEVICE_VENDOR
+    TestGateErrors();
+#endif
   } else if (mode == "failure") {
-    TestFailure(rank);
+#ifndef ITEST_DEVICE_VENDOR
+    TestFailure(rank);  // injects copy failures into the emulated device
+#endif
     TestAbortWithQueued(rank);
   } else if (mode == "evict") {
-    TestEvictOnEngine(comm, rank);
+#ifndef ITEST_DEVICE_VENDOR
+    TestEvictOnEngine(comm, rank);  // the emulated FreeHost waits for every stream
+#endif
   } else if (mode == "sync") {
     TestReturnsWhileHeld(comm, rank, /*async=*/false);
     TestGroupWhileHeld(comm, rank, /*async=*/false);

@@ -155,13 +155,22 @@ bool RcOk(const Case &c, infinicclResult_t rc, const char *call) {
 // the stand-in counted during it, against what this test expects from the
 // CCL's documented limits (its own table, not the library's):
 //   ITEST_EXPECT_PATH=ccl     the CCL wherever it can, MPI staging elsewhere;
-//   ITEST_EXPECT_PATH=staged  never the CCL (INFINICCL_BACKEND=mpi).
+//   ITEST_EXPECT_PATH=staged  never the CCL (INFINICCL_BACKEND=mpi);
+//   ITEST_EXPECT_PATH=hier    the two-level path on emulated nodes: every
+//                             AllReduce, Broadcast, Reduce, AllGather and
+//                             ReduceScatter the CCL can run uses it inside
+//                             the node (MPI between; with --expect-hier).
 struct VendorProbe {
   using CountFn = long (*)(const char *);
+  using QueuedFn = long (*)(void *);
   CountFn count = nullptr;
+  QueuedFn held = nullptr;  // work on the default stream that waited behind a gate
+  const char *host_func = "";  // the runtime's host-function call (the engine's gates)
   std::vector<const char *> ccl_calls, h2d, d2h;
   bool hccl = false;
   bool expect_ccl = false;
+  bool expect_hier = false;
+  int node_ranks = 0;  // ranks on this (emulated) node: its group's size
   long ccl_total = 0, staged_total = 0;  // calls of each path seen (this rank)
   std::array<long, 3> before{};
 
@@ -171,13 +180,21 @@ struct VendorProbe {
   }
   void Init() {
     const char *path = std::getenv("ITEST_EXPECT_PATH");
-    CHECK(path != nullptr && (std::string(path) == "ccl" || std::string(path) == "staged"),
-          "ITEST_EXPECT_PATH must be ccl or staged");
-    expect_ccl = std::string(path) == "ccl";
+    CHECK(path != nullptr && (std::string(path) == "ccl" || std::string(path) == "staged" ||
+                              std::string(path) == "hier"),
+          "ITEST_EXPECT_PATH must be ccl, staged or hier");
+    expect_hier = std::string(path) == "hier";
+    expect_ccl = std::string(path) == "ccl" || expect_hier;
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_ranks);
+    MPI_Comm_free(&node);
     const infiniccl::DeviceKind kind = Mirror::Get().device->kind();
     if (kind == infiniccl::DeviceKind::kAscend) {
       hccl = true;
       count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "iccl_standin_ascend_count"));
+      held = reinterpret_cast<QueuedFn>(dlsym(RTLD_DEFAULT, "iccl_standin_ascend_stream_held"));
+      host_func = "aclrtLaunchHostFunc";
       ccl_calls = {"HcclAllReduce", "HcclBroadcast", "HcclReduce", "HcclAllGather",
                    "HcclReduceScatter", "HcclSend", "HcclRecv", "HcclBatchSendRecv"};
       h2d = {"aclrtMemcpyAsync:HostToDevice"};
@@ -185,12 +202,14 @@ struct VendorProbe {
     } else {
       CHECK(kind == infiniccl::DeviceKind::kCambricon, "the vendor variant needs a stand-in");
       count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "iccl_standin_cambricon_count"));
+      held = reinterpret_cast<QueuedFn>(dlsym(RTLD_DEFAULT, "iccl_standin_cambricon_queue_held"));
+      host_func = "cnrtInvokeHostFunc";
       ccl_calls = {"cnclAllReduce", "cnclBroadcast", "cnclReduce", "cnclAllGather",
                    "cnclReduceScatter", "cnclSend", "cnclRecv"};
       h2d = {"cnrtMemcpyAsync:HostToDev"};
       d2h = {"cnrtMemcpyAsync:DevToHost"};
     }
-    CHECK(count != nullptr, "the stand-in's call counter is not loaded");
+    CHECK(count != nullptr && held != nullptr, "the stand-in's call counter is not loaded");
   }
   long Sum(const std::vector<const char *> &names) const {
     long n = 0;
@@ -226,10 +245,35 @@ struct VendorProbe {
     // One rank, Gather or Scatter in place: the root's block is already in
     // place, so nothing moves on any path.
     if (w.n == 1 && c.inplace && (c.coll == Coll::Gather || c.coll == Coll::Scatter)) return;
+    // A staged call may still be queued to the progress engine (gates by a
+    // host function on the stand-in's stream): once the stream has passed
+    // it, every copy of the call has been made (and counted).
+    CHECK(Mirror::Get().device->StreamSynchronize(nullptr).ok(), "stream synchronize");
     const std::array<long, 3> now = Now();
     const long ccl = now[0] - before[0], h2d_n = now[1] - before[1], d2h_n = now[2] - before[2];
     const bool want_ccl = expect_ccl && CclCan(w, c);
-    if (want_ccl) {
+    if (expect_hier) {
+      // Two-level: the group's CCL inside the node and staged MPI between,
+      // so copies as well as CCL calls.
+      const bool two_level = c.coll == Coll::AllReduce || c.coll == Coll::Broadcast ||
+                             c.coll == Coll::Reduce || c.coll == Coll::AllGather ||
+                             c.coll == Coll::ReduceScatter;
+      // Avg runs as Sum at each level (divided at the end, hier/). A rank
+      // alone on its node has no group CCL, and CNCL has no float64 at all.
+      // A reduction the CCL cannot take still moves data through it (the
+      // gather step of a two-level AllReduce, say): no claim either way,
+      // the results are checked exactly.
+      Case level = c;
+      if (level.op == infinicclAvg) level.op = infinicclSum;
+      const bool group_ccl = two_level && CclCan(w, level) && node_ranks > 1;
+      const bool no_ccl = node_ranks == 1 || (!hccl && c.dt == infinicclFloat64);
+      CHECK(!group_ccl || ccl > 0,
+            "%s: expected the CCL inside the node (two-level path); the stand-in counted "
+            "none (%ld host-to-device, %ld device-to-host copies)",
+            Describe(c).c_str(), h2d_n, d2h_n);
+      CHECK(!no_ccl || ccl == 0, "%s: expected no CCL call; the stand-in counted %ld",
+            Describe(c).c_str(), ccl);
+    } else if (want_ccl) {
       CHECK(ccl > 0 && h2d_n == 0 && d2h_n == 0,
             "%s: expected the CCL path; the stand-in counted %ld CCL calls, %ld host-to-device "
             "and %ld device-to-host copies",
@@ -710,10 +754,25 @@ int main(int argc, char **argv) {
     if (w.rank == 0)
       std::printf("[rank 0] vendor paths: %ld calls through the CCL, %ld staged\n",
                   p.ccl_total, p.staged_total);
-    CHECK(p.expect_ccl ? p.ccl_total > 0 : p.ccl_total == 0,
-          "ITEST_EXPECT_PATH=%s but %ld calls went through the CCL",
-          p.expect_ccl ? "ccl" : "staged", p.ccl_total);
+    // Two-level: a rank alone on its node has no group CCL.
+    const bool want_ccl = p.expect_ccl && !(p.expect_hier && p.node_ranks == 1);
+    CHECK(want_ccl ? p.ccl_total > 0 : p.ccl_total == 0,
+          "ITEST_EXPECT_PATH=%s but %ld calls went through the CCL (%d ranks on this node)",
+          std::getenv("ITEST_EXPECT_PATH"), p.ccl_total, p.node_ranks);
     CHECK(p.expect_ccl || p.staged_total > 0, "no call was staged through host memory");
+    // Staged calls went through the progress engine: each queued a gate (a
+    // host function) on the caller's stream, unless INFINICCL_ASYNC=0.
+    const long gates = p.count(p.host_func);
+    if (w.rank == 0)
+      std::printf("[rank 0] progress engine: %ld gates (%s); %ld copies or CCL calls on the "
+                  "stream waited behind one\n",
+                  gates, p.host_func, p.held(nullptr));
+    const char *async = std::getenv("INFINICCL_ASYNC");
+    const bool engine = async == nullptr || std::string(async) != "0";
+    CHECK(!engine || p.staged_total == 0 || gates > 0,
+          "%ld staged calls but no gate (%s): the calls were not queued", p.staged_total,
+          p.host_func);
+    CHECK(engine || gates == 0, "INFINICCL_ASYNC=0 but %ld gates", gates);
   }
 #endif
   CHECK_RC(infinicclCommDestroy(w.comm), infinicclSuccess);

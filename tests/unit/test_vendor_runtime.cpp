@@ -3,7 +3,8 @@
 // INFINICCL_VENDOR_STANDINS=ON): classification, copies both ways on a
 // stream, events, device binding through the visibility variables, and the
 // error paths (wrong copy direction, bad device, no pinned memory, the CCL
-// id that does not fit).
+// id that does not fit), and the progress engine's gates (host functions on
+// the stand-ins' host-thread streams).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -30,6 +31,7 @@ struct Vendor {
   std::unique_ptr<DeviceRuntime> (*make)();
   DeviceKind kind;
   const char *copy_call;  // how errors name the copy
+  const char *gate;       // the device-side wait (GateMechanism)
 };
 
 class VendorRuntime : public ::testing::TestWithParam<Vendor> {};
@@ -109,16 +111,73 @@ TEST_P(VendorRuntime, PinnedMemoryRunsOut) {
   EXPECT_EQ(p, nullptr);
 }
 
+// The progress engine's gate (a host function on the stream): a copy queued
+// after a gate wait does not run until the gate reaches its target, while
+// another stream's copy runs at once; a value short of the target keeps it
+// held; the target releases it, and the event recorded after it completes.
+TEST_P(VendorRuntime, GateHoldsTheStreamUntilOpened) {
+  const Vendor v = GetParam();
+  if (v.make == nullptr) GTEST_SKIP() << "sentinel";
+  std::unique_ptr<DeviceRuntime> rt = v.make();
+  ASSERT_TRUE(rt->SetDevice(0).ok());
+  ASSERT_NE(rt->GateMechanism(), nullptr);
+  EXPECT_STREQ(rt->GateMechanism(), v.gate);
+
+  const size_t n = 4096;
+  const std::vector<unsigned char> zeros(n, 0), sevens(n, 7), fives(n, 5);
+  void *held_dst = nullptr, *free_dst = nullptr, *held = nullptr, *other = nullptr;
+  void *gate = nullptr, *event = nullptr;
+  ASSERT_TRUE(rt->Malloc(&held_dst, n).ok());
+  ASSERT_TRUE(rt->Malloc(&free_dst, n).ok());
+  ASSERT_TRUE(rt->StreamCreate(&held).ok());
+  ASSERT_TRUE(rt->StreamCreateNonBlocking(&other).ok());
+  ASSERT_TRUE(rt->EventCreate(&event).ok());
+  ASSERT_TRUE(rt->GateCreate(&gate).ok());
+  ASSERT_TRUE(
+      rt->MemcpyAsync(held_dst, zeros.data(), n, CopyKind::kHostToDevice, held).ok());
+  ASSERT_TRUE(rt->StreamSynchronize(held).ok());
+
+  auto read = [&](void *src) {
+    std::vector<unsigned char> h(n, 0xff);
+    EXPECT_TRUE(rt->MemcpyAsync(h.data(), src, n, CopyKind::kDeviceToHost, other).ok());
+    EXPECT_TRUE(rt->StreamSynchronize(other).ok());
+    return h;
+  };
+  ASSERT_TRUE(rt->GateWait(held, gate, 2).ok());
+  ASSERT_TRUE(
+      rt->MemcpyAsync(held_dst, sevens.data(), n, CopyKind::kHostToDevice, held).ok());
+  ASSERT_TRUE(rt->EventRecord(event, held).ok());
+  // The other stream is not held.
+  ASSERT_TRUE(rt->MemcpyAsync(free_dst, fives.data(), n, CopyKind::kHostToDevice, other).ok());
+  EXPECT_EQ(read(free_dst), fives);
+  EXPECT_EQ(read(held_dst), zeros) << "the copy after the gate ran before it opened";
+  rt->GateOpen(gate, 1);  // short of the target
+  EXPECT_EQ(read(held_dst), zeros) << "a gate short of its target released the stream";
+  rt->GateOpen(gate, 2);
+  ASSERT_TRUE(rt->StreamSynchronize(held).ok());
+  ASSERT_TRUE(rt->EventSynchronize(event).ok());
+  EXPECT_EQ(read(held_dst), sevens);
+
+  EXPECT_TRUE(rt->GateDestroy(gate).ok());
+  EXPECT_TRUE(rt->EventDestroy(event).ok());
+  EXPECT_TRUE(rt->StreamDestroy(held).ok());
+  EXPECT_TRUE(rt->StreamDestroy(other).ok());
+  EXPECT_TRUE(rt->Free(held_dst).ok());
+  EXPECT_TRUE(rt->Free(free_dst).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     StandIns, VendorRuntime,
     ::testing::Values(
 #ifdef INFINICCL_WITH_ASCEND
-        Vendor{"ascend", MakeAscendRuntime, DeviceKind::kAscend, "aclrtMemcpyAsync"},
+        Vendor{"ascend", MakeAscendRuntime, DeviceKind::kAscend, "aclrtMemcpyAsync",
+               "aclrtLaunchHostFunc"},
 #endif
 #ifdef INFINICCL_WITH_CAMBRICON
-        Vendor{"cambricon", MakeCambriconRuntime, DeviceKind::kCambricon, "cnrtMemcpyAsync"},
+        Vendor{"cambricon", MakeCambriconRuntime, DeviceKind::kCambricon, "cnrtMemcpyAsync",
+               "cnrtInvokeHostFunc"},
 #endif
-        Vendor{nullptr, nullptr, DeviceKind::kCpu, nullptr}),
+        Vendor{nullptr, nullptr, DeviceKind::kCpu, nullptr, nullptr}),
     [](const ::testing::TestParamInfo<Vendor> &i) {
       return std::string(i.param.name ? i.param.name : "none");
     });

@@ -117,6 +117,12 @@ struct AclApi {
   static Error StreamWaitEvent(Stream s, Event e, unsigned) {
     return aclrtStreamWaitEvent(s, e);
   }
+#ifdef INFINICCL_HAVE_aclrtLaunchHostFunc
+  static constexpr const char *kLaunchHostFunc = "aclrtLaunchHostFunc";
+  static Error LaunchHostFunc(Stream s, void (*fn)(void *), void *arg) {
+    return aclrtLaunchHostFunc(s, fn, arg);
+  }
+#endif
 };
 
 }  // namespace

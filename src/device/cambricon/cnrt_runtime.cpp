@@ -15,7 +15,16 @@
 //   - the device count is unsigned; the version is cnrtGetLibVersion's
 //     major.minor.patch;
 //   - pointer attributes follow CUDA's (type, device), with no managed type.
-//   - MLU_VISIBLE_DEVICES is applied by CNRT itself.
+//   - MLU_VISIBLE_DEVICES is applied by CNRT itself;
+//   - gates (the progress engine's device-side waits) are host functions on
+//     the queue, cnrtInvokeHostFunc (CNRT 5 and later: the function runs on
+//     a runtime thread when the queue reaches it, and the queue waits for
+//     it), the same mechanism FlagCX's and PaddlePaddle's MLU adapters use
+//     for their host callbacks; where the SDK lacks it, no gates (calls on
+//     MLU memory stay synchronous; cmake/Devices.cmake decides). The engine's
+//     queue is a plain cnrtQueueCreate: CNRT documents no legacy default
+//     queue that waits for the others -- UNVERIFIED on hardware, like the
+//     rest of this file.
 #ifdef INFINICCL_WITH_CAMBRICON
 
 #include <cnrt.h>
@@ -86,6 +95,12 @@ struct CnrtApi {
   static Error StreamWaitEvent(Stream q, Event e, unsigned) {
     return cnrtQueueWaitNotifier(e, q, 0);
   }
+#ifdef INFINICCL_HAVE_cnrtInvokeHostFunc
+  static constexpr const char *kLaunchHostFunc = "cnrtInvokeHostFunc";
+  static Error LaunchHostFunc(Stream q, void (*fn)(void *), void *arg) {
+    return cnrtInvokeHostFunc(q, fn, arg);
+  }
+#endif
 };
 
 }  // namespace

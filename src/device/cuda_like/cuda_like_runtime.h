@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -291,9 +292,10 @@ class CudaLikeRuntime final : public DeviceRuntime {
   // Gates: the vendor's stream memory operation where the Api has one and
   // the driver allows it (Api::WaitValue32, CUDA's cuStreamWaitValue32),
   // else a host function on the stream that blocks until the gate opens
-  // (cudaLaunchHostFunc: it holds the runtime's callback thread meanwhile).
-  // A vendor mapping with neither (ACL's and CNRT's adapters so far) has no
-  // gates: calls on its memory stay synchronous.
+  // (cudaLaunchHostFunc: it holds the runtime's callback thread meanwhile;
+  // ACL's aclrtLaunchHostFunc and CNRT's cnrtInvokeHostFunc through their
+  // adapters). A vendor mapping with neither has no gates: calls on its
+  // memory stay synchronous.
   const char *GateMechanism() override {
     if constexpr (requires { Api::kLaunchHostFunc; }) {
       if (DeviceCount() == 0) return nullptr;
@@ -338,7 +340,12 @@ class CudaLikeRuntime final : public DeviceRuntime {
     }
     if constexpr (requires { Api::kLaunchHostFunc; }) {
       auto *arg = new HostWait{g->host, target};
-      Status st = INFINICCL_CUDA_LIKE_CALL(LaunchHostFunc, AsStream(stream), &HostWaitFn, arg);
+      // Errors name the vendor's call (hipStreamAddCallback,
+      // cnrtInvokeHostFunc), not the generic name.
+      const char *call = Api::kLaunchHostFunc;
+      const size_t prefix = std::strlen(Api::kPrefix);
+      if (std::strncmp(call, Api::kPrefix, prefix) == 0) call += prefix;
+      Status st = Check(Api::LaunchHostFunc(AsStream(stream), &HostWaitFn, arg), call);
       if (!st.ok()) delete arg;
       return st;
     } else {

@@ -1,9 +1,11 @@
 // A stand-in for CANN's libascendcl (tests only): the ACL runtime calls
 // InfiniCCL makes, with ACL's documented signatures and error codes, over
 // host memory. "Device" memory is host memory this library allocated and
-// tracks; copies run at once (so everything queued on a stream is complete
-// when the next call is made: stream order holds trivially); every call is
-// counted by name for the tests (iccl_standin_ascend_count).
+// tracks; streams and events run over host threads (common/standin.h:
+// work on an idle stream runs at once, work behind a host function or an
+// event wait runs on the stream's own thread, in order), so
+// aclrtLaunchHostFunc really holds a stream; every call is counted by name
+// for the tests (iccl_standin_ascend_count).
 //
 // Devices: ICCL_STANDIN_DEVICES physical ones (default 8), seen through
 // ASCEND_RT_VISIBLE_DEVICES as ACL documents it.
@@ -20,19 +22,12 @@
 
 namespace {
 
-struct State {
+struct State : standin::Registry {
   std::mutex mu;
   standin::Counters counts;
   bool initialized = false;
   std::vector<int> visible;
   int process_device = -1;
-  struct Alloc {
-    size_t bytes;
-    int device;
-  };
-  std::map<const char *, Alloc> device_allocs;  // base -> size, device
-  std::set<void *> host_allocs;
-  std::set<void *> streams, events;
 };
 
 State &S() {
@@ -57,21 +52,6 @@ aclError Fail(aclError code, const std::string &message) {
 
 int CurrentDevice(State &s) { return t_device >= 0 ? t_device : s.process_device; }
 
-// The device allocation holding [p, p + n), or nullptr.
-const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
-  const char *c = static_cast<const char *>(p);
-  auto it = s.device_allocs.upper_bound(c);
-  if (it == s.device_allocs.begin()) return nullptr;
-  --it;
-  if (c >= it->first && c + n <= it->first + it->second.bytes &&
-      (n > 0 || c < it->first + it->second.bytes)) {
-    return &it->second;
-  }
-  return nullptr;
-}
-
-bool ValidStream(State &s, aclrtStream st) { return st == nullptr || s.streams.count(st) > 0; }
-
 }  // namespace
 
 extern "C" {
@@ -82,9 +62,15 @@ void iccl_standin_ascend_record(const char *name) { S().counts.Add(name); }
 int iccl_standin_ascend_is_device(const void *ptr, size_t bytes) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mu);
-  return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
+  return s.FindDevice(ptr, bytes) != nullptr ? 1 : 0;
 }
 void iccl_standin_ascend_set_error(const char *message) { t_error = message; }
+int iccl_standin_ascend_enqueue(aclrtStream stream, void (*fn)(void *), void *arg) {
+  return standin::EnqueueOn(S().mu, S(), stream, fn, arg);
+}
+long iccl_standin_ascend_stream_held(aclrtStream stream) {
+  return standin::HeldOn(S().mu, S(), stream);
+}
 
 aclError aclInit(const char *) {
   State &s = S();
@@ -149,17 +135,15 @@ aclError aclrtMalloc(void **ptr, size_t size, aclrtMemMallocPolicy) {
   if (d < 0) return Fail(ACL_ERROR_RT_CONTEXT_NULL, "aclrtMalloc: no device set");
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
   if (p == nullptr) return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMalloc: out of memory");
-  s.device_allocs[static_cast<const char *>(p)] = {size, d};
+  s.AddDevice(p, size, d);
   *ptr = p;
   return ACL_SUCCESS;
 }
 
 aclError aclrtFree(void *ptr) {
   STANDIN_ENTER("aclrtFree");
-  auto it = s.device_allocs.find(static_cast<const char *>(ptr));
-  if (it == s.device_allocs.end())
+  if (!s.RemoveDevice(ptr))
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: not a device allocation");
-  s.device_allocs.erase(it);
   std::free(ptr);
   return ACL_SUCCESS;
 }
@@ -173,14 +157,14 @@ aclError aclrtMallocHost(void **ptr, size_t size) {
     return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: out of pinned memory (stand-in)");
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
   if (p == nullptr) return Fail(ACL_ERROR_BAD_ALLOC, "aclrtMallocHost: out of memory");
-  s.host_allocs.insert(p);
+  s.AddHost(p);
   *ptr = p;
   return ACL_SUCCESS;
 }
 
 aclError aclrtFreeHost(void *ptr) {
   STANDIN_ENTER("aclrtFreeHost");
-  if (s.host_allocs.erase(ptr) == 0)
+  if (!s.RemoveHost(ptr))
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: not a pinned allocation");
   std::free(ptr);
   return ACL_SUCCESS;
@@ -190,7 +174,7 @@ aclError aclrtPointerGetAttributes(const void *ptr, aclrtPtrAttributes *attr) {
   STANDIN_ENTER("aclrtPointerGetAttributes");
   if (attr == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes: null");
   std::memset(attr, 0, sizeof *attr);
-  if (const State::Alloc *a = FindDevice(s, ptr, 0)) {
+  if (const standin::Registry::Alloc *a = s.FindDevice(ptr, 0)) {
     attr->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
     attr->location.id = static_cast<uint32_t>(a->device);
   } else {
@@ -212,77 +196,108 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   s.counts.Add(kNames[kind]);
   if (dst == nullptr || src == nullptr || count > destMax)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: null buffer or count > destMax");
-  if (!ValidStream(s, stream)) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: bad stream");
-  const bool dst_dev = FindDevice(s, dst, count) != nullptr;
-  const bool src_dev = FindDevice(s, src, count) != nullptr;
+  standin::Stream *q = s.FindStream(stream);
+  if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtMemcpyAsync: bad stream");
+  const bool dst_dev = s.FindDevice(dst, count) != nullptr;
+  const bool src_dev = s.FindDevice(src, count) != nullptr;
   const bool want_dst = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
   const bool want_src = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE;
   if (dst_dev != want_dst || src_dev != want_src)
     return Fail(ACL_ERROR_INVALID_PARAM,
                 "aclrtMemcpyAsync: the buffers do not match the copy kind (or overrun)");
-  std::memmove(dst, src, count);
+  q->Submit([dst, src, count] { std::memmove(dst, src, count); }, true);
   return ACL_SUCCESS;
 }
 
 aclError aclrtCreateStream(aclrtStream *stream) {
   STANDIN_ENTER("aclrtCreateStream");
   if (stream == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: null");
-  void *st = std::malloc(1);
-  s.streams.insert(st);
-  *stream = st;
+  *stream = s.AddStream();
   return ACL_SUCCESS;
 }
 
+// Finishes the stream's work first (outside the library's lock: the work
+// may wait for other threads' calls).
 aclError aclrtDestroyStream(aclrtStream stream) {
-  STANDIN_ENTER("aclrtDestroyStream");
-  if (s.streams.erase(stream) == 0)
-    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
-  std::free(stream);
+  std::unique_ptr<standin::Stream> q;
+  {
+    STANDIN_ENTER("aclrtDestroyStream");
+    q = s.TakeStream(stream);
+    if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyStream: unknown stream");
+  }
+  q->Stop();
   return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
-  STANDIN_ENTER("aclrtSynchronizeStream");
-  if (!ValidStream(s, stream))
-    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: unknown stream");
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("aclrtSynchronizeStream");
+    q = s.FindStream(stream);
+    if (q == nullptr)
+      return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeStream: unknown stream");
+  }
+  q->Synchronize();
+  return ACL_SUCCESS;
+}
+
+// CANN's aclrtLaunchHostFunc (acl_rt.h, newer CANN): `fn(args)` runs on a
+// thread of the runtime's when the stream gets there, and the stream runs
+// nothing after it until it returns.
+aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("aclrtLaunchHostFunc");
+    if (fn == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: null fn");
+    q = s.FindStream(stream);
+    if (q == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtLaunchHostFunc: bad stream");
+  }
+  q->Submit([fn, args] { fn(args); }, false);
   return ACL_SUCCESS;
 }
 
 aclError aclrtCreateEvent(aclrtEvent *event) {
   STANDIN_ENTER("aclrtCreateEvent");
   if (event == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateEvent: null");
-  void *e = std::malloc(1);
-  s.events.insert(e);
-  *event = e;
+  *event = s.AddEvent();
   return ACL_SUCCESS;
 }
 
 aclError aclrtDestroyEvent(aclrtEvent event) {
   STANDIN_ENTER("aclrtDestroyEvent");
-  if (s.events.erase(event) == 0)
+  if (!s.RemoveEvent(event))
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyEvent: unknown event");
-  std::free(event);
   return ACL_SUCCESS;
 }
 
 aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   STANDIN_ENTER("aclrtRecordEvent");
-  if (s.events.count(event) == 0 || !ValidStream(s, stream))
+  std::shared_ptr<standin::Event> e = s.FindEvent(event);
+  standin::Stream *q = s.FindStream(stream);
+  if (e == nullptr || q == nullptr)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtRecordEvent: unknown event or stream");
+  e->RecordOn(*q);
   return ACL_SUCCESS;
 }
 
 aclError aclrtSynchronizeEvent(aclrtEvent event) {
-  STANDIN_ENTER("aclrtSynchronizeEvent");
-  if (s.events.count(event) == 0)
-    return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: unknown event");
+  std::shared_ptr<standin::Event> e;
+  {
+    STANDIN_ENTER("aclrtSynchronizeEvent");
+    e = s.FindEvent(event);
+    if (e == nullptr) return Fail(ACL_ERROR_INVALID_PARAM, "aclrtSynchronizeEvent: unknown event");
+  }
+  e->Synchronize();
   return ACL_SUCCESS;
 }
 
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   STANDIN_ENTER("aclrtStreamWaitEvent");
-  if (s.events.count(event) == 0 || !ValidStream(s, stream))
+  std::shared_ptr<standin::Event> e = s.FindEvent(event);
+  standin::Stream *q = s.FindStream(stream);
+  if (e == nullptr || q == nullptr)
     return Fail(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: unknown event or stream");
+  e->WaitOn(*q);
   return ACL_SUCCESS;
 }
 

@@ -4,7 +4,10 @@
 // memory (common/ccl_engine.h). Buffers must be the ACL stand-in's device
 // memory (HCCL_E_PTR otherwise), reductions only of the types hccl.h lists
 // (HCCL_E_NOT_SUPPORT otherwise); every call is counted by name through the
-// ACL stand-in (iccl_standin_ascend_count("HcclAllReduce"), ...).
+// ACL stand-in (iccl_standin_ascend_count("HcclAllReduce"), ...). Each runs
+// in its stream's order (ccl_engine.h: OnStream): behind a host function
+// that holds the stream, it runs when the stream is released and a failure
+// is the communicator's asynchronous error.
 #include <hccl/hccl.h>
 
 #include <cstring>
@@ -15,9 +18,8 @@
 
 namespace {
 
-struct Comm {
-  std::unique_ptr<standin::Clique> clique;
-};
+// Its state and lifetime: ccl_engine.h (CommState).
+struct Comm : standin::CommState {};
 
 bool ToElem(HcclDataType t, standin::Elem *e) {
   using standin::Elem;
@@ -79,6 +81,15 @@ HcclResult Done(bool ok, const char *name) {
   return ok ? HCCL_SUCCESS : Err(HCCL_E_TIMEOUT, std::string(name) + ": exchange failed");
 }
 
+// `body` in `stream`'s order (ccl_engine.h); not run if the communicator
+// was destroyed meanwhile.
+HcclResult OnStream(HcclComm comm, aclrtStream stream, std::function<HcclResult()> body) {
+  return standin::OnComm<HcclResult, aclrtStream>(static_cast<Comm *>(comm),
+                                                  iccl_standin_ascend_enqueue, stream,
+                                                  std::move(body), HCCL_SUCCESS, HCCL_E_PARA,
+                                                  HCCL_E_INTERNAL);
+}
+
 }  // namespace
 
 extern "C" {
@@ -99,24 +110,26 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
   if (nRanks == 0 || rank >= nRanks) return Err(HCCL_E_PARA, "HcclCommInitRootInfo: bad rank");
   const std::string name(rootInfo->internal, strnlen(rootInfo->internal, sizeof rootInfo->internal));
   if (name.empty()) return Err(HCCL_E_PARA, "HcclCommInitRootInfo: empty root info");
-  auto *c = new Comm{std::make_unique<standin::Clique>(name, static_cast<int>(rank),
-                                                       static_cast<int>(nRanks))};
+  auto c = standin::NewComm<Comm>(name, static_cast<int>(rank), static_cast<int>(nRanks));
   // Like HCCL, initialisation is collective.
-  std::vector<std::vector<char>> all;
-  if (!c->clique->Exchange(nullptr, 0, &all)) {
-    delete c;
-    return Err(HCCL_E_TIMEOUT, "HcclCommInitRootInfo: not every rank joined");
+  switch (standin::JoinClique(*c->clique)) {
+    case standin::Join::kOk: break;
+    case standin::Join::kTimeout:
+      return Err(HCCL_E_TIMEOUT, "HcclCommInitRootInfo: not every rank joined");
+    case standin::Join::kSpansHosts:
+      return Err(HCCL_E_UNAVAIL, "HcclCommInitRootInfo: ranks on several hosts "
+                                 "(stand-in, ICCL_STANDIN_CCL_ONE_NODE=1)");
   }
-  *comm = c;
+  c->self = c;
+  *comm = c.get();
   return HCCL_SUCCESS;
 }
 
 HcclResult HcclCommDestroy(HcclComm comm) {
   iccl_standin_ascend_record("HcclCommDestroy");
   if (comm == nullptr) return Err(HCCL_E_PTR, "HcclCommDestroy: null");
-  auto *c = static_cast<Comm *>(comm);
-  c->clique->Finish(std::getenv("ICCL_STANDIN_DESTROY_LOCAL") == nullptr);
-  delete c;
+  standin::CommState::Destroy(static_cast<Comm *>(comm),
+                              std::getenv("ICCL_STANDIN_DESTROY_LOCAL") == nullptr);
   return HCCL_SUCCESS;
 }
 
@@ -137,32 +150,36 @@ HcclResult HcclGetRankSize(HcclComm comm, uint32_t *size) {
 HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError) {
   if (comm == nullptr || asyncError == nullptr)
     return Err(HCCL_E_PTR, "HcclGetCommAsyncError: null");
-  *asyncError = HCCL_SUCCESS;
+  *asyncError = static_cast<HcclResult>(static_cast<Comm *>(comm)->async_error.load());
   return HCCL_SUCCESS;
 }
 
 HcclResult HcclAllReduce(void *s, void *r, uint64_t count, HcclDataType t, HcclReduceOp op,
-                         HcclComm comm, aclrtStream) {
+                         HcclComm comm, aclrtStream stream) {
   standin::Elem e;
   standin::Op o;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
   if (HcclResult q = Check("HcclAllReduce", comm, t, &e, s, bytes, r, bytes)) return q;
   if (!Reducible(t) || !ToOp(op, &o)) return Err(HCCL_E_NOT_SUPPORT, "HcclAllReduce: type/op");
-  return Done(standin::CclAllReduce(C(comm), s, r, count, e, o), "HcclAllReduce");
+  return OnStream(comm, stream, [=] {
+    return Done(standin::CclAllReduce(C(comm), s, r, count, e, o), "HcclAllReduce");
+  });
 }
 
 HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType t, uint32_t root,
-                         HcclComm comm, aclrtStream) {
+                         HcclComm comm, aclrtStream stream) {
   standin::Elem e;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
   if (HcclResult q = Check("HcclBroadcast", comm, t, &e, buf, bytes, nullptr, 0)) return q;
   if (root >= static_cast<uint32_t>(C(comm).size())) return Err(HCCL_E_PARA, "HcclBroadcast: root");
-  return Done(standin::CclBroadcast(C(comm), buf, buf, count, e, static_cast<int>(root)),
-              "HcclBroadcast");
+  return OnStream(comm, stream, [=] {
+    return Done(standin::CclBroadcast(C(comm), buf, buf, count, e, static_cast<int>(root)),
+                "HcclBroadcast");
+  });
 }
 
 HcclResult HcclReduce(void *s, void *r, uint64_t count, HcclDataType t, HcclReduceOp op,
-                      uint32_t root, HcclComm comm, aclrtStream) {
+                      uint32_t root, HcclComm comm, aclrtStream stream) {
   standin::Elem e;
   standin::Op o;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
@@ -171,76 +188,95 @@ HcclResult HcclReduce(void *s, void *r, uint64_t count, HcclDataType t, HcclRedu
     return q;
   if (!Reducible(t) || !ToOp(op, &o)) return Err(HCCL_E_NOT_SUPPORT, "HcclReduce: type/op");
   if (root >= static_cast<uint32_t>(C(comm).size())) return Err(HCCL_E_PARA, "HcclReduce: root");
-  return Done(standin::CclReduce(C(comm), s, r, count, e, o, static_cast<int>(root)),
-              "HcclReduce");
+  return OnStream(comm, stream, [=] {
+    return Done(standin::CclReduce(C(comm), s, r, count, e, o, static_cast<int>(root)),
+                "HcclReduce");
+  });
 }
 
 HcclResult HcclAllGather(void *s, void *r, uint64_t count, HcclDataType t, HcclComm comm,
-                         aclrtStream) {
+                         aclrtStream stream) {
   standin::Elem e;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
   const size_t total = comm ? bytes * C(comm).size() : 0;
   if (HcclResult q = Check("HcclAllGather", comm, t, &e, s, bytes, r, total)) return q;
-  return Done(standin::CclAllGather(C(comm), s, r, count, e), "HcclAllGather");
+  return OnStream(comm, stream, [=] {
+    return Done(standin::CclAllGather(C(comm), s, r, count, e), "HcclAllGather");
+  });
 }
 
 HcclResult HcclReduceScatter(void *s, void *r, uint64_t count, HcclDataType t, HcclReduceOp op,
-                             HcclComm comm, aclrtStream) {
+                             HcclComm comm, aclrtStream stream) {
   standin::Elem e;
   standin::Op o;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
   const size_t total = comm ? bytes * C(comm).size() : 0;
   if (HcclResult q = Check("HcclReduceScatter", comm, t, &e, s, total, r, bytes)) return q;
   if (!Reducible(t) || !ToOp(op, &o)) return Err(HCCL_E_NOT_SUPPORT, "HcclReduceScatter: type/op");
-  return Done(standin::CclReduceScatter(C(comm), s, r, count, e, o), "HcclReduceScatter");
+  return OnStream(comm, stream, [=] {
+    return Done(standin::CclReduceScatter(C(comm), s, r, count, e, o), "HcclReduceScatter");
+  });
 }
 
 HcclResult HcclSend(void *s, uint64_t count, HcclDataType t, uint32_t dest, HcclComm comm,
-                    aclrtStream) {
+                    aclrtStream stream) {
   standin::Elem e;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
   if (HcclResult q = Check("HcclSend", comm, t, &e, s, bytes, nullptr, 0)) return q;
   if (dest >= static_cast<uint32_t>(C(comm).size())) return Err(HCCL_E_PARA, "HcclSend: rank");
-  return Done(C(comm).Send(static_cast<int>(dest), s, bytes), "HcclSend");
+  return OnStream(comm, stream, [=] {
+    return Done(C(comm).Send(static_cast<int>(dest), s, bytes), "HcclSend");
+  });
 }
 
 HcclResult HcclRecv(void *r, uint64_t count, HcclDataType t, uint32_t src, HcclComm comm,
-                    aclrtStream) {
+                    aclrtStream stream) {
   standin::Elem e;
   const size_t bytes = count * (ToElem(t, &e) ? standin::ElemSize(e) : 1);
   if (HcclResult q = Check("HcclRecv", comm, t, &e, r, bytes, nullptr, 0)) return q;
   if (src >= static_cast<uint32_t>(C(comm).size())) return Err(HCCL_E_PARA, "HcclRecv: rank");
-  return Done(C(comm).Recv(static_cast<int>(src), r, bytes), "HcclRecv");
+  return OnStream(comm, stream, [=] {
+    return Done(C(comm).Recv(static_cast<int>(src), r, bytes), "HcclRecv");
+  });
 }
 
-// Sends first (they never wait), then receives: no ordering deadlock.
+// Checked at the call; run in the stream's order, sends first (they never
+// wait), then receives: no ordering deadlock.
 HcclResult HcclBatchSendRecv(HcclSendRecvItem *items, uint32_t n, HcclComm comm,
-                             aclrtStream) {
+                             aclrtStream stream) {
   iccl_standin_ascend_record("HcclBatchSendRecv");
   if (comm == nullptr || (items == nullptr && n > 0))
     return Err(HCCL_E_PTR, "HcclBatchSendRecv: null");
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t i = 0; i < n; ++i) {
-      const HcclSendRecvItem &it = items[i];
-      standin::Elem e;
-      if (!ToElem(it.dataType, &e)) return Err(HCCL_E_PARA, "HcclBatchSendRecv: data type");
-      const size_t bytes = it.count * standin::ElemSize(e);
-      if (it.remoteRank >= static_cast<uint32_t>(C(comm).size()))
-        return Err(HCCL_E_PARA, "HcclBatchSendRecv: rank");
-      if (!iccl_standin_ascend_is_device(it.buf, bytes))
-        return Err(HCCL_E_PTR, "HcclBatchSendRecv: buffer is not device memory");
-      if (pass == 0 && it.sendRecvType == HCCL_SEND) {
-        iccl_standin_ascend_record("HcclBatchSendRecv:send");
-        if (!C(comm).Send(static_cast<int>(it.remoteRank), it.buf, bytes))
-          return Err(HCCL_E_TIMEOUT, "HcclBatchSendRecv: send failed");
-      } else if (pass == 1 && it.sendRecvType == HCCL_RECV) {
-        iccl_standin_ascend_record("HcclBatchSendRecv:recv");
-        if (!C(comm).Recv(static_cast<int>(it.remoteRank), it.buf, bytes))
-          return Err(HCCL_E_TIMEOUT, "HcclBatchSendRecv: receive failed");
+  std::vector<HcclSendRecvItem> list(items, items + n);
+  std::vector<size_t> bytes(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const HcclSendRecvItem &it = list[i];
+    standin::Elem e;
+    if (!ToElem(it.dataType, &e)) return Err(HCCL_E_PARA, "HcclBatchSendRecv: data type");
+    bytes[i] = it.count * standin::ElemSize(e);
+    if (it.remoteRank >= static_cast<uint32_t>(C(comm).size()))
+      return Err(HCCL_E_PARA, "HcclBatchSendRecv: rank");
+    if (!iccl_standin_ascend_is_device(it.buf, bytes[i]))
+      return Err(HCCL_E_PTR, "HcclBatchSendRecv: buffer is not device memory");
+    iccl_standin_ascend_record(it.sendRecvType == HCCL_SEND ? "HcclBatchSendRecv:send"
+                                                            : "HcclBatchSendRecv:recv");
+  }
+  return OnStream(comm, stream, [=] {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        const HcclSendRecvItem &it = list[i];
+        const int peer = static_cast<int>(it.remoteRank);
+        if (pass == 0 && it.sendRecvType == HCCL_SEND) {
+          if (!C(comm).Send(peer, it.buf, bytes[i]))
+            return Err(HCCL_E_TIMEOUT, "HcclBatchSendRecv: send failed");
+        } else if (pass == 1 && it.sendRecvType == HCCL_RECV) {
+          if (!C(comm).Recv(peer, it.buf, bytes[i]))
+            return Err(HCCL_E_TIMEOUT, "HcclBatchSendRecv: receive failed");
+        }
       }
     }
-  }
-  return HCCL_SUCCESS;
+    return HCCL_SUCCESS;
+  });
 }
 
 }  // extern "C"

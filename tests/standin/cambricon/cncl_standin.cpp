@@ -4,7 +4,10 @@
 // memory (common/ccl_engine.h). Buffers must be the CNRT stand-in's device
 // memory (CNCL_RET_ERR_NULL_POINTER otherwise... as the closest documented
 // code: CNCL_RET_ERR_ARGUMENTS); no 64-bit float type exists in cnclDataType_t.
-// Every call is counted through the CNRT stand-in.
+// Every call is counted through the CNRT stand-in. Each runs in its queue's
+// order (ccl_engine.h: OnStream): behind a host function that holds the
+// queue, it runs when the queue is released and a failure is the
+// communicator's asynchronous error (cnclGetCommAsyncError).
 #include <cncl.h>
 
 #include <cstring>
@@ -13,9 +16,8 @@
 
 #include "../common/ccl_engine.h"
 
-struct cnclComm {
-  std::unique_ptr<standin::Clique> clique;
-};
+// Its state and lifetime: ccl_engine.h (CommState).
+struct cnclComm : standin::CommState {};
 
 namespace {
 
@@ -66,6 +68,14 @@ size_t Bytes(size_t n, cnclDataType_t t) {
 
 cnclResult_t Done(bool ok) { return ok ? CNCL_RET_SUCCESS : CNCL_RET_ERR_SYSTEM; }
 
+// `body` in `queue`'s order (ccl_engine.h).
+// Not run if the communicator was freed meanwhile.
+cnclResult_t OnQueue(cnclComm_t comm, cnrtQueue_t queue, std::function<cnclResult_t()> body) {
+  return standin::OnComm<cnclResult_t, cnrtQueue_t>(comm, iccl_standin_cambricon_enqueue, queue,
+                                                    std::move(body), CNCL_RET_SUCCESS,
+                                                    CNCL_RET_ERR_ARGUMENTS, CNCL_RET_ERR_INTERNAL);
+}
+
 }  // namespace
 
 extern "C" {
@@ -104,34 +114,31 @@ cnclResult_t cnclInitComms(cnclComm_t *comms, int num_comm, const int *dev_list,
     return CNCL_RET_ERR_ARGUMENTS;
   const std::string name(id->data, strnlen(id->data, sizeof id->data));
   if (name.empty() || id->hash != std::hash<std::string>()(name)) return CNCL_RET_ERR_ARGUMENTS;
-  auto *c = new cnclComm{std::make_unique<standin::Clique>(name, rank_list[0], nrank)};
-  std::vector<std::vector<char>> all;
-  if (!c->clique->Exchange(nullptr, 0, &all)) {
-    delete c;
-    return CNCL_RET_ERR_INIT;
-  }
-  comms[0] = c;
+  auto c = standin::NewComm<cnclComm>(name, rank_list[0], nrank);
+  // Ranks on several hosts with ICCL_STANDIN_CCL_ONE_NODE=1: an init failure.
+  if (standin::JoinClique(*c->clique) != standin::Join::kOk) return CNCL_RET_ERR_INIT;
+  c->self = c;
+  comms[0] = c.get();
   return CNCL_RET_SUCCESS;
 }
 
 cnclResult_t cnclFreeComm(cnclComm_t comm) {
   iccl_standin_cambricon_record("cnclFreeComm");
   if (comm == nullptr) return CNCL_RET_ERR_NULL_POINTER;
-  comm->clique->Finish(true);
-  delete comm;
+  standin::CommState::Destroy(comm, true);
   return CNCL_RET_SUCCESS;
 }
 
 cnclResult_t cnclAbortComm(cnclComm_t comm) {
   iccl_standin_cambricon_record("cnclAbortComm");
   if (comm == nullptr) return CNCL_RET_ERR_NULL_POINTER;
-  comm->clique->Finish(false);
-  delete comm;
+  standin::CommState::Destroy(comm, false);
   return CNCL_RET_SUCCESS;
 }
 
 cnclResult_t cnclGetCommAsyncError(cnclComm_t comm) {
-  return comm == nullptr ? CNCL_RET_ERR_NULL_POINTER : CNCL_RET_SUCCESS;
+  return comm == nullptr ? CNCL_RET_ERR_NULL_POINTER
+                         : static_cast<cnclResult_t>(comm->async_error.load());
 }
 
 }  // extern "C"
@@ -146,6 +153,7 @@ struct PendingP2p {
   void *buf;
   size_t bytes;
   int peer;
+  cnrtQueue_t queue;
 };
 thread_local int t_group_depth = 0;
 thread_local std::vector<PendingP2p> t_pending;
@@ -170,40 +178,48 @@ cnclResult_t cnclGroupEnd(void) {
   if (--t_group_depth > 0) return CNCL_RET_SUCCESS;
   std::vector<PendingP2p> ops;
   ops.swap(t_pending);
-  cnclResult_t first = CNCL_RET_SUCCESS;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const PendingP2p &p : ops) {
-      if (p.send != (pass == 0)) continue;
-      const cnclResult_t r = RunP2p(p);
-      if (first == CNCL_RET_SUCCESS) first = r;
+  if (ops.empty()) return CNCL_RET_SUCCESS;
+  // The group runs in the first operation's queue's order.
+  return OnQueue(ops[0].comm, ops[0].queue, [ops] {
+    cnclResult_t first = CNCL_RET_SUCCESS;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const PendingP2p &p : ops) {
+        if (p.send != (pass == 0)) continue;
+        const cnclResult_t r = RunP2p(p);
+        if (first == CNCL_RET_SUCCESS) first = r;
+      }
     }
-  }
-  return first;
+    return first;
+  });
 }
 
 cnclResult_t cnclAllReduce(const void *s, void *r, size_t n, cnclDataType_t t,
-                           cnclReduceOp_t op, cnclComm_t comm, cnrtQueue_t) {
+                           cnclReduceOp_t op, cnclComm_t comm, cnrtQueue_t queue) {
   standin::Elem e;
   standin::Op o;
   const size_t b = Bytes(n, t);
   if (cnclResult_t q = Check("cnclAllReduce", comm, t, &e, s, b, r, b)) return q;
   if (!ToOp(op, &o)) return CNCL_RET_ERR_UNSUPPORTED;
-  return Done(standin::CclAllReduce(*comm->clique, s, r, n, e, o));
+  return OnQueue(comm, queue, [=] {
+    return Done(standin::CclAllReduce(*comm->clique, s, r, n, e, o));
+  });
 }
 
 cnclResult_t cnclBroadcast(const void *s, void *r, size_t n, cnclDataType_t t, int root,
-                           cnclComm_t comm, cnrtQueue_t) {
+                           cnclComm_t comm, cnrtQueue_t queue) {
   standin::Elem e;
   const size_t b = Bytes(n, t);
   const bool me = comm != nullptr && comm->clique->rank() == root;
   if (cnclResult_t q = Check("cnclBroadcast", comm, t, &e, me ? s : nullptr, me ? b : 0, r, b))
     return q;
   if (root < 0 || root >= comm->clique->size()) return CNCL_RET_ERR_ARGUMENTS;
-  return Done(standin::CclBroadcast(*comm->clique, s, r, n, e, root));
+  return OnQueue(comm, queue, [=] {
+    return Done(standin::CclBroadcast(*comm->clique, s, r, n, e, root));
+  });
 }
 
 cnclResult_t cnclReduce(const void *s, void *r, size_t n, cnclDataType_t t, cnclReduceOp_t op,
-                        int root, cnclComm_t comm, cnrtQueue_t) {
+                        int root, cnclComm_t comm, cnrtQueue_t queue) {
   standin::Elem e;
   standin::Op o;
   const size_t b = Bytes(n, t);
@@ -211,21 +227,25 @@ cnclResult_t cnclReduce(const void *s, void *r, size_t n, cnclDataType_t t, cncl
   if (cnclResult_t q = Check("cnclReduce", comm, t, &e, s, b, me ? r : nullptr, me ? b : 0))
     return q;
   if (!ToOp(op, &o) || root < 0 || root >= comm->clique->size()) return CNCL_RET_ERR_ARGUMENTS;
-  return Done(standin::CclReduce(*comm->clique, s, r, n, e, o, root));
+  return OnQueue(comm, queue, [=] {
+    return Done(standin::CclReduce(*comm->clique, s, r, n, e, o, root));
+  });
 }
 
 cnclResult_t cnclAllGather(const void *s, void *r, size_t n, cnclDataType_t t, cnclComm_t comm,
-                           cnrtQueue_t) {
+                           cnrtQueue_t queue) {
   standin::Elem e;
   const size_t b = Bytes(n, t);
   if (cnclResult_t q = Check("cnclAllGather", comm, t, &e, s, b, r,
                              comm ? b * comm->clique->size() : 0))
     return q;
-  return Done(standin::CclAllGather(*comm->clique, s, r, n, e));
+  return OnQueue(comm, queue, [=] {
+    return Done(standin::CclAllGather(*comm->clique, s, r, n, e));
+  });
 }
 
 cnclResult_t cnclReduceScatter(const void *s, void *r, size_t n, cnclDataType_t t,
-                               cnclReduceOp_t op, cnclComm_t comm, cnrtQueue_t) {
+                               cnclReduceOp_t op, cnclComm_t comm, cnrtQueue_t queue) {
   standin::Elem e;
   standin::Op o;
   const size_t b = Bytes(n, t);
@@ -233,35 +253,37 @@ cnclResult_t cnclReduceScatter(const void *s, void *r, size_t n, cnclDataType_t 
                              comm ? b * comm->clique->size() : 0, r, b))
     return q;
   if (!ToOp(op, &o)) return CNCL_RET_ERR_UNSUPPORTED;
-  return Done(standin::CclReduceScatter(*comm->clique, s, r, n, e, o));
+  return OnQueue(comm, queue, [=] {
+    return Done(standin::CclReduceScatter(*comm->clique, s, r, n, e, o));
+  });
 }
 
 cnclResult_t cnclSend(void *s, size_t n, cnclDataType_t t, int peer, cnclComm_t comm,
-                      cnrtQueue_t) {
+                      cnrtQueue_t queue) {
   standin::Elem e;
   const size_t b = Bytes(n, t);
   if (cnclResult_t q = Check("cnclSend", comm, t, &e, s, b, nullptr, 0)) return q;
   if (peer < 0 || peer >= comm->clique->size()) return CNCL_RET_ERR_ARGUMENTS;
-  const PendingP2p p{true, comm, s, b, peer};
+  const PendingP2p p{true, comm, s, b, peer, queue};
   if (t_group_depth > 0) {
     t_pending.push_back(p);
     return CNCL_RET_SUCCESS;
   }
-  return RunP2p(p);
+  return OnQueue(comm, queue, [p] { return RunP2p(p); });
 }
 
 cnclResult_t cnclRecv(void *r, size_t n, cnclDataType_t t, int peer, cnclComm_t comm,
-                      cnrtQueue_t) {
+                      cnrtQueue_t queue) {
   standin::Elem e;
   const size_t b = Bytes(n, t);
   if (cnclResult_t q = Check("cnclRecv", comm, t, &e, r, b, nullptr, 0)) return q;
   if (peer < 0 || peer >= comm->clique->size()) return CNCL_RET_ERR_ARGUMENTS;
-  const PendingP2p p{false, comm, r, b, peer};
+  const PendingP2p p{false, comm, r, b, peer, queue};
   if (t_group_depth > 0) {
     t_pending.push_back(p);
     return CNCL_RET_SUCCESS;
   }
-  return RunP2p(p);
+  return OnQueue(comm, queue, [p] { return RunP2p(p); });
 }
 
 }  // extern "C"

@@ -1,9 +1,12 @@
 // A stand-in for Cambricon's libcnrt (tests only): the CNRT calls InfiniCCL
 // makes, with CNRT's documented signatures, over host memory. "Device"
-// memory is host memory this library allocated and tracks; copies run at
-// once (queue order holds trivially); every call is counted by name
-// (iccl_standin_cambricon_count). Devices: ICCL_STANDIN_DEVICES physical
-// ones (default 8), seen through MLU_VISIBLE_DEVICES.
+// memory is host memory this library allocated and tracks; queues and
+// notifiers run over host threads (common/standin.h: work on an idle queue
+// runs at once, work behind a host function or a notifier wait on the
+// queue's own thread, in order), so cnrtInvokeHostFunc really holds a queue;
+// every call is counted by name (iccl_standin_cambricon_count). Devices:
+// ICCL_STANDIN_DEVICES physical ones (default 8), seen through
+// MLU_VISIBLE_DEVICES.
 #include <cnrt.h>
 
 #include <cstdlib>
@@ -17,18 +20,11 @@
 
 namespace {
 
-struct State {
+struct State : standin::Registry {
   std::mutex mu;
   standin::Counters counts;
   std::vector<int> visible = standin::VisibleDevices("MLU_VISIBLE_DEVICES");
   int process_device = 0;  // CNRT's current device defaults to 0
-  struct Alloc {
-    size_t bytes;
-    int device;
-  };
-  std::map<const char *, Alloc> device_allocs;
-  std::set<void *> host_allocs;
-  std::set<void *> queues, notifiers;
 };
 
 State &S() {
@@ -49,20 +45,6 @@ cnrtRet_t Fail(cnrtRet_t code) {
   s.counts.Add(name);        \
   std::lock_guard<std::mutex> lock(s.mu)
 
-const State::Alloc *FindDevice(State &s, const void *p, size_t n) {
-  const char *c = static_cast<const char *>(p);
-  auto it = s.device_allocs.upper_bound(c);
-  if (it == s.device_allocs.begin()) return nullptr;
-  --it;
-  if (c >= it->first && c + n <= it->first + it->second.bytes &&
-      (n > 0 || c < it->first + it->second.bytes)) {
-    return &it->second;
-  }
-  return nullptr;
-}
-
-bool ValidQueue(State &s, cnrtQueue_t q) { return q == nullptr || s.queues.count(q) > 0; }
-
 }  // namespace
 
 extern "C" {
@@ -73,7 +55,13 @@ void iccl_standin_cambricon_record(const char *name) { S().counts.Add(name); }
 int iccl_standin_cambricon_is_device(const void *ptr, size_t bytes) {
   State &s = S();
   std::lock_guard<std::mutex> lock(s.mu);
-  return FindDevice(s, ptr, bytes) != nullptr ? 1 : 0;
+  return s.FindDevice(ptr, bytes) != nullptr ? 1 : 0;
+}
+int iccl_standin_cambricon_enqueue(cnrtQueue_t queue, void (*fn)(void *), void *arg) {
+  return standin::EnqueueOn(S().mu, S(), queue, fn, arg);
+}
+long iccl_standin_cambricon_queue_held(cnrtQueue_t queue) {
+  return standin::HeldOn(S().mu, S(), queue);
 }
 
 const char *cnrtGetErrorStr(cnrtRet_t e) {
@@ -132,17 +120,14 @@ cnrtRet_t cnrtMalloc(void **ptr, size_t bytes) {
   if (s.visible.empty()) return Fail(cnrtErrorNoDevice);
   void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) return Fail(cnrtErrorNoMem);
-  s.device_allocs[static_cast<const char *>(p)] = {bytes,
-                                                   t_device >= 0 ? t_device : s.process_device};
+  s.AddDevice(p, bytes, t_device >= 0 ? t_device : s.process_device);
   *ptr = p;
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtFree(void *ptr) {
   STANDIN_ENTER("cnrtFree");
-  auto it = s.device_allocs.find(static_cast<const char *>(ptr));
-  if (it == s.device_allocs.end()) return Fail(cnrtErrorArgsInvalid);
-  s.device_allocs.erase(it);
+  if (!s.RemoveDevice(ptr)) return Fail(cnrtErrorArgsInvalid);
   std::free(ptr);
   return cnrtSuccess;
 }
@@ -154,14 +139,14 @@ cnrtRet_t cnrtHostMalloc(void **ptr, size_t bytes) {
     return Fail(cnrtErrorNoMem);
   void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) return Fail(cnrtErrorNoMem);
-  s.host_allocs.insert(p);
+  s.AddHost(p);
   *ptr = p;
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtFreeHost(void *ptr) {
   STANDIN_ENTER("cnrtFreeHost");
-  if (s.host_allocs.erase(ptr) == 0) return Fail(cnrtErrorArgsInvalid);
+  if (!s.RemoveHost(ptr)) return Fail(cnrtErrorArgsInvalid);
   std::free(ptr);
   return cnrtSuccess;
 }
@@ -170,11 +155,11 @@ cnrtRet_t cnrtPointerGetAttributes(cnrtPointerAttributes_t *attr, const void *pt
   STANDIN_ENTER("cnrtPointerGetAttributes");
   if (attr == nullptr) return Fail(cnrtErrorArgsInvalid);
   std::memset(attr, 0, sizeof *attr);
-  if (const State::Alloc *a = FindDevice(s, ptr, 0)) {
+  if (const standin::Registry::Alloc *a = s.FindDevice(ptr, 0)) {
     attr->type = cnrtMemTypeDevice;
     attr->device = a->device;
     attr->devicePointer = const_cast<void *>(ptr);
-  } else if (s.host_allocs.count(const_cast<void *>(ptr))) {
+  } else if (s.IsHost(ptr)) {
     attr->type = cnrtMemTypeHost;
     attr->device = -1;
     attr->hostPointer = const_cast<void *>(ptr);
@@ -193,9 +178,10 @@ cnrtRet_t cnrtMemcpyAsync(void *dst, void *src, size_t bytes, cnrtQueue_t queue,
                      : dir == cnrtMemcpyDevToDev  ? "cnrtMemcpyAsync:DevToDev"
                                                   : "cnrtMemcpyAsync:other";
   s.counts.Add(name);
-  if (dst == nullptr || src == nullptr || !ValidQueue(s, queue)) return Fail(cnrtErrorArgsInvalid);
-  const bool dst_dev = FindDevice(s, dst, bytes) != nullptr;
-  const bool src_dev = FindDevice(s, src, bytes) != nullptr;
+  standin::Stream *q = s.FindStream(queue);
+  if (dst == nullptr || src == nullptr || q == nullptr) return Fail(cnrtErrorArgsInvalid);
+  const bool dst_dev = s.FindDevice(dst, bytes) != nullptr;
+  const bool src_dev = s.FindDevice(src, bytes) != nullptr;
   bool ok = false;
   switch (dir) {
     case cnrtMemcpyHostToDev: ok = dst_dev && !src_dev; break;
@@ -204,60 +190,95 @@ cnrtRet_t cnrtMemcpyAsync(void *dst, void *src, size_t bytes, cnrtQueue_t queue,
     default: ok = false;
   }
   if (!ok) return Fail(cnrtErrorArgsInvalid);
-  std::memmove(dst, src, bytes);
+  q->Submit([dst, src, bytes] { std::memmove(dst, src, bytes); }, true);
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtQueueCreate(cnrtQueue_t *queue) {
   STANDIN_ENTER("cnrtQueueCreate");
   if (queue == nullptr) return Fail(cnrtErrorArgsInvalid);
-  void *q = std::malloc(1);
-  s.queues.insert(q);
-  *queue = static_cast<cnrtQueue_t>(q);
+  *queue = static_cast<cnrtQueue_t>(s.AddStream());
   return cnrtSuccess;
 }
 
+// Finishes the queue's work first, outside the library's lock.
 cnrtRet_t cnrtQueueDestroy(cnrtQueue_t queue) {
-  STANDIN_ENTER("cnrtQueueDestroy");
-  if (s.queues.erase(queue) == 0) return Fail(cnrtErrorQueue);
-  std::free(queue);
+  std::unique_ptr<standin::Stream> q;
+  {
+    STANDIN_ENTER("cnrtQueueDestroy");
+    q = s.TakeStream(queue);
+    if (q == nullptr) return Fail(cnrtErrorQueue);
+  }
+  q->Stop();
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtQueueSync(cnrtQueue_t queue) {
-  STANDIN_ENTER("cnrtQueueSync");
-  return ValidQueue(s, queue) ? cnrtSuccess : Fail(cnrtErrorQueue);
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("cnrtQueueSync");
+    q = s.FindStream(queue);
+    if (q == nullptr) return Fail(cnrtErrorQueue);
+  }
+  q->Synchronize();
+  return cnrtSuccess;
+}
+
+// CNRT's cnrtInvokeHostFunc (CNRT 5 and later): `fn(userData)` runs on a
+// thread of the runtime's when the queue reaches it; later work on the
+// queue waits for it to return.
+cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData) {
+  standin::Stream *q;
+  {
+    STANDIN_ENTER("cnrtInvokeHostFunc");
+    q = s.FindStream(queue);
+    if (q == nullptr) return Fail(cnrtErrorQueue);
+    if (fn == nullptr) return Fail(cnrtErrorArgsInvalid);
+  }
+  q->Submit([fn, userData] { fn(userData); }, false);
+  return cnrtSuccess;
 }
 
 cnrtRet_t cnrtNotifierCreate(cnrtNotifier_t *n) {
   STANDIN_ENTER("cnrtNotifierCreate");
   if (n == nullptr) return Fail(cnrtErrorArgsInvalid);
-  void *p = std::malloc(1);
-  s.notifiers.insert(p);
-  *n = static_cast<cnrtNotifier_t>(p);
+  *n = static_cast<cnrtNotifier_t>(s.AddEvent());
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtNotifierDestroy(cnrtNotifier_t n) {
   STANDIN_ENTER("cnrtNotifierDestroy");
-  if (s.notifiers.erase(n) == 0) return Fail(cnrtErrorNotifier);
-  std::free(n);
+  if (!s.RemoveEvent(n)) return Fail(cnrtErrorNotifier);
   return cnrtSuccess;
 }
 
 cnrtRet_t cnrtPlaceNotifier(cnrtNotifier_t n, cnrtQueue_t queue) {
   STANDIN_ENTER("cnrtPlaceNotifier");
-  return s.notifiers.count(n) && ValidQueue(s, queue) ? cnrtSuccess : Fail(cnrtErrorNotifier);
+  std::shared_ptr<standin::Event> e = s.FindEvent(n);
+  standin::Stream *q = s.FindStream(queue);
+  if (e == nullptr || q == nullptr) return Fail(cnrtErrorNotifier);
+  e->RecordOn(*q);
+  return cnrtSuccess;
 }
 
 cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t n) {
-  STANDIN_ENTER("cnrtWaitNotifier");
-  return s.notifiers.count(n) ? cnrtSuccess : Fail(cnrtErrorNotifier);
+  std::shared_ptr<standin::Event> e;
+  {
+    STANDIN_ENTER("cnrtWaitNotifier");
+    e = s.FindEvent(n);
+    if (e == nullptr) return Fail(cnrtErrorNotifier);
+  }
+  e->Synchronize();
+  return cnrtSuccess;
 }
 
 cnrtRet_t cnrtQueueWaitNotifier(cnrtNotifier_t n, cnrtQueue_t queue, unsigned int) {
   STANDIN_ENTER("cnrtQueueWaitNotifier");
-  return s.notifiers.count(n) && ValidQueue(s, queue) ? cnrtSuccess : Fail(cnrtErrorNotifier);
+  std::shared_ptr<standin::Event> e = s.FindEvent(n);
+  standin::Stream *q = s.FindStream(queue);
+  if (e == nullptr || q == nullptr) return Fail(cnrtErrorNotifier);
+  e->WaitOn(*q);
+  return cnrtSuccess;
 }
 
 }  // extern "C"

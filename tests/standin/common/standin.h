@@ -1,7 +1,8 @@
 // Shared by the stand-in vendor libraries (tests only): call counters, the
-// last error message, element-wise reductions, and a "clique" of processes
-// on one machine that exchange data through files in /dev/shm, which is how
-// the stand-in CCLs (HCCL, CNCL) run real collectives over host memory.
+// last error message, element-wise reductions, streams and events over host
+// threads, and a "clique" of processes on one machine that exchange data
+// through files in /dev/shm, which is how the stand-in CCLs (HCCL, CNCL) run
+// real collectives over host memory.
 //
 // Nothing here is the vendors' code or behaviour beyond their documented
 // signatures: it is what our adapters need to run the conformance matrix.
@@ -16,12 +17,17 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +82,232 @@ inline std::vector<int> VisibleDevices(const char *visible_var) {
     start = end + 1;
   }
   return out;
+}
+
+// ---- streams and events ----------------------------------------------------
+// A stand-in stream (an ACL stream, a CNRT queue): work runs in the order it
+// was submitted. Work submitted to an idle stream runs at once on the
+// caller's thread, so copies are complete when the call returns, as they
+// always were in the stand-ins. Once something on the stream waits (a host
+// function, a wait for an event not yet reached), what follows it goes to the
+// stream's own thread, which runs it in order: a call on a held stream
+// returns at once and its work runs when the stream is released, as on a
+// device. Host functions always run on that thread (ACL's
+// aclrtLaunchHostFunc and CNRT's cnrtInvokeHostFunc run them on a runtime
+// thread, never on the caller's).
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  ~Stream() { Stop(); }
+
+  // Runs `fn` now when `inline_ok` and the stream is idle; queues it
+  // otherwise. True when it ran here.
+  bool Submit(std::function<void()> fn, bool inline_ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (inline_ok && !busy_ && queue_.empty()) {
+      RunUnlocked(lock, fn);
+      return true;
+    }
+    queue_.push_back(std::move(fn));
+    if (inline_ok) ++held_;
+    if (!worker_.joinable()) worker_ = std::thread([this] { Run(); });
+    cv_.notify_all();
+    return false;
+  }
+  // Blocks until everything submitted has run.
+  void Synchronize() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  }
+  // How much work (copies, event records, CCL calls; not host functions or
+  // event waits) found the stream busy and ran later, on its thread.
+  long held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+  // Finishes the work, then ends the stream's thread.
+  void Stop() {
+    Synchronize();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return (!queue_.empty() && !busy_) || (stop_ && queue_.empty()); });
+      if (queue_.empty()) return;
+      std::function<void()> fn = std::move(queue_.front());
+      queue_.pop_front();
+      RunUnlocked(lock, fn);
+    }
+  }
+  // Runs `fn` with the stream marked busy and its lock released.
+  void RunUnlocked(std::unique_lock<std::mutex> &lock, const std::function<void()> &fn) {
+    busy_ = true;
+    lock.unlock();
+    fn();
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false;  // something is running (inline or on the thread)
+  bool stop_ = false;
+  long held_ = 0;
+  std::thread worker_;
+};
+
+// An event (ACL event, CNRT notifier): a record marks the end of what its
+// stream holds at that moment; it completes when the stream gets there.
+// Shared by the closures that complete it or wait for it.
+class Event : public std::enable_shared_from_this<Event> {
+ public:
+  void RecordOn(Stream &stream) {
+    uint64_t g;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      g = ++recorded_;
+    }
+    auto self = shared_from_this();
+    stream.Submit([self, g] { self->Complete(g); }, true);
+  }
+  // Blocks until the last record has completed (at once if never recorded).
+  void Synchronize() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t target = recorded_;
+    cv_.wait(lock, [&] { return completed_ >= target; });
+  }
+  // Work submitted to `stream` after this waits for the last record.
+  void WaitOn(Stream &stream) {
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      target = recorded_;
+      if (completed_ >= target) return;  // nothing to wait for
+    }
+    auto self = shared_from_this();
+    stream.Submit(
+        [self, target] {
+          std::unique_lock<std::mutex> lock(self->mu_);
+          self->cv_.wait(lock, [&] { return self->completed_ >= target; });
+        },
+        false);
+  }
+
+ private:
+  void Complete(uint64_t g) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (g > completed_) completed_ = g;
+    }
+    cv_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t recorded_ = 0, completed_ = 0;
+};
+
+// What both stand-in runtimes (ACL, CNRT) keep: device allocations (host
+// memory they hand out as "device" memory), pinned host allocations, the
+// null stream and the streams (queues) and events (notifiers) they created,
+// by handle. Not locked: each runtime holds its own lock around it, and
+// waits (stream work, synchronisation) happen outside that lock.
+class Registry {
+ public:
+  struct Alloc {
+    size_t bytes;
+    int device;
+  };
+  // The device allocation holding [p, p + n) (n == 0: holding p), or nullptr.
+  const Alloc *FindDevice(const void *p, size_t n) const {
+    const char *c = static_cast<const char *>(p);
+    auto it = device_allocs_.upper_bound(c);
+    if (it == device_allocs_.begin()) return nullptr;
+    --it;
+    if (c >= it->first && c + n <= it->first + it->second.bytes &&
+        (n > 0 || c < it->first + it->second.bytes)) {
+      return &it->second;
+    }
+    return nullptr;
+  }
+  void AddDevice(void *p, size_t bytes, int device) {
+    device_allocs_[static_cast<const char *>(p)] = {bytes, device};
+  }
+  // False unless `p` is the base of a device allocation.
+  bool RemoveDevice(void *p) { return device_allocs_.erase(static_cast<const char *>(p)) > 0; }
+  void AddHost(void *p) { host_allocs_.insert(p); }
+  bool RemoveHost(void *p) { return host_allocs_.erase(p) > 0; }
+  bool IsHost(const void *p) const { return host_allocs_.count(const_cast<void *>(p)) > 0; }
+
+  // The stream behind a handle (nullptr: the null stream), or nullptr.
+  Stream *FindStream(const void *handle) {
+    if (handle == nullptr) return &null_stream_;
+    auto it = streams_.find(handle);
+    return it == streams_.end() ? nullptr : it->second.get();
+  }
+  void *AddStream() {
+    auto q = std::make_unique<Stream>();
+    void *handle = q.get();
+    streams_[handle] = std::move(q);
+    return handle;
+  }
+  // The stream, no longer known by its handle (nullptr if it was not).
+  std::unique_ptr<Stream> TakeStream(const void *handle) {
+    auto it = streams_.find(handle);
+    if (it == streams_.end()) return nullptr;
+    std::unique_ptr<Stream> q = std::move(it->second);
+    streams_.erase(it);
+    return q;
+  }
+  std::shared_ptr<Event> FindEvent(const void *handle) const {
+    auto it = events_.find(handle);
+    return it == events_.end() ? nullptr : it->second;
+  }
+  void *AddEvent() {
+    auto e = std::make_shared<Event>();
+    void *handle = e.get();
+    events_[handle] = std::move(e);
+    return handle;
+  }
+  bool RemoveEvent(const void *handle) { return events_.erase(handle) > 0; }
+
+ private:
+  std::map<const char *, Alloc> device_allocs_;  // base -> size, device
+  std::set<void *> host_allocs_;
+  Stream null_stream_;
+  std::map<const void *, std::unique_ptr<Stream>> streams_;
+  std::map<const void *, std::shared_ptr<Event>> events_;
+};
+
+// The stand-in runtimes' hooks for their CCLs and the tests
+// (iccl_standin_*_enqueue, iccl_standin_*_held): `fn(arg)` in the order of
+// the stream behind `handle` (1: ran at once; 0: queued; -1: unknown
+// stream), and how much work on that stream waited (-1: unknown).
+inline int EnqueueOn(std::mutex &mu, Registry &r, const void *handle, void (*fn)(void *),
+                     void *arg) {
+  Stream *q;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    q = r.FindStream(handle);
+  }
+  if (q == nullptr) return -1;
+  return q->Submit([fn, arg] { fn(arg); }, true) ? 1 : 0;
+}
+inline long HeldOn(std::mutex &mu, Registry &r, const void *handle) {
+  std::lock_guard<std::mutex> lock(mu);
+  Stream *q = r.FindStream(handle);
+  return q != nullptr ? q->held() : -1;
 }
 
 // ---- elements and reductions ----------------------------------------------

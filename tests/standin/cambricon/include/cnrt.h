@@ -76,11 +76,19 @@ cnrtRet_t cnrtPlaceNotifier(cnrtNotifier_t notifier, cnrtQueue_t queue);
 cnrtRet_t cnrtWaitNotifier(cnrtNotifier_t notifier);
 cnrtRet_t cnrtQueueWaitNotifier(cnrtNotifier_t notifier, cnrtQueue_t queue, unsigned int flag);
 
+/* A host function on a queue (CNRT 5 and later, cnrtInvokeHostFunc):
+ * `fn(userData)` runs on a runtime thread when the queue reaches it; later
+ * work on the queue waits for it to return. */
+typedef void (*cnrtHostFn_t)(void *userData);
+cnrtRet_t cnrtInvokeHostFunc(cnrtQueue_t queue, cnrtHostFn_t fn, void *userData);
+
 /* The stand-in's own (see acl.h's). */
 long iccl_standin_cambricon_count(const char *name);
 void iccl_standin_cambricon_reset(void);
 void iccl_standin_cambricon_record(const char *name);
 int iccl_standin_cambricon_is_device(const void *ptr, size_t bytes);
+int iccl_standin_cambricon_enqueue(cnrtQueue_t queue, void (*fn)(void *), void *arg);
+long iccl_standin_cambricon_queue_held(cnrtQueue_t queue);
 
 #ifdef __cplusplus
 }

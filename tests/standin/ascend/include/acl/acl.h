@@ -85,6 +85,13 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream);
 aclError aclrtSynchronizeEvent(aclrtEvent event);
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
 
+/* A host function on a stream (CANN's runtime API reference,
+ * aclrtLaunchHostFunc; Atlas A2/A3 and later): `fn(args)` runs on a thread
+ * the runtime creates and registers for the stream, when the stream reaches
+ * it; later work on the stream waits for it to return. */
+typedef void (*aclrtHostFunc)(void *args);
+aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+
 /* The stand-in's own: how many times `name` was called ("aclrtMemcpyAsync",
  * "HcclAllReduce", ...), and a reset; `record` is for libhccl's stand-in. */
 long iccl_standin_ascend_count(const char *name);
@@ -93,6 +100,12 @@ void iccl_standin_ascend_record(const char *name);
 /* Whether [ptr, ptr + bytes) lies in one stand-in device allocation. */
 int iccl_standin_ascend_is_device(const void *ptr, size_t bytes);
 void iccl_standin_ascend_set_error(const char *message);
+/* For libhccl's stand-in: runs fn(arg) in `stream`'s order (at once when the
+ * stream is idle: 1; queued behind what holds it: 0; unknown stream: -1). */
+int iccl_standin_ascend_enqueue(aclrtStream stream, void (*fn)(void *), void *arg);
+/* How much work on `stream` (NULL: the default stream) found it held (by a
+ * host function or an event wait) and ran later; -1: unknown stream. */
+long iccl_standin_ascend_stream_held(aclrtStream stream);
 
 #ifdef __cplusplus
 }
