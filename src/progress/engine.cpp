@@ -9,6 +9,10 @@
 
 namespace infiniccl {
 
+namespace {
+constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
+}  // namespace
+
 ProgressEngine::ProgressEngine(std::string name) : name_(std::move(name)) {}
 
 ProgressEngine::~ProgressEngine() {
@@ -58,12 +62,17 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
     return st;
   }
   d.queued = target;
+  // Work behind the gate on the caller's stream; the operation is queued
+  // whatever happens, so that its gate opens.
+  Status behind;
+  if (op.after_gate) behind = op.after_gate();
+  if (!behind.ok()) op.run = [behind](const CollArgs &) { return behind; };
   pending_.fetch_add(1, std::memory_order_acq_rel);
   queue_.push_back(Item{std::move(op), event, target});
   if (!thread_.joinable()) thread_ = std::thread(&ProgressEngine::Loop, this);
   lock.unlock();
   work_cv_.notify_one();
-  return Status::Ok();
+  return behind;
 }
 
 Status ProgressEngine::Drain() {
@@ -165,8 +174,18 @@ void ProgressEngine::Loop() {
     }
     Finish(item, d, st);
 
+    if (item.op.retire) retire_.push_back(std::move(item.op.retire));
+    item.op = QueuedOp{};  // its closures (and what they hold) go here
     lock.lock();
     d.events.push_back(item.event);
+    // What finished operations used, once nothing waits to run (and before
+    // Drain returns): each waits only for copies behind an open gate.
+    if (queue_.empty() || retire_.size() >= kMaxRetiring) {
+      lock.unlock();
+      for (auto &retire : retire_) retire();
+      retire_.clear();
+      lock.lock();
+    }
     running_.store(false, std::memory_order_release);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_cv_.notify_all();
   }

@@ -52,6 +52,15 @@ struct QueuedOp {
   std::function<Status(const CollArgs &a)> run;
   // After the operation completed, failed or was skipped.
   std::function<void(const Status &)> done;
+  // Optional. `after_gate`: run by Enqueue on the caller's thread right
+  // after the gate wait, to queue work on the caller's stream behind the
+  // gate (a one-chunk staged call's copies out, staging/pipeline.h); if it
+  // fails, the operation fails with its error. `retire`: run on the engine's
+  // thread after the gate opened, once the queue is empty (or many are
+  // waiting), to wait for that work and release what it used; it must wait
+  // for nothing but work queued behind this operation's own gate.
+  std::function<Status()> after_gate;
+  std::function<void()> retire;
 };
 
 class ProgressEngine {
@@ -110,6 +119,7 @@ class ProgressEngine {
   mutable std::mutex mutex_;
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Item> queue_;
+  std::vector<std::function<void()>> retire_;  // engine thread only
   std::map<DeviceKey, PerDevice> devices_;  // under mutex_
   std::atomic<int> pending_{0};
   std::atomic<bool> running_{false};

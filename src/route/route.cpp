@@ -1,5 +1,7 @@
 #include "route/route.h"
 
+#include <memory>
+
 #include "backend/ccl/ccl_provider.h"
 #include "comm/group.h"
 #include "core/config.h"
@@ -170,7 +172,18 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   op.path = path;
   op.device = device;
   op.device_id = send_dev ? send.device : recv.device;
-  op.run = [execute](const CollArgs &x) { return execute(x, false); };
+  if (path == Path::kStagedMpi && !uniform &&
+      StagedOnStream::Fits(*device, a, placement, nranks)) {
+    // One chunk: the copies on the caller's stream around the gate, only MPI
+    // on the engine's thread (no more thread hops than a blocking call).
+    auto staged = std::make_shared<StagedOnStream>();
+    INFINICCL_RETURN_IF_ERROR(staged->Begin(*device, a, c));
+    op.run = [staged, c](const CollArgs &) { return staged->RunMpi(c->mpi_backend()); };
+    op.after_gate = [staged] { return staged->End(); };
+    op.retire = [staged] { staged->Retire(); };
+  } else {
+    op.run = [execute](const CollArgs &x) { return execute(x, false); };
+  }
   op.done = [c, seq = op.seq](const Status &st) {
     c->NoteReturned(seq, static_cast<int>(st.code()));
   };

@@ -131,6 +131,24 @@ Shape ShapeOf(CollKind kind, size_t n) {
   }
 }
 
+// The columns of `a` and how they are cut (p.cols: the widest chunk).
+ChunkSchedule MakePlan(DeviceRuntime &device, const CollArgs &a, int nranks,
+                       size_t chunk_override, Plan *p) {
+  const Config &config = GlobalConfig();
+  p->elem = DataTypeSize(a.dtype);
+  p->count = a.count;
+  p->send_blocks = a.send_bytes / (a.count * p->elem);
+  p->recv_blocks = a.recv_bytes / (a.count * p->elem);
+  const Shape shape = ShapeOf(a.kind, static_cast<size_t>(nranks));
+  const size_t chunk_bytes = chunk_override != 0                ? chunk_override
+                             : config.pipeline_chunk_bytes != 0 ? config.pipeline_chunk_bytes
+                                                                : device.DefaultChunkBytes();
+  const ChunkSchedule plan = PlanChunks(p->count, shape.widest, shape.blocks, p->elem,
+                                        chunk_bytes, StagingPool::Global().cap_bytes());
+  p->cols = plan.max_cols();
+  return plan;
+}
+
 // Where a staged call's time goes, for INFINICCL_DEBUG=TRACE (one line per
 // call): copy in (issue and wait for the first chunk's device-to-host copy),
 // MPI (all chunks), waits (for later chunks' copies, MPI idle), copy out
@@ -237,23 +255,80 @@ ChunkSchedule PlanChunks(size_t count, size_t widest, size_t blocks, size_t elem
   return s;
 }
 
+StagedOnStream::~StagedOnStream() {
+  // The slot goes back only once no copy can touch it: left before the gate
+  // (a failed Begin, on the caller's thread), once the stream is done with
+  // it; with `done` recorded, once that event is reached (it follows the
+  // gate, which always opens, and nothing else); with the gate queued and
+  // `done` not recorded, nothing says when: the slot is never reused.
+  if (lease_.data() != nullptr) {
+    switch (state_) {
+      case State::kIn: device_->StreamSynchronize(args_.stream); break;
+      case State::kGated: lease_.Leak(); break;
+      case State::kRecorded: device_->EventSynchronize(done_); break;
+      case State::kNone: break;
+    }
+  }
+  lease_.Reset();
+  if (done_ != nullptr) device_->EventDestroy(done_);
+}
+
+bool StagedOnStream::Fits(DeviceRuntime &device, const CollArgs &a, BufferPlacement placement,
+                          int nranks) {
+  Plan p;
+  const ChunkSchedule plan = MakePlan(device, a, nranks, 0, &p);
+  return plan.chunks == 1 && (p.send_blocks == 0 || placement.send_on_device) &&
+         (p.recv_blocks == 0 || placement.recv_on_device);
+}
+
+Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const void *owner) {
+  device_ = &device;
+  args_ = a;
+  Plan p;
+  MakePlan(device, a, 1, 0, &p);
+  p.cols = p.count;
+  elem_ = p.elem;
+  send_blocks_ = p.send_blocks;
+  recv_blocks_ = p.recv_blocks;
+  StagingPool &pool = StagingPool::Global();
+  INFINICCL_RETURN_IF_ERROR(device.EventCreate(&done_));
+  INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease_));
+  pool.CountCall(false);
+  char *slot = lease_.data();
+  host_ = a;
+  host_.in_place = false;  // the staging buffer is always separate
+  host_.staged = true;     // a chunk already: not cut again into host pieces
+  host_.stream = nullptr;
+  host_.sendbuff = p.send_blocks > 0 ? slot : nullptr;
+  host_.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.count * p.elem : nullptr;
+  state_ = State::kIn;
+  return StageIn(device, a, p, /*on_device=*/true, slot, 0, p.count);
+}
+
+Status StagedOnStream::RunMpi(Backend &host_backend) const { return host_backend.Run(host_); }
+
+Status StagedOnStream::End() {
+  state_ = State::kGated;
+  Plan p{elem_, args_.count, send_blocks_, recv_blocks_, args_.count};
+  INFINICCL_RETURN_IF_ERROR(StageOut(*device_, args_, p, /*on_device=*/true,
+                                     static_cast<const char *>(host_.recvbuff), 0, p.count));
+  INFINICCL_RETURN_IF_ERROR(device_->EventRecord(done_, args_.stream));
+  state_ = State::kRecorded;
+  return Status::Ok();
+}
+
+void StagedOnStream::Retire() {
+  if (state_ != State::kRecorded || lease_.data() == nullptr) return;  // the destructor's
+  device_->EventSynchronize(done_);
+  lease_.Reset();
+}
+
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a,
                  BufferPlacement placement, int nranks, const void *owner,
                  size_t chunk_override) {
   StagingPool &pool = StagingPool::Global();
-  const Config &config = GlobalConfig();
   Plan p;
-  p.elem = DataTypeSize(a.dtype);
-  p.count = a.count;
-  p.send_blocks = a.send_bytes / (a.count * p.elem);
-  p.recv_blocks = a.recv_bytes / (a.count * p.elem);
-  const Shape shape = ShapeOf(a.kind, static_cast<size_t>(nranks));
-  const size_t chunk_bytes = chunk_override != 0                ? chunk_override
-                             : config.pipeline_chunk_bytes != 0 ? config.pipeline_chunk_bytes
-                                                                : device.DefaultChunkBytes();
-  const ChunkSchedule plan = PlanChunks(p.count, shape.widest, shape.blocks, p.elem,
-                                        chunk_bytes, pool.cap_bytes());
-  p.cols = plan.max_cols();
+  const ChunkSchedule plan = MakePlan(device, a, nranks, chunk_override, &p);
   const size_t chunks = plan.chunks;
   pool.CountCall(chunks > 1);
   if (chunks == 1) return RunOneChunk(host_backend, device, pool, a, p, placement, owner);

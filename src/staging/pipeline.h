@@ -18,6 +18,7 @@
 #pragma once
 
 #include "backend/backend.h"
+#include "staging/staging_pool.h"
 #include "core/coll_args.h"
 #include "device/device_runtime.h"
 
@@ -41,6 +42,47 @@ struct BufferPlacement {
 Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &args,
                  BufferPlacement placement, int nranks, const void *owner,
                  size_t chunk_bytes = 0);
+
+// A one-chunk staged call split around the progress engine's gate, in the
+// shape of Aluminum's host-transfer backend: the copies run on the caller's
+// stream, the engine's thread only runs MPI. On the caller's stream:
+//   [device-to-host copies][engine's event][gate][host-to-device copies][done]
+// so a small queued call crosses no more threads than a blocking one.
+// - Fits: one chunk, and every buffer the call uses at this rank is device
+//   memory (a host buffer would need the engine's thread to copy).
+// - Begin (caller's thread, before the engine's Enqueue): leases the slot,
+//   queues the device-to-host copies on the caller's stream.
+// - RunMpi (engine's thread, once the stream reached the call): MPI on the
+//   slot.
+// - End (caller's thread, right after the gate wait, inside Enqueue): queues
+//   the host-to-device copies and the `done` event on the caller's stream.
+// - Retire (engine's thread, after the gate opened): waits for `done`, which
+//   depends on nothing but those copies, and gives the slot back.
+class StagedOnStream {
+ public:
+  StagedOnStream() = default;
+  ~StagedOnStream();
+  StagedOnStream(const StagedOnStream &) = delete;
+  StagedOnStream &operator=(const StagedOnStream &) = delete;
+
+  static bool Fits(DeviceRuntime &device, const CollArgs &args, BufferPlacement placement,
+                   int nranks);
+  Status Begin(DeviceRuntime &device, const CollArgs &args, const void *owner);
+  Status RunMpi(Backend &host_backend) const;
+  Status End();
+  void Retire();
+
+ private:
+  DeviceRuntime *device_ = nullptr;
+  CollArgs args_{};  // the caller's (its stream)
+  CollArgs host_{};  // MPI's, on the slot
+  size_t elem_ = 0, send_blocks_ = 0, recv_blocks_ = 0;
+  StagingLease lease_;
+  void *done_ = nullptr;
+  // kIn: copies in queued, no gate yet; kGated: the gate is queued, the
+  // copies out may not be; kRecorded: `done` follows the copies out.
+  enum class State { kNone, kIn, kGated, kRecorded } state_ = State::kNone;
+};
 
 // A one-rank reduction of device buffers (Path::kLocalCopy): recvbuff =
 // sendbuff on the caller's stream, waited for unless `stream_ordered`.

@@ -54,6 +54,12 @@ class StagingLease {
   size_t bytes() const { return block_.bytes; }
   bool pinned() const { return block_.pinned; }
   void Reset();  // returns the buffer to the pool now
+  // Forgets the buffer without returning it: copies nobody can wait for may
+  // still touch it.
+  void Leak() {
+    pool_ = nullptr;
+    block_ = StagingBlock{};
+  }
 
  private:
   friend class StagingPool;

@@ -378,11 +378,33 @@ void TestEvictOnEngine(infinicclComm_t comm, int rank) {
 void TestFailure(int rank) {
   infinicclComm_t comm = nullptr;
   CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
-  const size_t count = 4096;
-  DeviceBuffer buf(count * 4);
-  buf.Upload(Input(infinicclInt32, infinicclSum, 60, rank, count));
   void *stream = nullptr;
   CHECK(g_dev->StreamCreate(&stream).ok());
+  {
+    // One chunk: its copies are queued on the caller's stream by the call
+    // itself (staging/pipeline.h, StagedOnStream), so a copy that cannot be
+    // queued is the call's own error; nothing was queued, no rank reached
+    // MPI (every rank fails alike) and the communicator goes on.
+    const size_t small = 4096;
+    DeviceBuffer b(small * 4);
+    b.Upload(Input(infinicclInt32, infinicclSum, 61, rank, small));
+    g_sim->FailNextCopies(1);
+    const infinicclResult_t r = infinicclAllReduce(b.ptr, b.ptr, small, infinicclInt32,
+                                                   infinicclSum, comm, stream);
+    g_sim->FailNextCopies(0);
+    CHECK(r == infinicclSystemError, "one-chunk call with a failed copy: %s", ResultName(r));
+    CHECK(std::strstr(infinicclGetLastError(comm), "injected") != nullptr, "message: %s",
+          infinicclGetLastError(comm));
+    CHECK(g_dev->StreamSynchronize(stream).ok());
+    CHECK(infinicclAllReduce(b.ptr, b.ptr, small, infinicclInt32, infinicclSum, comm,
+                             stream) == infinicclSuccess);
+    CHECK(CountWrong(infinicclInt32, infinicclSum, 61, DownloadOn(b, stream), small) == 0,
+          "the communicator after a failed one-chunk call");
+  }
+  // Pipelined (chunks of 64 KiB): the copies are the engine's.
+  const size_t count = 70000;
+  DeviceBuffer buf(count * 4);
+  buf.Upload(Input(infinicclInt32, infinicclSum, 60, rank, count));
   // Every rank's next device-to-host copy fails: no rank reaches MPI.
   g_sim->FailNextCopies(1);
   CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum, comm,
