@@ -2,6 +2,7 @@
 (docs/PERFORMANCE.md, section "torch.distributed backend"), in one run:
 
     mpirun -np 2 /usr/bin/python3 examples/python/torch_overhead.py [calls, default 3000] [--no-ddp]
+        [--rounds=N]
 
 1. Per call, a 4-byte float32 all_reduce on a CPU tensor, best of 7
    interleaved rounds:
@@ -11,8 +12,10 @@
      gloo         dist.all_reduce(t, group=<gloo group>), for reference.
    The overhead is dist - C (what a torch user pays over the C call).
 2. DDP step time (forward, backward with the gradient allreduce, SGD step)
-   with gloo and with infiniccl, for models of 16 KiB to 4 MiB of gradients,
-   the median of interleaved rounds.
+   with gloo, with infiniccl, and with an infiniccl group whose all_reduce
+   calls all run in the caller's thread ("inline": the backend before its
+   background thread), for models of 11 KiB to 2 MiB of gradients, the
+   median of interleaved rounds (--rounds, default 5, of 20 steps).
 """
 import os
 import statistics
@@ -98,14 +101,23 @@ def main():
     if "--no-ddp" in sys.argv:
         dist.destroy_process_group()
         return
+    rounds = next((int(a.split("=")[1]) for a in sys.argv if a.startswith("--rounds=")), 5)
+    inline = dist.new_group(backend="infiniccl")
+    inline._inline_bytes = float("inf")
     if rank == 0:
-        print("DDP step, median of 5 interleaved rounds of 20 steps (us):")
-        print("  %10s %10s %10s %7s" % ("gradients", "gloo", "infiniccl", "ratio"))
-    for kib in (16, 256, 1024, 4096):
-        nbytes, med = ddp_steps({"gloo": gloo, "infiniccl": pg}, kib)
+        print("DDP step, median of %d interleaved rounds of 20 steps (us), load average %.1f:" %
+              (rounds, os.getloadavg()[0]))
+        print("  %10s %9s %9s %9s %7s %7s" % ("gradients", "gloo", "infiniccl", "inline",
+                                              "ratio", "inline"))
+    for kib in (16, 256, 1024, 2048, 4096):
+        nbytes, med = ddp_steps({"gloo": gloo, "infiniccl": pg, "inline": inline}, kib,
+                                rounds=rounds)
         if rank == 0:
-            print("  %7.0f KiB %10.0f %10.0f %7.2f" % (nbytes / 1024, med["gloo"], med["infiniccl"],
-                                                   med["infiniccl"] / med["gloo"]))
+            print("  %6.0f KiB %9.0f %9.0f %9.0f %7.2f %7.2f" % (
+                nbytes / 1024, med["gloo"], med["infiniccl"], med["inline"],
+                med["infiniccl"] / med["gloo"], med["inline"] / med["gloo"]), flush=True)
+    if rank == 0:
+        print("load average at the end %.1f" % os.getloadavg()[0])
     dist.destroy_process_group()
 
 
