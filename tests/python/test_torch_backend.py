@@ -378,7 +378,7 @@ def test_async_allreduce_error(comm, monkeypatch):
     """A library error on the background thread fails that call's future with
     the library's message, and every later call of the group raises instead
     of hanging; other groups are unaffected."""
-    n, me = comm.size, comm.rank
+    n = comm.size
     g = dist.new_group(list(range(n)))
     real = ict._AllReduce
     # An invalid data type code: the library refuses it on every rank before
