@@ -2,6 +2,7 @@
 (docs/PERFORMANCE.md, section "torch.distributed backend"), in one run:
 
     mpirun -np 2 /usr/bin/python3 examples/python/torch_overhead.py [calls, default 3000] [--no-ddp]
+        [--rounds=N]
 
 1. Per call, a 4-byte float32 all_reduce on a CPU tensor, best of 7
    interleaved rounds:
@@ -11,8 +12,11 @@
      gloo         dist.all_reduce(t, group=<gloo group>), for reference.
    The overhead is dist - C (what a torch user pays over the C call).
 2. DDP step time (forward, backward with the gradient allreduce, SGD step)
-   with gloo and with infiniccl, for models of 16 KiB to 4 MiB of gradients,
-   the median of interleaved rounds.
+   with gloo, with infiniccl, and with an infiniccl group whose all_reduce
+   calls all run in the caller's thread ("inline": the backend before its
+   background thread), for models of 11 KiB to 2 MiB of gradients, the
+   median of interleaved rounds (--rounds, default 5, of 20 steps); the
+   ratios to gloo are medians of per-round ratios.
 """
 import os
 import statistics
@@ -48,9 +52,14 @@ def model_for(kib):
 
 
 def ddp_steps(groups, kib, steps=20, rounds=5):
+    """Median step time per group, and per group the median over rounds of
+    its round's median divided by gloo's in the same round (the rounds
+    interleave the groups, so a change of the machine's load between rounds
+    falls on both sides of each ratio)."""
     x = torch.randn(64, 16)
     y = torch.randn(64, 1)
     times = {name: [] for name in groups}
+    per_round = {name: [] for name in groups}
     models = {}
     for name, g in groups.items():
         torch.manual_seed(0)
@@ -60,14 +69,19 @@ def ddp_steps(groups, kib, steps=20, rounds=5):
     for r in range(rounds + 1):
         for name, (m, opt) in models.items():
             dist.barrier()
+            ts = []
             for _ in range(steps):
                 t0 = time.perf_counter()
                 opt.zero_grad()
                 torch.nn.functional.mse_loss(m(x), y).backward()
                 opt.step()
-                if r:  # round 0 warms up
-                    times[name].append(time.perf_counter() - t0)
-    return nbytes, {name: statistics.median(t) * 1e6 for name, t in times.items()}
+                ts.append(time.perf_counter() - t0)
+            if r:  # round 0 warms up
+                times[name] += ts
+                per_round[name].append(statistics.median(ts))
+    ratio = {name: statistics.median(a / b for a, b in zip(per_round[name], per_round["gloo"]))
+             for name in groups}
+    return nbytes, {name: statistics.median(t) * 1e6 for name, t in times.items()}, ratio
 
 
 def main():
@@ -98,14 +112,24 @@ def main():
     if "--no-ddp" in sys.argv:
         dist.destroy_process_group()
         return
+    rounds = next((int(a.split("=")[1]) for a in sys.argv if a.startswith("--rounds=")), 5)
+    inline = dist.new_group(backend="infiniccl")
+    inline._inline_bytes = float("inf")
     if rank == 0:
-        print("DDP step, median of 5 interleaved rounds of 20 steps (us):")
-        print("  %10s %10s %10s %7s" % ("gradients", "gloo", "infiniccl", "ratio"))
-    for kib in (16, 256, 1024, 4096):
-        nbytes, med = ddp_steps({"gloo": gloo, "infiniccl": pg}, kib)
+        print("DDP step, median of %d interleaved rounds of 20 steps (us; ratios to gloo: "
+              "median of the rounds' ratios), load average %.1f:" %
+              (rounds, os.getloadavg()[0]))
+        print("  %10s %9s %9s %9s %7s %7s" % ("gradients", "gloo", "infiniccl", "inline",
+                                              "ratio", "inline"))
+    for kib in (16, 256, 1024, 2048, 4096):
+        nbytes, med, ratio = ddp_steps({"gloo": gloo, "infiniccl": pg, "inline": inline}, kib,
+                                       rounds=rounds)
         if rank == 0:
-            print("  %7.0f KiB %10.0f %10.0f %7.2f" % (nbytes / 1024, med["gloo"], med["infiniccl"],
-                                                   med["infiniccl"] / med["gloo"]))
+            print("  %6.0f KiB %9.0f %9.0f %9.0f %7.2f %7.2f" % (
+                nbytes / 1024, med["gloo"], med["infiniccl"], med["inline"],
+                ratio["infiniccl"], ratio["inline"]), flush=True)
+    if rank == 0:
+        print("load average at the end %.1f" % os.getloadavg()[0])
     dist.destroy_process_group()
 
 

@@ -9,14 +9,26 @@ written for torchrun run unchanged). Under torchrun without MPI only a
 native CCL can be used (device tensors); otherwise creating the group raises
 an error naming the fix.
 
-Every operation is synchronous in the library for now: the returned Work is
-already complete (CPU), or ordered on the current stream (device tensors,
-whose futures are CUDA-aware). Library errors are infiniccl.Error, a
-RuntimeError carrying the library's message.
+CPU all_reduce (DDP's gradient buckets) runs on one background thread per
+process group, in the order the calls were made, so backward goes on while
+a bucket is reduced (as gloo's threads do); the returned Work completes
+when the thread is done and wait() blocks until then. Small calls
+(_INLINE_BYTES) and calls through torch.distributed's own functions without
+async_op run in the caller's thread once the group's earlier calls are done:
+same order, errors raised by the call. Every other operation, and device
+tensors, run in the caller's thread after the group's queued calls (see
+_drain): device tensors are ordered on the current stream (their futures
+are CUDA-aware). Library errors are infiniccl.Error, a RuntimeError
+carrying the library's message; on the background thread they fail that
+call's future and every later call of the group (torch 1.13's Work.wait()
+does not raise a future's error, so the next call does).
 """
 import ctypes as _ctypes
 import os
+import queue as _queue
 import socket
+import sys
+import threading as _threading
 
 import torch
 import torch.distributed as dist
@@ -163,6 +175,55 @@ def _same(a, b, what):
         raise _arg_error("%s: %s and %s differ in data type" % (what, a.dtype, b.dtype))
 
 
+# CPU all_reduce calls of at most this many bytes run in the caller's thread
+# when nothing of the group is queued (the 4-byte per-call overhead; a
+# background thread would add a hand-off to each).
+_INLINE_BYTES = 1 << 16
+_C10D_GLOBALS = vars(_c10d_py)
+
+
+def _sync_caller():
+    """Whether the caller's caller is torch.distributed's wrapper with
+    async_op False: it calls Work.wait(), which in torch 1.13 does not raise
+    a future's error, so such calls run in the caller's thread."""
+    f = sys._getframe(2)
+    return f.f_globals is _C10D_GLOBALS and not f.f_locals.get("async_op", True)
+
+
+def _unwrap(fut):
+    v = fut.value()
+    if isinstance(v, BaseException):
+        raise v
+    return v
+
+
+def _work_loop(pg, q):
+    """The group's background thread: runs queued jobs in order; after a
+    failure the rest fail without a library call (the ranks may no longer
+    agree on what runs)."""
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        job, fut, result = item
+        if pg._failed is None:
+            try:
+                job()
+            except BaseException as e:  # noqa: B036  every failure reaches the future
+                pg._failed = e
+                result = e
+        if pg._failed is not None and result is not pg._failed:
+            result = _later_error(pg._failed)
+        pg._finished += 1  # its library calls are done: the caller's thread may call
+        fut.set_result(result)
+
+
+def _later_error(err):
+    return _Error(getattr(err, "code", _ic.INTERNAL_ERROR),
+                  "infiniccl (torch.distributed): not run: an earlier call of this process "
+                  "group failed on its background thread: %s" % (err,))
+
+
 def _done(result, tensors):
     dev = tensors[0].device if tensors else None
     fut = torch.futures.Future(devices=[dev]) if dev is not None and dev.type == "cuda" \
@@ -180,6 +241,52 @@ class ProcessGroupInfiniCCL(_Base):
         self._comm = comm
         self._one = torch.zeros(1, dtype=torch.int32)
         self._batch = None  # send/recv of a batch_isend_irecv, see _end_coalescing
+        # Background thread (started by the first queued call): FIFO jobs.
+        self._q = None
+        self._thread = None
+        self._submitted = 0  # written by the caller's thread only
+        self._finished = 0   # written by the background thread only
+        self._last = None    # future of the last queued job
+        self._failed = None  # the first exception on the background thread
+        self._inline_bytes = _INLINE_BYTES  # per group (a benchmark compares)
+
+    def _submit(self, job, tensors):
+        """Queues job (library calls on CPU tensors) for the background
+        thread; the returned Work completes with `tensors` when it is done,
+        or fails with its exception."""
+        if self._failed is not None:
+            raise _later_error(self._failed)
+        if self._thread is None:
+            self._q = _queue.SimpleQueue()
+            self._thread = _threading.Thread(target=_work_loop, args=(self, self._q),
+                                             name="infiniccl-pg", daemon=True)
+            self._thread.start()
+        fut = _Future([])
+        work_fut = fut.then(_unwrap)
+        self._last = work_fut
+        self._submitted += 1
+        self._q.put((job, fut, tensors))
+        return _create_work(work_fut)
+
+    def _drain(self):
+        """Waits for the queued jobs (before a call in the caller's thread:
+        one order on every rank); raises if one failed."""
+        if self._last is not None and not self._last.done():
+            try:
+                self._last.wait()  # the last job's Work: completed after the count
+            except RuntimeError:
+                pass  # its failure is self._failed
+        if self._failed is not None:
+            raise _later_error(self._failed)
+
+    def _stop(self):
+        if self._thread is not None:
+            try:
+                self._drain()
+            finally:
+                self._q.put(None)
+                self._thread.join()
+                self._thread = None
 
     def _h(self):
         return self._comm._live()
@@ -191,11 +298,16 @@ class ProcessGroupInfiniCCL(_Base):
         return BACKEND
 
     def destroy(self):
-        """Frees the communicator (destroy_process_group does)."""
+        """Frees the communicator (destroy_process_group does) once the
+        queued calls are done."""
+        try:
+            self._stop()
+        except _Error:
+            pass  # a failed call was reported by its future and later calls
         self._comm.destroy()
 
     # ---- reductions ---------------------------------------------------------
-    def allreduce(self, tensors, opts=None):
+    def allreduce(self, tensors, opts=None, _sync=None):
         opts = opts or _c10d.AllreduceOptions()
         h = self._comm._h
         if len(tensors) == 1 and h is not None:
@@ -208,27 +320,51 @@ class ProcessGroupInfiniCCL(_Base):
             if t.is_cpu and code is not None and op is not None and \
                     t.dtype is not torch.bool and t.is_contiguous():
                 p = t.data_ptr()
-                rc = _AllReduce(p, p, t.numel(), code, op, h, None)
-                if rc != 0:
-                    _check(rc, h)
-                fut = _Future([])  # devices: none (CPU)
-                fut.set_result(tensors)
-                return _create_work(fut)
+                n = t.numel()
+                if self._submitted == self._finished and self._failed is None and (
+                        n * t.element_size() <= self._inline_bytes or
+                        (_sync_caller() if _sync is None else _sync)):
+                    rc = _AllReduce(p, p, n, code, op, h, None)
+                    if rc != 0:
+                        _check(rc, h)
+                    fut = _Future([])  # devices: none (CPU)
+                    fut.set_result(tensors)
+                    return _create_work(fut)
+
+                def job():
+                    rc = _AllReduce(p, p, n, code, op, h, None)
+                    if rc != 0:
+                        _check(rc, h)
+                if _sync_caller() if _sync is None else _sync:
+                    self._drain()
+                    job()
+                    return _done(tensors, tensors)
+                return self._submit(job, tensors)
         h = self._h()
+        calls = []
         for t in tensors:
             c = _contig(t)
             op = _red(opts, c)
             p, n, code = _desc(c, op)
-            _check(_lib.infinicclAllReduce(p, p, n, code, op, h, _stream([c])), h)
-            if c is not t:
-                t.copy_(c)
-        return _done(tensors, tensors)
+            calls.append((t, c, p, n, code, op, _stream([c])))
+
+        def job():
+            for t, c, p, n, code, op, stream in calls:
+                _check(_lib.infinicclAllReduce(p, p, n, code, op, h, stream), h)
+                if c is not t:
+                    t.copy_(c)
+        if _sync is None:
+            _sync = _sync_caller()
+        if _sync or not tensors or not tensors[0].is_cpu:
+            self._drain()
+            job()
+            return _done(tensors, tensors)
+        return self._submit(job, tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
         o = _c10d.AllreduceOptions()
         o.reduceOp = (opts or _c10d.AllreduceCoalescedOptions()).reduceOp
-        self.allreduce(tensors, o)
-        return _done(tensors, tensors)
+        return self.allreduce(tensors, o, _sync_caller())
 
     def reduce(self, tensors, opts=None):
         opts = opts or _c10d.ReduceOptions()
@@ -510,6 +646,23 @@ class ProcessGroupInfiniCCL(_Base):
                 if recvs[j].numel():
                     p, n, code = _desc(recvs[j])
                     _check(_lib.infinicclRecv(p, n, code, j, h, stream), h)
+
+
+def _after_queued(method):
+    """The method runs in the caller's thread after the group's queued calls."""
+    def run(self, *args, **kwargs):
+        if self._submitted != self._finished or self._failed is not None:
+            self._drain()
+        return method(self, *args, **kwargs)
+    run.__name__, run.__qualname__, run.__doc__ = method.__name__, method.__qualname__, \
+        method.__doc__
+    return run
+
+
+for _name in ("reduce", "reduce_scatter", "_reduce_scatter_base", "broadcast", "allgather",
+              "allgather_coalesced", "_allgather_base", "gather", "scatter", "alltoall_base",
+              "alltoall", "barrier", "send", "recv", "_start_coalescing"):
+    setattr(ProcessGroupInfiniCCL, _name, _after_queued(getattr(ProcessGroupInfiniCCL, _name)))
 
 
 # ---- creation -------------------------------------------------------------------

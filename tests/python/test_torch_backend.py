@@ -313,3 +313,87 @@ def test_errors(comm):
     x = torch.ones(1)
     dist.all_reduce(x)
     assert x.item() == n
+
+
+# ---- CPU all_reduce on the group's background thread -------------------------
+BIG = (ict._INLINE_BYTES // 8) + 1  # float64 elements: queued, not run inline
+
+
+def test_async_allreduce_order_and_results(comm):
+    n, me = comm.size, comm.rank
+    s = n * (n + 1) // 2          # sum of r + 1 over the ranks
+    p = 1
+    for r in range(n):
+        p *= r + 1                # product of r + 1
+    x = torch.full((BIG,), me + 1, dtype=torch.float64)
+    y = torch.full((BIG,), me + 1, dtype=torch.float64)
+    small = torch.full((3,), me, dtype=torch.int32)
+    w1 = dist.all_reduce(x, async_op=True)
+    w2 = dist.all_reduce(x, op=R.PRODUCT, async_op=True)       # after w1: (s)^n
+    w3 = dist.all_reduce(y, op=R.PRODUCT, async_op=True)       # n!
+    w4 = dist.all_reduce(small, async_op=True)                 # small: queued behind w3
+    f5 = dist.all_reduce(y, async_op=True).get_future()        # after w3: n * n!
+    b = torch.full((2,), me, dtype=torch.int64)
+    dist.broadcast(b, src=n - 1)                               # waits for the queue
+    for w in (w1, w2, w3, w4):
+        w.wait()
+    got = f5.wait()
+    errors = []
+    if not (w1.is_completed() and w4.is_completed()):
+        errors.append("not completed after wait")
+    if not x.eq(float(s) ** n).all():
+        errors.append("sum then product: %s" % x[:3])
+    if not (y.eq(float(n * p)).all() and got[0] is y):
+        errors.append("product then sum: %s" % y[:3])
+    if small.tolist() != [n * (n - 1) // 2] * 3:
+        errors.append("small: %s" % small)
+    if b.tolist() != [n - 1] * 2:
+        errors.append("broadcast: %s" % b)
+    # A plain (synchronous) call after queued ones: in order, done on return.
+    z = torch.full((BIG,), me + 1, dtype=torch.float64)
+    w6 = dist.all_reduce(z, async_op=True)
+    dist.all_reduce(z, op=R.MAX)
+    if not (w6.is_completed() and z.eq(float(s)).all()):
+        errors.append("sync after queued: %s" % z[:3])
+    assert not errors, errors
+
+
+def test_async_allreduce_not_complete_before_peers(comm):
+    n, me = comm.size, comm.rank
+    x = torch.full((BIG,), 1.0, dtype=torch.float64)
+    flag = torch.zeros(1, dtype=torch.int32).numpy()
+    if me == 0:
+        w = dist.all_reduce(x, async_op=True)
+        seen = w.is_completed()  # the others have not called yet: cannot be done
+        comm.all_reduce(flag)    # lets them call
+    else:
+        comm.all_reduce(flag)
+        w = dist.all_reduce(x, async_op=True)
+        seen = False
+    w.wait()
+    assert not seen and x.eq(float(n)).all(), (seen, x[:3])
+
+
+def test_async_allreduce_error(comm, monkeypatch):
+    """A library error on the background thread fails that call's future with
+    the library's message, and every later call of the group raises instead
+    of hanging; other groups are unaffected."""
+    n = comm.size
+    g = dist.new_group(list(range(n)))
+    real = ict._AllReduce
+    # An invalid data type code: the library refuses it on every rank before
+    # any communication.
+    monkeypatch.setattr(ict, "_AllReduce", lambda p, q, c, t, o, h, s: real(p, q, c, 99, o, h, s))
+    x = torch.ones(BIG, dtype=torch.float64)
+    fut = dist.all_reduce(x, group=g, async_op=True).get_future()
+    with pytest.raises(RuntimeError, match="type"):
+        fut.wait()
+    monkeypatch.setattr(ict, "_AllReduce", real)
+    with pytest.raises(RuntimeError, match="earlier call of this process group failed"):
+        dist.all_reduce(torch.ones(2), group=g)
+    with pytest.raises(RuntimeError, match="earlier call of this process group failed"):
+        dist.broadcast(torch.ones(2), src=0, group=g)
+    dist.destroy_process_group(g)
+    y = torch.ones(BIG, dtype=torch.float64)
+    dist.all_reduce(y, async_op=True).wait()
+    assert x.eq(1).all() and y.eq(float(n)).all()
