@@ -92,7 +92,23 @@ struct HeldStream {
     CHECK(g_dev->GateWait(stream, gate, 1).ok());
   }
   void Release() { g_dev->GateOpen(gate, 1); }
+  // Releases the stream 1.5 s from now, from another thread; released()
+  // says whether that happened yet.
+  void ReleaseLater() {
+    releaser = std::thread([this] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      released_ = true;
+      Release();
+    });
+  }
+  bool released() const { return released_.load(); }
+  void Join() {
+    if (releaser.joinable()) releaser.join();
+  }
+  std::thread releaser;
+  std::atomic<bool> released_{false};
   ~HeldStream() {
+    Join();
     Release();
     g_dev->StreamSynchronize(stream);
     g_dev->StreamDestroy(stream);
@@ -100,24 +116,20 @@ struct HeldStream {
   }
 };
 
-void TestReturnsWhileHeld(infinicclComm_t comm, int rank, bool async) {
-  const size_t count = 300000;  // pipelined (chunk 64 KiB)
+// `count` 300000: pipelined (chunk 64 KiB) on the engine's stream; 4000:
+// one chunk, its copies on the held stream around the gate (StagedOnStream).
+void TestReturnsWhileHeld(infinicclComm_t comm, int rank, bool async, size_t count) {
   DeviceBuffer send(count * 4), recv(count * 4);
   send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale data: zeros
   const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 21, rank, count);
   HeldStream held;
   // Produced on the stream after the hold: what the call must read.
   send.UploadAsync(fresh, held.stream);
-  std::atomic<bool> released{false};
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    released = true;
-    held.Release();
-  });
+  held.ReleaseLater();
   CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclSum, comm,
                            held.stream) == infinicclSuccess);
-  const bool returned_before_release = !released.load();
-  releaser.join();
+  const bool returned_before_release = !held.released();
+  held.Join();
   if (async) {
     CHECK(returned_before_release,
           "the call waited for its stream (it must return at once, queued)");
@@ -145,20 +157,15 @@ void TestGroupWhileHeld(infinicclComm_t comm, int rank, bool async) {
   {
     HeldStream held;
     send.UploadAsync(fresh, held.stream);
-    std::atomic<bool> released{false};
-    std::thread releaser([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      released = true;
-      held.Release();
-    });
+    held.ReleaseLater();
     CHECK(infinicclGroupStart() == infinicclSuccess);
     CHECK(infinicclSend(send.ptr, count, infinicclInt32, next, comm, held.stream) ==
           infinicclSuccess);
     CHECK(infinicclRecv(recv.ptr, count, infinicclInt32, prev, comm, held.stream) ==
           infinicclSuccess);
     CHECK(infinicclGroupEnd() == infinicclSuccess);
-    const bool returned_before_release = !released.load();
-    releaser.join();
+    const bool returned_before_release = !held.released();
+    held.Join();
     if (async) {
       CHECK(returned_before_release, "GroupEnd waited for its stream (it must queue the group)");
     } else {
@@ -512,7 +519,8 @@ int main(int argc, char **argv) {
   g_rank = rank;
 
   if (mode == "semantics") {
-    TestReturnsWhileHeld(comm, rank, /*async=*/true);
+    TestReturnsWhileHeld(comm, rank, /*async=*/true, 300000);
+    TestReturnsWhileHeld(comm, rank, /*async=*/true, 4000);
     TestGroupWhileHeld(comm, rank, /*async=*/true);
     TestInterleaved(comm, rank);
     TestTwoComms(rank);
@@ -530,7 +538,8 @@ int main(int argc, char **argv) {
     TestEvictOnEngine(comm, rank);  // the emulated FreeHost waits for every stream
 #endif
   } else if (mode == "sync") {
-    TestReturnsWhileHeld(comm, rank, /*async=*/false);
+    TestReturnsWhileHeld(comm, rank, /*async=*/false, 300000);
+    TestReturnsWhileHeld(comm, rank, /*async=*/false, 4000);
     TestGroupWhileHeld(comm, rank, /*async=*/false);
     TestInterleaved(comm, rank);
   } else {
