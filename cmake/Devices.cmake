@@ -5,7 +5,8 @@
 #   WITH_METAX     MetaX MACA         (MACA_PATH,  default /opt/maca)
 #   WITH_MOORE     Moore Threads MUSA (MUSA_PATH,  default /usr/local/musa)
 #   WITH_HIP       AMD GPUs and Hygon DCU, HIP runtime (ROCM_PATH, default
-#                  /opt/rocm, then the system prefix: Debian's libamdhip64-dev)
+#                  /opt/rocm, then the system prefix: Debian's libamdhip64-dev);
+#                  WITH_HYGON, InfiniTensor's spelling for Hygon, sets it
 #   WITH_ASCEND    Huawei Ascend, CANN's ACL runtime (ASCEND_TOOLKIT_HOME,
 #                  default /usr/local/Ascend/ascend-toolkit/latest)
 #   WITH_CAMBRICON Cambricon MLU, CNRT (NEUWARE_HOME, default /usr/local/neuware)
@@ -286,6 +287,12 @@ macro(_iccl_probe_CAMBRICON found detail)
   _iccl_find_sdk_or_standin(${found} ${detail} InfiniCCL::cnrt "${_iccl_neuware_root}"
                             cnrt.h cnrt iccl_standin_cnrt)
 endmacro()
+
+# WITH_HYGON: how InfiniTensor's own projects (InfiniRT, InfiniOps) spell
+# Hygon DCU; here it is the HIP runtime (Hygon's DTK ships HIP and RCCL).
+if(DEFINED WITH_HYGON)
+  set(WITH_HIP "${WITH_HYGON}")
+endif()
 
 foreach(_v NVIDIA ILUVATAR METAX MOORE HIP ASCEND CAMBRICON)
   _iccl_device_request(${_v})
