@@ -53,23 +53,6 @@ namespace {
 int g_n = 0;
 using Clock = std::chrono::steady_clock;
 
-std::vector<unsigned char> Input(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
-                                 int rank, size_t count) {
-  std::vector<unsigned char> h(count * Info(dt).size);
-  for (size_t i = 0; i < count; ++i) Encode(dt, h.data(), i, ReduceValue(dt, op, seed, rank, i));
-  return h;
-}
-
-long CountWrong(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
-                const std::vector<unsigned char> &got, size_t count) {
-  long wrong = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (!Matches(dt, op, Decode(dt, got.data(), i), ExpectedReduce(dt, op, seed, g_n, i))) {
-      ++wrong;
-    }
-  }
-  return wrong;
-}
 
 // Downloads `b` on `stream` (after whatever the stream holds) and waits.
 std::vector<unsigned char> DownloadOn(const DeviceBuffer &b, void *stream) {
@@ -121,7 +104,8 @@ struct HeldStream {
 void TestReturnsWhileHeld(infinicclComm_t comm, int rank, bool async, size_t count) {
   DeviceBuffer send(count * 4), recv(count * 4);
   send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale data: zeros
-  const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 21, rank, count);
+  const std::vector<unsigned char> fresh =
+      ReduceInput(infinicclInt32, infinicclSum, 21, rank, count);
   HeldStream held;
   // Produced on the stream after the hold: what the call must read.
   send.UploadAsync(fresh, held.stream);
@@ -136,9 +120,10 @@ void TestReturnsWhileHeld(infinicclComm_t comm, int rank, bool async, size_t cou
   } else {
     CHECK(!returned_before_release, "INFINICCL_ASYNC=0: the call returned before its input");
   }
-  const long wrong = CountWrong(infinicclInt32, infinicclSum, 21, DownloadOn(recv, held.stream),
-                                count);
-  CHECK(wrong == 0, "%ld elements wrong (read before the producer or seen before done)", wrong);
+  const long wrong = CountWrongReduce(g_n, infinicclInt32, infinicclSum, 21,
+                                      DownloadOn(recv, held.stream), count);
+  CHECK(wrong == 0, "%ld elements wrong (read before the producer or seen before done)",
+        wrong);
 }
 
 // A ring of grouped Send/Recv on device buffers (every rank sends before it
@@ -152,8 +137,10 @@ void TestGroupWhileHeld(infinicclComm_t comm, int rank, bool async) {
   const int next = (rank + 1) % g_n, prev = (rank + g_n - 1) % g_n;
   DeviceBuffer send(count * 4), recv(count * 4), recv2(count * 4);
   send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale
-  const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 31, rank, count);
-  const std::vector<unsigned char> expect = Input(infinicclInt32, infinicclSum, 31, prev, count);
+  const std::vector<unsigned char> fresh =
+      ReduceInput(infinicclInt32, infinicclSum, 31, rank, count);
+  const std::vector<unsigned char> expect =
+      ReduceInput(infinicclInt32, infinicclSum, 31, prev, count);
   {
     HeldStream held;
     send.UploadAsync(fresh, held.stream);
@@ -213,10 +200,10 @@ void TestInterleaved(infinicclComm_t comm, int rank) {
   void *stream = nullptr;
   CHECK(g_dev->StreamCreate(&stream).ok());
   DeviceBuffer d1(count * 4), d2(count * 4);
-  d1.Upload(Input(infinicclFloat32, infinicclSum, 31, rank, count));
-  d2.Upload(Input(infinicclFloat32, infinicclMax, 33, rank, count));
-  std::vector<unsigned char> h1 = Input(infinicclInt64, infinicclSum, 32, rank, count);
-  std::vector<unsigned char> h2 = Input(infinicclInt8, infinicclMin, 34, rank, count);
+  d1.Upload(ReduceInput(infinicclFloat32, infinicclSum, 31, rank, count));
+  d2.Upload(ReduceInput(infinicclFloat32, infinicclMax, 33, rank, count));
+  std::vector<unsigned char> h1 = ReduceInput(infinicclInt64, infinicclSum, 32, rank, count);
+  std::vector<unsigned char> h2 = ReduceInput(infinicclInt8, infinicclMin, 34, rank, count);
   CHECK(infinicclAllReduce(d1.ptr, d1.ptr, count, infinicclFloat32, infinicclSum, comm,
                            stream) == infinicclSuccess);
   CHECK(infinicclAllReduce(h1.data(), h1.data(), count, infinicclInt64, infinicclSum, comm,
@@ -226,11 +213,13 @@ void TestInterleaved(infinicclComm_t comm, int rank) {
   CHECK(infinicclAllReduce(h2.data(), h2.data(), count, infinicclInt8, infinicclMin, comm,
                            stream) == infinicclSuccess);
   // Host results are there when the call returns.
-  CHECK(CountWrong(infinicclInt64, infinicclSum, 32, h1, count) == 0, "host call 1");
-  CHECK(CountWrong(infinicclInt8, infinicclMin, 34, h2, count) == 0, "host call 2");
-  CHECK(CountWrong(infinicclFloat32, infinicclSum, 31, DownloadOn(d1, stream), count) == 0,
+  CHECK(CountWrongReduce(g_n, infinicclInt64, infinicclSum, 32, h1, count) == 0, "host call 1");
+  CHECK(CountWrongReduce(g_n, infinicclInt8, infinicclMin, 34, h2, count) == 0, "host call 2");
+  CHECK(CountWrongReduce(g_n, infinicclFloat32, infinicclSum, 31, DownloadOn(d1, stream),
+                         count) == 0,
         "device call 1");
-  CHECK(CountWrong(infinicclFloat32, infinicclMax, 33, DownloadOn(d2, stream), count) == 0,
+  CHECK(CountWrongReduce(g_n, infinicclFloat32, infinicclMax, 33, DownloadOn(d2, stream),
+                         count) == 0,
         "device call 2");
   CHECK(g_dev->StreamDestroy(stream).ok());
 }
@@ -247,12 +236,12 @@ void TestTwoComms(int rank) {
   auto run = [&](int which, int round, DeviceBuffer &buf, void *stream) {
     // The upload's host vector must outlive the copy: waited for here.
     const std::vector<unsigned char> input =
-        Input(infinicclInt32, infinicclSum, 40 + which * 100 + round, rank, count);
+        ReduceInput(infinicclInt32, infinicclSum, 40 + which * 100 + round, rank, count);
     buf.UploadAsync(input, stream);
     CHECK(g_dev->StreamSynchronize(stream).ok());
     CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum,
                              comms[which], stream) == infinicclSuccess);
-    const long wrong = CountWrong(infinicclInt32, infinicclSum, 40 + which * 100 + round,
+    const long wrong = CountWrongReduce(g_n, infinicclInt32, infinicclSum, 40 + which * 100 + round,
                                   DownloadOn(buf, stream), count);
     CHECK(wrong == 0, "comm %d round %d: %ld wrong", which, round, wrong);
   };
@@ -329,13 +318,13 @@ void TestBackToBack(int rank) {
   CHECK(wrong == 0, "back-to-back collectives: %ld wrong elements", wrong);
   // Destroy with work queued: it finishes first (as ncclCommDestroy).
   DeviceBuffer last(count * 4);
-  last.Upload(Input(infinicclInt32, infinicclSum, 50, rank, count));
+  last.Upload(ReduceInput(infinicclInt32, infinicclSum, 50, rank, count));
   for (int i = 0; i < 4; ++i) {
     CHECK(infinicclAllReduce(last.ptr, ar.ptr, count, infinicclInt32, infinicclSum, comm,
                              stream) == infinicclSuccess);
   }
   CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
-  CHECK(CountWrong(infinicclInt32, infinicclSum, 50, DownloadOn(ar, stream), count) == 0,
+  CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclSum, 50, DownloadOn(ar, stream), count) == 0,
         "the work queued before CommDestroy did not finish");
   CHECK(g_dev->StreamDestroy(stream).ok());
 }
@@ -358,7 +347,7 @@ void TestEvictOnEngine(infinicclComm_t comm, int rank) {
   for (size_t k = 0; k < counts.size(); ++k) {
     sends.push_back(std::make_unique<DeviceBuffer>(counts[k] * 4));
     recvs.push_back(std::make_unique<DeviceBuffer>(counts[k] * 4));
-    sends.back()->Upload(Input(infinicclInt32, infinicclSum, 80 + k, rank, counts[k]));
+    sends.back()->Upload(ReduceInput(infinicclInt32, infinicclSum, 80 + k, rank, counts[k]));
   }
   for (size_t k = 0; k < counts.size(); ++k) {
     CHECK(infinicclAllReduce(sends[k]->ptr, recvs[k]->ptr, counts[k], infinicclInt32,
@@ -366,7 +355,7 @@ void TestEvictOnEngine(infinicclComm_t comm, int rank) {
   }
   CHECK(g_sim->StreamSynchronize(stream).ok());  // hangs if the engine freed
   for (size_t k = 0; k < counts.size(); ++k) {
-    CHECK(CountWrong(infinicclInt32, infinicclSum, 80 + k, DownloadOn(*recvs[k], stream),
+    CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclSum, 80 + k, DownloadOn(*recvs[k], stream),
                      counts[k]) == 0,
           "AllReduce of %zu elements wrong", counts[k]);
   }
@@ -394,7 +383,7 @@ void TestFailure(int rank) {
     // MPI (every rank fails alike) and the communicator goes on.
     const size_t small = 4096;
     DeviceBuffer b(small * 4);
-    b.Upload(Input(infinicclInt32, infinicclSum, 61, rank, small));
+    b.Upload(ReduceInput(infinicclInt32, infinicclSum, 61, rank, small));
     g_sim->FailNextCopies(1);
     const infinicclResult_t r = infinicclAllReduce(b.ptr, b.ptr, small, infinicclInt32,
                                                    infinicclSum, comm, stream);
@@ -405,13 +394,14 @@ void TestFailure(int rank) {
     CHECK(g_dev->StreamSynchronize(stream).ok());
     CHECK(infinicclAllReduce(b.ptr, b.ptr, small, infinicclInt32, infinicclSum, comm,
                              stream) == infinicclSuccess);
-    CHECK(CountWrong(infinicclInt32, infinicclSum, 61, DownloadOn(b, stream), small) == 0,
+    CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclSum, 61, DownloadOn(b, stream),
+                           small) == 0,
           "the communicator after a failed one-chunk call");
   }
   // Pipelined (chunks of 64 KiB): the copies are the engine's.
   const size_t count = 70000;
   DeviceBuffer buf(count * 4);
-  buf.Upload(Input(infinicclInt32, infinicclSum, 60, rank, count));
+  buf.Upload(ReduceInput(infinicclInt32, infinicclSum, 60, rank, count));
   // Every rank's next device-to-host copy fails: no rank reaches MPI.
   g_sim->FailNextCopies(1);
   CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum, comm,
@@ -444,7 +434,7 @@ void TestAbortWithQueued(int rank) {
   CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
   const size_t count = 4096;
   DeviceBuffer buf(count * 4);
-  buf.Upload(Input(infinicclInt32, infinicclSum, 70, rank, count));
+  buf.Upload(ReduceInput(infinicclInt32, infinicclSum, 70, rank, count));
   HeldStream held;
   // Queued behind the held stream on every rank: none can start.
   for (int i = 0; i < 3; ++i) {

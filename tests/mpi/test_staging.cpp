@@ -30,34 +30,15 @@ namespace {
 
 int g_n = 0;
 
-// Host input for an AllReduce of `count` elements of `dt` with `seed`.
-std::vector<unsigned char> Input(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
-                                 int rank, size_t count) {
-  std::vector<unsigned char> h(count * Info(dt).size);
-  for (size_t i = 0; i < count; ++i) Encode(dt, h.data(), i, ReduceValue(dt, op, seed, rank, i));
-  return h;
-}
-
-long CountWrong(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
-                const std::vector<unsigned char> &got, size_t count) {
-  long wrong = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (!Matches(dt, op, Decode(dt, got.data(), i), ExpectedReduce(dt, op, seed, g_n, i))) {
-      ++wrong;
-    }
-  }
-  return wrong;
-}
-
 // One AllReduce on device buffers, checked; returns the call's result.
 infinicclResult_t DeviceAllReduce(infinicclComm_t comm, int rank, size_t count,
                                   infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed) {
   const size_t bytes = count * Info(dt).size;
   DeviceBuffer send(bytes), recv(bytes);
-  send.Upload(Input(dt, op, seed, rank, count));
+  send.Upload(ReduceInput(dt, op, seed, rank, count));
   const infinicclResult_t rc = infinicclAllReduce(send.ptr, recv.ptr, count, dt, op, comm, nullptr);
   if (rc == infinicclSuccess) {
-    const long wrong = CountWrong(dt, op, seed, recv.Download(), count);
+    const long wrong = CountWrongReduce(g_n, dt, op, seed, recv.Download(), count);
     CHECK(wrong == 0, "AllReduce count=%zu dtype=%s op=%s: %ld wrong", count, Info(dt).name,
           OpName(op), wrong);
   }
@@ -74,7 +55,7 @@ void TestReuse(infinicclComm_t comm, int rank) {
     const infinicclStagingStats first = StagingStats();
     const size_t bytes = count * 4;
     DeviceBuffer send(bytes), recv(bytes);
-    send.Upload(Input(infinicclFloat32, infinicclSum, 2, rank, count));
+    send.Upload(ReduceInput(infinicclFloat32, infinicclSum, 2, rank, count));
     for (int i = 0; i < calls; ++i) {
       CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat32, infinicclSum,
                                comm, nullptr) == infinicclSuccess);
@@ -85,7 +66,8 @@ void TestReuse(infinicclComm_t comm, int rank) {
           calls, count, after.allocations - first.allocations);
     CHECK(after.staged_calls == first.staged_calls + calls);
     CHECK(after.d2h_bytes >= first.d2h_bytes + calls * bytes);
-    const long wrong = CountWrong(infinicclFloat32, infinicclSum, 2, recv.Download(), count);
+    const long wrong =
+        CountWrongReduce(g_n, infinicclFloat32, infinicclSum, 2, recv.Download(), count);
     CHECK(wrong == 0, "after %d calls: %ld wrong", calls, wrong);
   }
 }
@@ -132,7 +114,7 @@ void TestPageableFallback(infinicclComm_t comm, int rank) {
 void TestCopyFailure(infinicclComm_t comm, int rank) {
   const size_t count = 100000;
   DeviceBuffer send(count * 8), recv(count * 8);
-  send.Upload(Input(infinicclFloat64, infinicclSum, 8, rank, count));
+  send.Upload(ReduceInput(infinicclFloat64, infinicclSum, 8, rank, count));
   // Every rank fails its first staging copy, so no rank is left waiting in MPI.
   g_sim->FailNextCopies(1);
   const infinicclResult_t rc = infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat64,
@@ -155,13 +137,15 @@ void TestStreamOrdering(infinicclComm_t comm, int rank) {
   CHECK(g_sim->StreamCreate(&stream).ok());
   DeviceBuffer send(count * 4), recv(count * 4);
   send.Upload(std::vector<unsigned char>(count * 4, 0));  // stale data: zeros
-  const std::vector<unsigned char> fresh = Input(infinicclInt32, infinicclSum, 10, rank, count);
+  const std::vector<unsigned char> fresh =
+      ReduceInput(infinicclInt32, infinicclSum, 10, rank, count);
   g_sim->SetCopyGbps(0.5);  // 4 MiB at 0.5 GB/s: about 8 ms
   send.UploadAsync(fresh, stream);
   CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclSum, comm,
                            stream) == infinicclSuccess);
   g_sim->SetCopyGbps(0);
-  const long wrong = CountWrong(infinicclInt32, infinicclSum, 10, recv.Download(), count);
+  const long wrong =
+      CountWrongReduce(g_n, infinicclInt32, infinicclSum, 10, recv.Download(), count);
   CHECK(wrong == 0, "%ld elements read before the producing copy finished", wrong);
   CHECK(g_sim->StreamDestroy(stream).ok());
 }
@@ -186,12 +170,12 @@ void TestMixedHostDevice(infinicclComm_t comm, int rank) {
   CHECK(wrong == 0, "mixed AllGather: %ld wrong", wrong);
 
   DeviceBuffer dev_send(count * 4);
-  dev_send.Upload(Input(infinicclInt64, infinicclSum, 11, rank, count / 2));
+  dev_send.Upload(ReduceInput(infinicclInt64, infinicclSum, 11, rank, count / 2));
   std::vector<unsigned char> out(count / 2 * 8);
   CHECK(infinicclReduce(dev_send.ptr, out.data(), count / 2, infinicclInt64, infinicclSum,
                         g_n - 1, comm, nullptr) == infinicclSuccess);
   if (rank == g_n - 1) {
-    CHECK(CountWrong(infinicclInt64, infinicclSum, 11, out, count / 2) == 0);
+    CHECK(CountWrongReduce(g_n, infinicclInt64, infinicclSum, 11, out, count / 2) == 0);
   }
 }
 
@@ -260,7 +244,7 @@ void TestDirectLocalCopies(infinicclComm_t comm, int rank) {
   for (size_t count : {size_t{5000}, size_t{300000}}) {
     const unsigned long long pieces = (count * 4 + (1u << 20) - 1) >> 20;
     DeviceBuffer send(count * 4), recv(count * 4);
-    send.Upload(Input(infinicclInt32, infinicclAvg, 31, rank, count));
+    send.Upload(ReduceInput(infinicclInt32, infinicclAvg, 31, rank, count));
     const infiniccl::SimStats s0 = g_sim->stats();
     CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclInt32, infinicclAvg, comm,
                              nullptr) == infinicclSuccess);
@@ -269,7 +253,7 @@ void TestDirectLocalCopies(infinicclComm_t comm, int rank) {
           "Avg of %zu on the direct path: %llu/%llu copies, expected %llu", count,
           static_cast<unsigned long long>(s1.d2h_copies - s0.d2h_copies),
           static_cast<unsigned long long>(s1.h2d_copies - s0.h2d_copies), pieces);
-    CHECK(CountWrong(infinicclInt32, infinicclAvg, 31, recv.Download(), count) == 0,
+    CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclAvg, 31, recv.Download(), count) == 0,
           "Avg of %zu on the direct path: wrong result", count);
   }
 }
@@ -282,7 +266,7 @@ void TestOneRank(infinicclComm_t comm, int rank) {
                                   infinicclAvg};
   for (infinicclRedOp_t op : ops) {
     DeviceBuffer send(count * 8), recv(count * 8);
-    const std::vector<unsigned char> in = Input(infinicclFloat64, op, 40 + op, rank, count);
+    const std::vector<unsigned char> in = ReduceInput(infinicclFloat64, op, 40 + op, rank, count);
     send.Upload(in);
     const infinicclStagingStats before = StagingStats();
     const infiniccl::SimStats s0 = g_sim->stats();
@@ -306,7 +290,7 @@ void TestOneRank(infinicclComm_t comm, int rank) {
   }
   // Device to host memory: one device-to-host copy.
   DeviceBuffer send(count * 4);
-  const std::vector<unsigned char> in = Input(infinicclInt32, infinicclMax, 50, rank, count);
+  const std::vector<unsigned char> in = ReduceInput(infinicclInt32, infinicclMax, 50, rank, count);
   send.Upload(in);
   std::vector<unsigned char> out(count * 4, 0);
   CHECK(infinicclAllReduce(send.ptr, out.data(), count, infinicclInt32, infinicclMax, comm,

@@ -311,6 +311,24 @@ inline bool Matches(infinicclDataType_t dt, infinicclRedOp_t op, double got, dou
   return got == expected;
 }
 
+// Rank `rank`'s input of a reduction test: ReduceValue for each element.
+inline std::vector<unsigned char> ReduceInput(infinicclDataType_t dt, infinicclRedOp_t op,
+                                              uint64_t seed, int rank, size_t count) {
+  std::vector<unsigned char> h(count * Info(dt).size);
+  for (size_t i = 0; i < count; ++i) Encode(dt, h.data(), i, ReduceValue(dt, op, seed, rank, i));
+  return h;
+}
+
+// Elements of `got` that are not the reduction of `n` ranks' ReduceInput.
+inline long CountWrongReduce(int n, infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed,
+                             const std::vector<unsigned char> &got, size_t count) {
+  long wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!Matches(dt, op, Decode(dt, got.data(), i), ExpectedReduce(dt, op, seed, n, i))) ++wrong;
+  }
+  return wrong;
+}
+
 // ---- guarded buffers -------------------------------------------------------------
 // A byte buffer with guard zones either side; the body starts as a known fill
 // byte, so untouched regions and out-of-bounds writes can both be detected.
