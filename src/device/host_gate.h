@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "device/device_runtime.h"
+#include "device/spin_wait.h"
 
 namespace infiniccl {
 
@@ -30,6 +31,9 @@ class HostGate {
     cv_.notify_all();
   }
   void Wait(uint32_t target) {
+    if (SpinFor([&] { return GateReached(__atomic_load_n(word_, __ATOMIC_ACQUIRE), target); })) {
+      return;
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return GateReached(__atomic_load_n(word_, __ATOMIC_ACQUIRE), target); });
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "device/spin_wait.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
@@ -142,6 +143,12 @@ void ProgressEngine::Loop() {
   StagingPool::DeferFreesOnThisThread();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
+    if (queue_.empty() && !stop_) {
+      // The next call often comes at once (a training step's buckets).
+      lock.unlock();
+      SpinFor([&] { return pending_.load(std::memory_order_acquire) != 0; });
+      lock.lock();
+    }
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and nothing left
     Item item = std::move(queue_.front());

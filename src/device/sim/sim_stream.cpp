@@ -27,8 +27,9 @@ void SimStream::Enqueue(std::function<void()> work) {
 }
 
 void SimStream::Synchronize() {
+  const uint64_t target = enqueued_.load(std::memory_order_acquire);
+  if (SpinFor([&] { return done_.load(std::memory_order_acquire) >= target; })) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  const uint64_t target = enqueued_;
   while (done_ < target) {
     if (target < wake_at_) wake_at_ = target;
     done_cv_.wait(lock);
@@ -50,6 +51,11 @@ void SimStream::Run() {
 #endif
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    if (queue_.empty() && !stop_) {
+      lock.unlock();
+      SpinFor([&] { return enqueued_.load(std::memory_order_acquire) > done_.load(); });
+      lock.lock();
+    }
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and drained
     std::function<void()> work = std::move(queue_.front());

@@ -2,12 +2,15 @@
 // worker thread; Synchronize waits until everything queued so far is done.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+
+#include "device/spin_wait.h"
 
 namespace infiniccl {
 
@@ -27,20 +30,28 @@ class SimEvent {
   }
   // The stream has reached `generation`'s marker.
   void Complete(uint64_t generation) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (completed_ < generation) completed_ = generation;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (Reached(generation)) return;
+      completed_.store(generation, std::memory_order_release);
+    }
     cv_.notify_all();
   }
   void Wait(uint64_t generation) {
+    if (SpinFor([&] { return Reached(generation); })) return;
     std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return completed_ >= generation; });
+    cv_.wait(lock, [&] { return Reached(generation); });
   }
 
  private:
+  bool Reached(uint64_t generation) const {
+    return completed_.load(std::memory_order_acquire) >= generation;
+  }
+
   std::mutex mutex_;
   std::condition_variable cv_;
-  uint64_t recorded_ = 0;   // generation of the last Record
-  uint64_t completed_ = 0;  // generation the stream has reached
+  uint64_t recorded_ = 0;                // generation of the last Record
+  std::atomic<uint64_t> completed_{0};   // generation the stream has reached
 };
 
 class SimStream {
@@ -60,7 +71,8 @@ class SimStream {
   std::condition_variable work_cv_;  // the worker waits for work or stop_
   std::condition_variable done_cv_;  // Synchronize waits for done_
   std::deque<std::function<void()>> queue_;
-  uint64_t enqueued_ = 0, done_ = 0;
+  // Written under mutex_, read without it by the polls before a wait.
+  std::atomic<uint64_t> enqueued_{0}, done_{0};
   // The smallest done_ a Synchronize waits for: the worker wakes waiters
   // only then, not after every item (a wake-up costs several us).
   uint64_t wake_at_ = UINT64_MAX;
