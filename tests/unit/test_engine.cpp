@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/sim/sim_runtime.h"
+#include "device/spin_wait.h"
 #include "progress/engine.h"
 
 namespace infiniccl {
@@ -159,6 +160,44 @@ TEST_F(EngineTest, ManyThreadsManyEngines) {
   }
   for (auto &t : threads) t.join();
   EXPECT_EQ(ran.load(), 200);
+}
+
+TEST(SpinFor, SeesAConditionSetByAnotherThreadAndGivesUpAfterItsLimit) {
+  std::atomic<bool> flag{false};
+  std::thread setter([&] { flag.store(true); });
+  // Generous: the setter may be slow to start on a loaded machine.
+  EXPECT_TRUE(SpinFor([&] { return flag.load(); }, std::chrono::seconds(10)));
+  setter.join();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(SpinFor([] { return false; }, std::chrono::microseconds(200)));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::microseconds(200));
+  EXPECT_FALSE(SpinFor([] { return false; }, std::chrono::microseconds(0)));
+  EXPECT_TRUE(SpinFor([] { return true; }, std::chrono::microseconds(0)));
+}
+
+TEST_F(EngineTest, WaitsLongerThanThePollingSleepAndAreWoken) {
+  // Each wait outlasts kSpinBeforeSleep, so every waiter (the engine at the
+  // event, the stream at the gate, the engine for its next operation, the
+  // caller's synchronize) goes to sleep and must be woken: nothing is lost
+  // between the polling and the sleep.
+  const unsigned us = 5 * static_cast<unsigned>(kSpinBeforeSleep.count());
+  ProgressEngine engine("test");
+  std::vector<int> order;
+  for (int k = 0; k < 5; ++k) {
+    const auto queued = std::chrono::steady_clock::now();
+    ASSERT_TRUE(sim.Kernel(stream, us).ok());  // the engine waits for it
+    ASSERT_TRUE(engine.Enqueue(Op([&, k, queued](const CollArgs &) {
+                  EXPECT_GE(std::chrono::steady_clock::now() - queued,
+                            std::chrono::microseconds(us));
+                  std::this_thread::sleep_for(std::chrono::microseconds(us));  // the gate waits
+                  order.push_back(k);
+                  return Status::Ok();
+                })).ok());
+    ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+    ASSERT_EQ(order.size(), static_cast<size_t>(k + 1));
+    std::this_thread::sleep_for(std::chrono::microseconds(us));  // the engine sleeps
+  }
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
 }  // namespace
