@@ -6,9 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -127,6 +129,31 @@ Status Runtime::Init(int *argc, char ***argv) {
   }
   StagingPool::Global().ResetCounters();
   mpi::SetSerialized(provided < MPI_THREAD_MULTIPLE);
+  {
+    // Ranks on this node, as the launcher says (Open MPI's and MPICH's
+    // Hydra's variables; no collective here), against its cores.
+    int on_node = 0;
+    for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+      if (const char *v = std::getenv(name)) on_node = std::atoi(v);
+      if (on_node > 0) break;
+    }
+    const unsigned cores = std::thread::hardware_concurrency();
+#ifdef OPEN_MPI
+    // Open MPI's waits yield by themselves once its launcher sees more
+    // ranks than slots (mpi_yield_when_idle), and its nonblocking
+    // collectives are slower than its blocking ones at small sizes: polling
+    // gained nothing there (docs/PERFORMANCE.md §8, 4 ranks on 2 cores).
+    const bool over = false;
+#else
+    const bool over = mpi::Oversubscribed(on_node, cores);
+#endif
+    mpi::SetOversubscribed(over);
+    if (over) {
+      INFINICCL_INFO("%d ranks share this node's %u cores: waits for MPI poll with yields "
+                     "and short sleeps instead of spinning inside MPI",
+                     on_node, cores);
+    }
+  }
   s.phase = Phase::kActive;
 
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -173,6 +200,7 @@ Status Runtime::Finalize() {
   StagingPool::Global().Trim();
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);
+  mpi::SetOversubscribed(false);
   if (s.owns_mpi) {
     // Every rank reaches MPI_Finalize's own synchronisation (a PMIx fence in
     // Open MPI) only once all have got here. A rank waiting in that fence

@@ -13,12 +13,13 @@ namespace infiniccl::mpi {
 
 namespace {
 
-// One MPI call: `blocking(args...)`, or, when the library serialises its MPI
-// calls (mpi_thread.h), its nonblocking form `nonblocking(args..., &request)`
-// posted under the lock and polled to completion.
+// One MPI call: `blocking(args...)`, or, when the library polls its waits
+// (serialised or oversubscribed, mpi_thread.h), its nonblocking form
+// `nonblocking(args..., &request)` posted (under the lock when serialised)
+// and polled to completion.
 template <typename Blocking, typename Nonblocking, typename... Args>
 int Call(Blocking blocking, Nonblocking nonblocking, Args... args) {
-  if (Serialized())
+  if (Polled())
     return PostAndWait([&](MPI_Request *q) { return nonblocking(args..., q); });
   return blocking(args...);
 }
@@ -38,7 +39,7 @@ constexpr bool kReduceNonblocking = false;
 // Reduce: Call, or under kReduceNonblocking the nonblocking form waited for.
 template <typename Blocking, typename Nonblocking, typename... Args>
 int ReduceCall(Blocking blocking, Nonblocking nonblocking, Args... args) {
-  if (!kReduceNonblocking || Serialized()) return Call(blocking, nonblocking, args...);
+  if (!kReduceNonblocking || Polled()) return Call(blocking, nonblocking, args...);
   static std::atomic<bool> said{false};
   if (!said.exchange(true)) {
     INFINICCL_INFO("MPICH before 4.1.3: MPI_Reduce runs as MPI_Ireduce + MPI_Wait "
@@ -369,7 +370,7 @@ int Irecv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI
 
 int Sendrecv(const void *s, void *r, int k, MPI_Datatype t, int dest, int source, int tag,
              MPI_Comm c) {
-  if (!Serialized()) {
+  if (!Polled()) {
     return MPI_Sendrecv(s, k, t, dest, tag, r, k, t, source, tag, c, MPI_STATUS_IGNORE);
   }
   MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -386,7 +387,7 @@ int Sendrecv(const void *s, void *r, int k, MPI_Datatype t, int dest, int source
   }
   for (MPI_Request &one : q) {
     if (rc != MPI_SUCCESS) break;
-    rc = WaitSerialized(&one);
+    rc = WaitPolled(&one);
   }
   return rc;
 }

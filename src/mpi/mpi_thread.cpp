@@ -9,6 +9,7 @@ namespace infiniccl::mpi {
 namespace {
 
 std::atomic<bool> g_serialized{false};
+std::atomic<bool> g_oversubscribed{false};
 
 std::recursive_mutex &Mutex() {
   static std::recursive_mutex *m = new std::recursive_mutex();  // usable at exit
@@ -24,6 +25,16 @@ bool Serialized() {
   return g_serialized.load(std::memory_order_acquire);
 }
 
+void SetOversubscribed(bool on) {
+  g_oversubscribed.store(on, std::memory_order_release);
+}
+bool Polled() {
+  return Serialized() || g_oversubscribed.load(std::memory_order_acquire);
+}
+bool Oversubscribed(int ranks_on_node, unsigned cores) {
+  return cores > 0 && ranks_on_node > 0 && static_cast<unsigned>(ranks_on_node) > cores;
+}
+
 SerialLock::SerialLock() : held_(Serialized()) {
   if (held_) Mutex().lock();
 }
@@ -32,14 +43,18 @@ SerialLock::~SerialLock() {
   if (held_) Mutex().unlock();
 }
 
-int WaitSerialized(MPI_Request *req) {
+int Wait(MPI_Request *req) {
+  return Polled() ? WaitPolled(req) : MPI_Wait(req, MPI_STATUS_IGNORE);
+}
+
+int WaitPolled(MPI_Request *req) {
   // Yield first (a collective of a few bytes completes within a few polls),
   // then sleep briefly so that waiting threads leave the cores to the ranks
   // doing the work on an oversubscribed node.
   for (unsigned polls = 0;; ++polls) {
     int done = 0, rc;
     {
-      std::lock_guard<std::recursive_mutex> lock(Mutex());
+      SerialLock lock;
       rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     }
     if (rc != MPI_SUCCESS || done) return rc;

@@ -23,6 +23,19 @@ namespace infiniccl::mpi {
 void SetSerialized(bool on);
 bool Serialized();
 
+// Whether the library waits for MPI by polling (MPI_Test, yielding, then
+// short sleeps: WaitPolled) rather than in MPI's blocking calls: when
+// serialised (above), and, with MPICH, when this node runs more ranks than it
+// has cores. A rank waiting inside MPICH's blocking calls busy-polls without
+// yielding, taking a core from the rank it waits for, or from its own thread
+// that computes (a DDP step's backward); a polled wait leaves it to them.
+// Open MPI yields by itself when its launcher sees more ranks than slots.
+// Set by Runtime::Init; off after Finalize.
+void SetOversubscribed(bool on);
+bool Polled();
+// Ranks sharing this node against its cores: what SetOversubscribed takes.
+bool Oversubscribed(int ranks_on_node, unsigned cores);
+
 // Held around MPI calls that have no nonblocking form (communicator creation
 // and freeing, datatype construction). Recursive: a communicator freed on an
 // error path of a locked section takes it again. No-op under MULTIPLE.
@@ -37,11 +50,14 @@ class SerialLock {
   bool held_ = false;
 };
 
-// Completes `*req` polling MPI_Test under the lock, released between polls.
-int WaitSerialized(MPI_Request *req);
+// Completes `*req` polling MPI_Test (under the lock when serialised, released
+// between polls).
+int WaitPolled(MPI_Request *req);
+// WaitPolled when Polled(), else MPI_Wait.
+int Wait(MPI_Request *req);
 
-// Serialised mode only: posts a nonblocking call, `start(&request)` under the
-// lock, and waits for it as above.
+// Polled mode: posts a nonblocking call, `start(&request)` (under the lock
+// when serialised), and waits for it as above.
 template <typename Start>
 int PostAndWait(Start start) {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -51,7 +67,7 @@ int PostAndWait(Start start) {
     rc = start(&request);
   }
   if (rc != MPI_SUCCESS) return rc;
-  return WaitSerialized(&request);
+  return WaitPolled(&request);
 }
 
 }  // namespace infiniccl::mpi

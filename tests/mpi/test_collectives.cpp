@@ -11,7 +11,10 @@
 // --dtypes=Int8,Float16 runs only those dtypes (names as in kDtypes).
 // --mpi-thread=serialized starts MPI at MPI_THREAD_SERIALIZED before
 // infinicclInit, so every collective takes the library's serialised
-// (nonblocking, polled) path.
+// (nonblocking, polled) path. --ranks-on-node=N tells infinicclInit that N
+// ranks share this node (the launcher's variable, overwritten before the
+// call), so on a machine with fewer cores the library waits for MPI by
+// polling (mpi_thread.h; with MPICH, Open MPI yields by itself).
 // Device-buffer build (test_collectives_sim) only: --host-ranks=R,R... keeps
 // those ranks on host buffers without the emulated device (a mixed job);
 // --expect-hier=sharded|leader fails unless that two-level AllReduce form
@@ -627,6 +630,9 @@ int main(int argc, char **argv) {
       int provided = 0;
       MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
       own_mpi = true;
+    } else if (std::string(argv[i]).rfind("--ranks-on-node=", 0) == 0) {
+      setenv("MPI_LOCALNRANKS", argv[i] + 16, 1);
+      setenv("OMPI_COMM_WORLD_LOCAL_SIZE", argv[i] + 16, 1);
     }
   }
   if (infinicclInit(&argc, &argv) != infinicclSuccess) {
@@ -679,6 +685,7 @@ int main(int argc, char **argv) {
     else if (arg.rfind("--large-count=", 0) == 0)
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
     else if (arg.rfind("--mpi-thread=", 0) == 0 || arg.rfind("--host-ranks=", 0) == 0 ||
+             arg.rfind("--ranks-on-node=", 0) == 0 ||
              arg.rfind("--expect-hier=", 0) == 0 || arg.rfind("--route-check=", 0) == 0)
       continue;
     else if (arg.rfind("--dtypes=", 0) == 0) {

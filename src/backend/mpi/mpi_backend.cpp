@@ -136,7 +136,7 @@ Status MpiBackend::Broadcast(const CollArgs &a) {
     }
   }
   if (rc == MPI_SUCCESS && !done) {
-    rc = mpi::Serialized() ? mpi::WaitSerialized(&req) : MPI_Wait(&req, MPI_STATUS_IGNORE);
+    rc = mpi::Wait(&req);
   }
   INFINICCL_RETURN_IF_ERROR(MpiCheck(rc, "MPI_Ibcast (wait)"));
   INFINICCL_RETURN_IF_ERROR(copied);

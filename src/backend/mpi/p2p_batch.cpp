@@ -89,10 +89,9 @@ Status MpiP2pBatch::Complete(const std::function<void(size_t)> &waiting,
     const Op &op = ops_[k];
     waiting(k);
     for (size_t i = op.first_req; i < op.end_req; ++i) {
-      // Serialised (below MPI_THREAD_MULTIPLE): polled under the library's
-      // lock, never held across the wait (mpi_thread.h).
-      const int rc = mpi::Serialized() ? mpi::WaitSerialized(&reqs_[i])
-                                       : MPI_Wait(&reqs_[i], MPI_STATUS_IGNORE);
+      // Polled when serialised (under the library's lock, never held across
+      // the wait) or oversubscribed (mpi_thread.h).
+      const int rc = mpi::Wait(&reqs_[i]);
       if (rc == MPI_SUCCESS) continue;
       (*ok)[k] = false;
       if (first.ok()) {
