@@ -7,13 +7,15 @@
 #
 #   bash tests/device/cuda_checks.sh [OUTDIR]    # OUTDIR: default $OUT, else ./cuda-checks-out
 #
-# It runs, each step under a time limit and the whole under about 3 minutes:
+# It runs, each step under a time limit and the whole under about 5 minutes:
 # which NCCL was loaded (path and version, printed); the unit and device
 # tests (the progress engine's gate by both mechanisms); the MPI device tests at 1 and 2 ranks; NCCL at 1 rank (every
 # collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
-# ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; and the
+# ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; DDP on
+# CUDA tensors at 1 and 2 ranks against gloo (tests/python/ddp_check.py); and the
 # benchmark tables of docs/PERFORMANCE.md §5 (ranks share the GPU, so staged
-# MPI): copy costs, AllReduce next to host MPI and the bare copies, the chunk
+# MPI): copy costs, AllReduce next to host MPI and the bare copies, the
+# progress engine's return time and overlap loop (busy kernels), the chunk
 # sweep, Broadcast/AllGather/AllToAll (default and 4 MiB chunks), and the
 # per-call breakdown (TRACE).
 # Every step runs even when an earlier one failed; each step's output goes
@@ -26,7 +28,7 @@ out=${1:-${OUT:-$PWD/cuda-checks-out}}
 mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
-budget=${CUDA_CHECKS_BUDGET:-200}  # seconds for all steps together
+budget=${CUDA_CHECKS_BUDGET:-280}  # seconds for all steps together
 start=$(date +%s)
 overall=0
 
@@ -104,6 +106,11 @@ py=(env PYTHONPATH=/tmp/iccl-gpu/src/python INFINICCL_LIBRARY="$build/src/libinf
     python3 /tmp/iccl-gpu/src/tests/device/python_gpu_check.py)
 step tests.py1 30 "${mpi[@]}" -np 1 "${py[@]}"
 step tests.py2 30 "${mpi[@]}" -np 2 "${py[@]}"
+# DDP on CUDA tensors (issue 27): 1 rank (NCCL) and 2 ranks sharing the GPU
+# (staged through MPI), weights against gloo's on the CPU.
+step tests.pyddp 45 env PYTHONPATH=/tmp/iccl-gpu/src/python \
+  INFINICCL_LIBRARY="$build/src/libinfiniccl.so" \
+  python3 /tmp/iccl-gpu/src/tests/python/ddp_check.py --device=cuda 1,2 "${mpi[@]}"
 
 # ---- benchmark tables (docs/PERFORMANCE.md §5) ------------------------------------
 bench=("$build/tools/bench/infiniccl-bench" --device cuda)
@@ -118,6 +125,14 @@ for np in 4 2; do
   step bench.allreduce 40 "${mpi[@]}" -np "$np" "${bench[@]}" \
     --modes host_allreduce,stage_reuse,infiniccl_allreduce,copy_d2h,copy_h2d \
     -b 64K -e 64M -f 4 --warmup 5 --iters 20 --repeat 2 --validate
+done
+# The progress engine (issue 26, docs/PERFORMANCE.md §9) on the real stream:
+# return time and call + synchronize per size, and the DDP-like overlap loop
+# with busy kernels on the GPU, with the engine and with ASYNC=0.
+for async in auto 0; do
+  step bench.async 25 env INFINICCL_ASYNC=$async "${mpi[@]}" -np 2 "${bench[@]}" \
+    --modes return_allreduce,overlap -b 4K -e 64M -f 4 -w 3 -n 20 \
+    --buckets 8 --bucket-bytes 4M --kernel-us 4000 -q
 done
 # Chunk sweep (the default came from this table).
 for np in 2 4; do

@@ -12,6 +12,12 @@
 
 namespace bench {
 
+#ifdef INFINICCL_BENCH_CUDA_BUSY
+// Queues a kernel that keeps an NVIDIA GPU busy for `microseconds` on
+// `stream` (a cudaStream_t); "" when queued, else why not (cuda_busy.cpp).
+std::string CudaBusyKernel(void *stream, unsigned microseconds);
+#endif
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -56,7 +62,7 @@ class Device {
   virtual void RecordEvent(void * /*event*/, void * /*stream*/) {}
   virtual void WaitEvent(void * /*stream*/, void * /*event*/) {}
   // Holds `stream` for `microseconds`: infinicclSimKernel on the emulated
-  // device. The hook for a real GPU's busy kernel (not built yet).
+  // device, a busy kernel on an NVIDIA GPU (cuda_busy.cpp).
   virtual void Kernel(void * /*stream*/, unsigned /*microseconds*/) {}
   virtual void CopyFromHostOn(void * /*stream*/, void * /*dev_dst*/,
                               const void * /*host_src*/, size_t /*bytes*/) {}

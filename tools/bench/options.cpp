@@ -196,8 +196,8 @@ buffers: rs_block rs_counts rs_allreduce rs_reduce_scatter rs_ring.
                   comm); -n loops timed (the parts interleaved; each part's
                   time is the median over loops of the slowest rank's), -w
                   warm-up loops. Needs streams and a kernel: --device sim
-                  (EMULATED kernels, infinicclSimKernel); a real GPU's busy
-                  kernel is not built yet.
+                  (EMULATED kernels, infinicclSimKernel) or --device cuda
+                  (a busy kernel spinning on the GPU's timer).
 On a device other than cpu, stage_* copy with MemcpyAsync + StreamSynchronize
 and stage_reuse_* host buffers are pinned when the device offers MallocHost.
 

@@ -208,9 +208,11 @@ void PrintOverlap(std::FILE *out, const Env &env, const Result &r) {
                "# overlap: %d buckets of %zu B (%s %s infinicclAllReduce on a second "
                "stream), each after a %d us kernel on the compute stream%s\n",
                o.buckets, r.layout.bytes, o.dtype->name, o.op->name, o.kernel_us,
-               env.device->OverlapUnsupported().empty() && !env.device->IsHostMemory()
+               !env.device->OverlapUnsupported().empty() || env.device->IsHostMemory()
+                   ? ""
+               : std::string(env.device->Name()) == "sim"
                    ? " (EMULATED kernels: infinicclSimKernel)"
-                   : "");
+                   : " (busy kernels on the GPU)");
   if (!r.unavailable.empty()) {
     std::fprintf(out, "#  N/A overlap: %s\n", r.unavailable.c_str());
     return;

@@ -127,9 +127,13 @@ class RuntimeDevice final : public Device {
 
   std::string OverlapUnsupported() const override {
     if (rt_->kind() == DeviceKind::kSim) return "";
+#ifdef INFINICCL_BENCH_CUDA_BUSY
+    if (rt_->kind() == DeviceKind::kCuda) return "";
+#endif
     return std::string("a busy kernel on ") + Name() +
-           " is not built yet (RuntimeDevice::Kernel is the hook); the overlap mode "
-           "runs on --device sim (EMULATED kernels)";
+           " is not built (RuntimeDevice::Kernel is the hook; NVIDIA has one, "
+           "cuda_busy.cpp); the overlap mode runs on --device sim (EMULATED kernels) "
+           "or cuda";
   }
   void *NewStream() override {
     void *s = nullptr;
@@ -151,6 +155,13 @@ class RuntimeDevice final : public Device {
     Check(rt_->StreamWaitEvent(s, e), "StreamWaitEvent");
   }
   void Kernel(void *s, unsigned microseconds) override {
+#ifdef INFINICCL_BENCH_CUDA_BUSY
+    if (rt_->kind() == DeviceKind::kCuda) {
+      const std::string why = CudaBusyKernel(s, microseconds);
+      if (!why.empty()) throw BenchError("busy kernel: " + why);
+      return;
+    }
+#endif
     if (rt_->kind() != DeviceKind::kSim)
       throw BenchError(OverlapUnsupported());
     // Through the public API, as a user program would.
