@@ -145,7 +145,12 @@ Status Runtime::Init(int *argc, char ***argv) {
     // gained nothing there (docs/PERFORMANCE.md §8, 4 ranks on 2 cores).
     const bool over = false;
 #else
-    const bool over = mpi::Oversubscribed(on_node, cores);
+    // Only a job on one node (every rank on this one): then every rank sees
+    // the same ranks and cores and decides alike without a word. Every rank
+    // of a communicator must, since a blocking collective does not match a
+    // nonblocking one; over several nodes (some oversubscribed, some not)
+    // the ranks would differ, and nodes_*_1_2_3 hung when they did.
+    const bool over = on_node >= s.world_size && mpi::Oversubscribed(on_node, cores);
 #endif
     mpi::SetOversubscribed(over);
     if (over) {

@@ -25,8 +25,9 @@ bool Serialized();
 
 // Whether the library waits for MPI by polling (MPI_Test, yielding, then
 // short sleeps: WaitPolled) rather than in MPI's blocking calls: when
-// serialised (above), and, with MPICH, when this node runs more ranks than it
-// has cores. A rank waiting inside MPICH's blocking calls busy-polls without
+// serialised (above), and, with MPICH, when a job on a single node runs more
+// ranks than it has cores (every rank of a communicator must wait alike: a
+// blocking collective does not match a nonblocking one). A rank waiting inside MPICH's blocking calls busy-polls without
 // yielding, taking a core from the rank it waits for, or from its own thread
 // that computes (a DDP step's backward); a polled wait leaves it to them.
 // Open MPI yields by itself when its launcher sees more ranks than slots.

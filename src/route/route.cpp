@@ -172,11 +172,10 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   op.path = path;
   op.device = device;
   op.device_id = send_dev ? send.device : recv.device;
-  if (path == Path::kStagedMpi && !uniform &&
-      StagedOnStream::Fits(*device, a, placement, nranks)) {
+  auto staged = std::make_shared<StagedOnStream>();
+  if (path == Path::kStagedMpi && !uniform && staged->Fits(*device, a, placement, nranks)) {
     // One chunk: the copies on the caller's stream around the gate, only MPI
     // on the engine's thread (no more thread hops than a blocking call).
-    auto staged = std::make_shared<StagedOnStream>();
     INFINICCL_RETURN_IF_ERROR(staged->Begin(*device, a, c));
     op.run = [staged, c](const CollArgs &) { return staged->RunMpi(c->mpi_backend()); };
     op.after_gate = [staged] { return staged->End(); };

@@ -277,6 +277,9 @@ bool StagedOnStream::Fits(DeviceRuntime &device, const CollArgs &a, BufferPlacem
                           int nranks) {
   Plan p;
   const ChunkSchedule plan = MakePlan(device, a, nranks, 0, &p);
+  elem_ = p.elem;
+  send_blocks_ = p.send_blocks;
+  recv_blocks_ = p.recv_blocks;
   return plan.chunks == 1 && (p.send_blocks == 0 || placement.send_on_device) &&
          (p.recv_blocks == 0 || placement.recv_on_device);
 }
@@ -284,12 +287,8 @@ bool StagedOnStream::Fits(DeviceRuntime &device, const CollArgs &a, BufferPlacem
 Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const void *owner) {
   device_ = &device;
   args_ = a;
-  Plan p;
-  MakePlan(device, a, 1, 0, &p);
-  p.cols = p.count;
-  elem_ = p.elem;
-  send_blocks_ = p.send_blocks;
-  recv_blocks_ = p.recv_blocks;
+  // One chunk of every column (Fits).
+  const Plan p{elem_, a.count, send_blocks_, recv_blocks_, a.count};
   StagingPool &pool = StagingPool::Global();
   INFINICCL_RETURN_IF_ERROR(device.EventCreate(&done_));
   INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease_));

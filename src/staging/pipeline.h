@@ -49,9 +49,11 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
 //   [device-to-host copies][engine's event][gate][host-to-device copies][done]
 // so a small queued call crosses no more threads than a blocking one.
 // - Fits: one chunk, and every buffer the call uses at this rank is device
-//   memory (a host buffer would need the engine's thread to copy).
-// - Begin (caller's thread, before the engine's Enqueue): leases the slot,
-//   queues the device-to-host copies on the caller's stream.
+//   memory (a host buffer would need the engine's thread to copy); keeps
+//   the plan for Begin.
+// - Begin (caller's thread, after Fits said yes, before the engine's
+//   Enqueue): leases the slot, queues the device-to-host copies on the
+//   caller's stream.
 // - RunMpi (engine's thread, once the stream reached the call): MPI on the
 //   slot.
 // - End (caller's thread, right after the gate wait, inside Enqueue): queues
@@ -65,8 +67,8 @@ class StagedOnStream {
   StagedOnStream(const StagedOnStream &) = delete;
   StagedOnStream &operator=(const StagedOnStream &) = delete;
 
-  static bool Fits(DeviceRuntime &device, const CollArgs &args, BufferPlacement placement,
-                   int nranks);
+  bool Fits(DeviceRuntime &device, const CollArgs &args, BufferPlacement placement,
+            int nranks);
   Status Begin(DeviceRuntime &device, const CollArgs &args, const void *owner);
   Status RunMpi(Backend &host_backend) const;
   Status End();
