@@ -130,28 +130,9 @@ Status Runtime::Init(int *argc, char ***argv) {
   StagingPool::Global().ResetCounters();
   mpi::SetSerialized(provided < MPI_THREAD_MULTIPLE);
   {
-    // Ranks on this node, as the launcher says (Open MPI's and MPICH's
-    // Hydra's variables; no collective here), against its cores.
-    int on_node = 0;
-    for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-      if (const char *v = std::getenv(name)) on_node = std::atoi(v);
-      if (on_node > 0) break;
-    }
+    const int on_node = mpi::LaunchersRanksOnNode();
     const unsigned cores = std::thread::hardware_concurrency();
-#ifdef OPEN_MPI
-    // Open MPI's waits yield by themselves once its launcher sees more
-    // ranks than slots (mpi_yield_when_idle), and its nonblocking
-    // collectives are slower than its blocking ones at small sizes: polling
-    // gained nothing there (docs/PERFORMANCE.md §8, 4 ranks on 2 cores).
-    const bool over = false;
-#else
-    // Only a job on one node (every rank on this one): then every rank sees
-    // the same ranks and cores and decides alike without a word. Every rank
-    // of a communicator must, since a blocking collective does not match a
-    // nonblocking one; over several nodes (some oversubscribed, some not)
-    // the ranks would differ, and nodes_*_1_2_3 hung when they did.
-    const bool over = on_node >= s.world_size && mpi::Oversubscribed(on_node, cores);
-#endif
+    const bool over = mpi::PollsWhenOversubscribed(s.world_size, on_node, cores);
     mpi::SetOversubscribed(over);
     if (over) {
       INFINICCL_INFO("%d ranks share this node's %u cores: waits for MPI poll with yields "

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 namespace infiniccl::mpi {
@@ -33,6 +34,26 @@ bool Polled() {
 }
 bool Oversubscribed(int ranks_on_node, unsigned cores) {
   return cores > 0 && ranks_on_node > 0 && static_cast<unsigned>(ranks_on_node) > cores;
+}
+
+int LaunchersRanksOnNode() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    if (const char *v = std::getenv(name)) {
+      if (std::atoi(v) > 0) return std::atoi(v);
+    }
+  }
+  return 0;
+}
+
+bool PollsWhenOversubscribed(int world_size, int ranks_on_node, unsigned cores) {
+#ifdef OPEN_MPI
+  (void)world_size;
+  (void)ranks_on_node;
+  (void)cores;
+  return false;
+#else
+  return ranks_on_node >= world_size && Oversubscribed(ranks_on_node, cores);
+#endif
 }
 
 SerialLock::SerialLock() : held_(Serialized()) {

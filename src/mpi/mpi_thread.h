@@ -25,17 +25,29 @@ bool Serialized();
 
 // Whether the library waits for MPI by polling (MPI_Test, yielding, then
 // short sleeps: WaitPolled) rather than in MPI's blocking calls: when
-// serialised (above), and, with MPICH, when a job on a single node runs more
-// ranks than it has cores (every rank of a communicator must wait alike: a
-// blocking collective does not match a nonblocking one). A rank waiting inside MPICH's blocking calls busy-polls without
-// yielding, taking a core from the rank it waits for, or from its own thread
-// that computes (a DDP step's backward); a polled wait leaves it to them.
-// Open MPI yields by itself when its launcher sees more ranks than slots.
-// Set by Runtime::Init; off after Finalize.
+// serialised (above), or when SetOversubscribed(PollsWhenOversubscribed())
+// said so. A rank waiting inside MPICH's blocking calls busy-polls without
+// yielding, taking a core from the rank it waits for, or from its own
+// thread that computes (a DDP step's backward); a polled wait leaves it to
+// them. Set by Runtime::Init; off after Finalize.
 void SetOversubscribed(bool on);
 bool Polled();
-// Ranks sharing this node against its cores: what SetOversubscribed takes.
+// Ranks sharing this node against its cores.
 bool Oversubscribed(int ranks_on_node, unsigned cores);
+// Ranks on this node as the launcher says (Open MPI's
+// OMPI_COMM_WORLD_LOCAL_SIZE, MPICH Hydra's MPI_LOCALNRANKS); 0 if neither.
+int LaunchersRanksOnNode();
+// Whether a job of `world_size` ranks, `ranks_on_node` of them on this
+// node's `cores`, polls its waits: with MPICH, only a job on a single node
+// (every rank here) that is oversubscribed. Every rank of a communicator
+// must wait alike, since a blocking collective does not match a nonblocking
+// one; on one node every rank sees the same ranks and cores and decides
+// alike without a word, over several (some oversubscribed, some not) they
+// would differ (nodes_*_1_2_3 hung when they did). Never with Open MPI: its
+// waits yield by themselves once its launcher sees more ranks than slots,
+// and its nonblocking collectives are slower than its blocking ones at
+// small sizes (docs/PERFORMANCE.md §8).
+bool PollsWhenOversubscribed(int world_size, int ranks_on_node, unsigned cores);
 
 // Held around MPI calls that have no nonblocking form (communicator creation
 // and freeing, datatype construction). Recursive: a communicator freed on an

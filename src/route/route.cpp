@@ -172,8 +172,11 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   op.path = path;
   op.device = device;
   op.device_id = send_dev ? send.device : recv.device;
-  auto staged = std::make_shared<StagedOnStream>();
-  if (path == Path::kStagedMpi && !uniform && staged->Fits(*device, a, placement, nranks)) {
+  std::shared_ptr<StagedOnStream> staged;
+  if (path == Path::kStagedMpi && !uniform) {
+    staged = StagedOnStream::IfOneChunk(*device, a, placement, nranks);
+  }
+  if (staged != nullptr) {
     // One chunk: the copies on the caller's stream around the gate, only MPI
     // on the engine's thread (no more thread hops than a blocking call).
     INFINICCL_RETURN_IF_ERROR(staged->Begin(*device, a, c));

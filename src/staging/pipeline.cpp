@@ -273,21 +273,27 @@ StagedOnStream::~StagedOnStream() {
   if (done_ != nullptr) device_->EventDestroy(done_);
 }
 
-bool StagedOnStream::Fits(DeviceRuntime &device, const CollArgs &a, BufferPlacement placement,
-                          int nranks) {
+std::shared_ptr<StagedOnStream> StagedOnStream::IfOneChunk(DeviceRuntime &device,
+                                                           const CollArgs &a,
+                                                           BufferPlacement placement,
+                                                           int nranks) {
   Plan p;
   const ChunkSchedule plan = MakePlan(device, a, nranks, 0, &p);
-  elem_ = p.elem;
-  send_blocks_ = p.send_blocks;
-  recv_blocks_ = p.recv_blocks;
-  return plan.chunks == 1 && (p.send_blocks == 0 || placement.send_on_device) &&
-         (p.recv_blocks == 0 || placement.recv_on_device);
+  if (plan.chunks != 1 || (p.send_blocks > 0 && !placement.send_on_device) ||
+      (p.recv_blocks > 0 && !placement.recv_on_device)) {
+    return nullptr;
+  }
+  auto staged = std::make_shared<StagedOnStream>();
+  staged->elem_ = p.elem;
+  staged->send_blocks_ = p.send_blocks;
+  staged->recv_blocks_ = p.recv_blocks;
+  return staged;
 }
 
 Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const void *owner) {
   device_ = &device;
   args_ = a;
-  // One chunk of every column (Fits).
+  // One chunk of every column (IfOneChunk).
   const Plan p{elem_, a.count, send_blocks_, recv_blocks_, a.count};
   StagingPool &pool = StagingPool::Global();
   INFINICCL_RETURN_IF_ERROR(device.EventCreate(&done_));

@@ -17,6 +17,8 @@
 // own stream in place of the user's, so that the user's call returns at once.
 #pragma once
 
+#include <memory>
+
 #include "backend/backend.h"
 #include "staging/staging_pool.h"
 #include "core/coll_args.h"
@@ -48,10 +50,10 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
 // stream, the engine's thread only runs MPI. On the caller's stream:
 //   [device-to-host copies][engine's event][gate][host-to-device copies][done]
 // so a small queued call crosses no more threads than a blocking one.
-// - Fits: one chunk, and every buffer the call uses at this rank is device
-//   memory (a host buffer would need the engine's thread to copy); keeps
-//   the plan for Begin.
-// - Begin (caller's thread, after Fits said yes, before the engine's
+// - IfOneChunk: the call's plan when it is one chunk and every buffer it
+//   uses at this rank is device memory (a host buffer would need the
+//   engine's thread to copy); nullptr otherwise.
+// - Begin (caller's thread, on IfOneChunk's result, before the engine's
 //   Enqueue): leases the slot, queues the device-to-host copies on the
 //   caller's stream.
 // - RunMpi (engine's thread, once the stream reached the call): MPI on the
@@ -67,8 +69,9 @@ class StagedOnStream {
   StagedOnStream(const StagedOnStream &) = delete;
   StagedOnStream &operator=(const StagedOnStream &) = delete;
 
-  bool Fits(DeviceRuntime &device, const CollArgs &args, BufferPlacement placement,
-            int nranks);
+  static std::shared_ptr<StagedOnStream> IfOneChunk(DeviceRuntime &device,
+                                                    const CollArgs &args,
+                                                    BufferPlacement placement, int nranks);
   Status Begin(DeviceRuntime &device, const CollArgs &args, const void *owner);
   Status RunMpi(Backend &host_backend) const;
   Status End();

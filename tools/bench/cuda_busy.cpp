@@ -11,6 +11,7 @@
 #include <string>
 
 #include "device.h"
+#include "device/cuda_like/cuda_driver_entry.h"
 
 namespace bench {
 namespace {
@@ -35,25 +36,11 @@ BUSY:
 }
 )";
 
+using infiniccl::CudaDriverEntry;
 using LoadDataFn = CUresult (*)(CUmodule *, const void *);
 using GetFunctionFn = CUresult (*)(CUfunction *, CUmodule, const char *);
 using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
-
-void *Entry(const char *symbol) {
-  void *fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-  if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) !=
-      cudaSuccess) {
-#else
-  if (cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &found) != cudaSuccess) {
-#endif
-    cudaGetLastError();
-    return nullptr;
-  }
-  return found == cudaDriverEntryPointSuccess ? fn : nullptr;
-}
 
 }  // namespace
 
@@ -64,9 +51,9 @@ std::string CudaBusyKernel(void *stream, unsigned microseconds) {
   static CUfunction busy = nullptr;
   static LaunchFn launch = nullptr;
   std::call_once(once, [] {
-    const auto load = reinterpret_cast<LoadDataFn>(Entry("cuModuleLoadData"));
-    const auto get = reinterpret_cast<GetFunctionFn>(Entry("cuModuleGetFunction"));
-    launch = reinterpret_cast<LaunchFn>(Entry("cuLaunchKernel"));
+    const auto load = reinterpret_cast<LoadDataFn>(CudaDriverEntry("cuModuleLoadData"));
+    const auto get = reinterpret_cast<GetFunctionFn>(CudaDriverEntry("cuModuleGetFunction"));
+    launch = reinterpret_cast<LaunchFn>(CudaDriverEntry("cuLaunchKernel"));
     if (load == nullptr || get == nullptr || launch == nullptr) {
       error = "the CUDA driver's cuModuleLoadData/cuModuleGetFunction/cuLaunchKernel "
               "were not found";

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "device/cuda_like/cuda_driver_entry.h"
 #include "device/cuda_like/cuda_like_runtime.h"
 #include "device/registry.h"
 
@@ -35,22 +36,8 @@ struct CudaApi {
   using WaitValueFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned);
   using AttributeFn = CUresult (*)(int *, CUdevice_attribute, CUdevice);
 
-  static void *Entry(const char *symbol) {
-    void *fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-    if (cudaGetDriverEntryPointByVersion(symbol, &fn, 12000, cudaEnableDefault, &found) !=
-        cudaSuccess) {
-#else
-    if (cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &found) != cudaSuccess) {
-#endif
-      cudaGetLastError();
-      return nullptr;
-    }
-    return found == cudaDriverEntryPointSuccess ? fn : nullptr;
-  }
   static WaitValueFn WaitValueEntry() {
-    static const auto fn = reinterpret_cast<WaitValueFn>(Entry("cuStreamWaitValue32"));
+    static const auto fn = reinterpret_cast<WaitValueFn>(CudaDriverEntry(kWaitValue32));
     return fn;
   }
 
@@ -59,7 +46,7 @@ struct CudaApi {
   // 11.7), which drivers loaded without NVreg_EnableStreamMemOPs report as 0
   // even on CUDA 12, then one real wait that is already satisfied.
   static bool WaitValue32Usable(int device, std::string *why) {
-    auto attribute = reinterpret_cast<AttributeFn>(Entry("cuDeviceGetAttribute"));
+    auto attribute = reinterpret_cast<AttributeFn>(CudaDriverEntry("cuDeviceGetAttribute"));
     if (WaitValueEntry() == nullptr || attribute == nullptr) {
       *why = "cuStreamWaitValue32 not found in the driver";
       return false;
