@@ -1,8 +1,8 @@
 #include "progress/engine.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "core/log.h"
 #include "device/spin_wait.h"
@@ -11,7 +11,41 @@
 namespace infiniccl {
 
 namespace {
+
 constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
+
+// The engine's thread sleeps for its next call as SCHED_BATCH, whose
+// wake-ups never preempt the running thread (the Linux scheduler's rule),
+// and works as SCHED_OTHER. Woken by a call, it so does not take the core
+// from the thread that queued it (which returns and goes on queueing
+// kernels): it runs on an idle core at once, or once that thread waits or
+// its time slice ends. Everything it waits for while it works (its copies,
+// the caller's stream, MPI) wakes it at once, as the application's threads
+// are woken. Left alone where the thread is not SCHED_OTHER (an application
+// that set a real-time policy) or the kernel refuses; the emulated device's
+// copy threads, started by this thread while it works, are SCHED_OTHER.
+// (One nice step below the application at all times, tried first, made
+// it a victim of priority inversion; docs/PERFORMANCE.md §9.)
+class WakeWithoutPreempting {
+ public:
+  WakeWithoutPreempting() {
+#ifdef __linux__
+    usable_ = sched_getscheduler(0) == SCHED_OTHER;
+#endif
+  }
+  void Sleeping(bool on) {
+    if (!usable_ || on == batch_) return;
+#ifdef __linux__
+    sched_param none{};
+    if (sched_setscheduler(0, on ? SCHED_BATCH : SCHED_OTHER, &none) == 0) batch_ = on;
+#endif
+  }
+
+ private:
+  bool usable_ = false;
+  bool batch_ = false;
+};
+
 }  // namespace
 
 ProgressEngine::ProgressEngine(std::string name) : name_(std::move(name)) {}
@@ -98,6 +132,7 @@ void ProgressEngine::Cancel() {
   }
   // Queued operations are skipped by the thread (gates opened in order);
   // the gates also open now, so no stream waits for work that will not run.
+  std::lock_guard<std::mutex> gates(gate_mutex_);
   for (auto &[key, d] : devices_) {
     if (d.gate != nullptr) OpenGate(*key.first, d, d.queued);
   }
@@ -127,26 +162,27 @@ void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
     }
   }
   if (item.op.done) item.op.done(status);
-  std::lock_guard<std::mutex> lock(mutex_);
+  // Not under mutex_: the gate wakes the caller's stream (and through it
+  // the caller, whose next call needs mutex_), which may preempt this
+  // thread at once; the caller then waited, lock held by a thread not
+  // running, up to a time slice (docs/PERFORMANCE.md §9, "Return time").
+  std::lock_guard<std::mutex> lock(gate_mutex_);
   OpenGate(*item.op.device, d, item.target);
 }
 
 void ProgressEngine::Loop() {
-  // One step below the application's threads: woken by a call, the engine
-  // does not take the core from the thread that queued it (which returns
-  // and goes on queueing kernels); it runs as soon as that thread waits, and
-  // on any idle core at once.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)),
-              getpriority(PRIO_PROCESS, 0) + 1);
   // Pinned frees wait for the device, whose streams wait for this thread's
   // gates: another thread does them (staging_pool.h).
   StagingPool::DeferFreesOnThisThread();
+  WakeWithoutPreempting quiet;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     if (queue_.empty() && !stop_) {
       // The next call often comes at once (a training step's buckets).
       lock.unlock();
-      SpinFor([&] { return pending_.load(std::memory_order_acquire) != 0; });
+      if (!SpinFor([&] { return pending_.load(std::memory_order_acquire) != 0; })) {
+        quiet.Sleeping(true);  // woken by a call: not in the caller's way
+      }
       lock.lock();
     }
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -158,6 +194,7 @@ void ProgressEngine::Loop() {
     PerDevice &d = devices_[{item.op.device, item.op.device_id}];
     running_.store(true, std::memory_order_release);
     lock.unlock();
+    quiet.Sleeping(false);  // woken by its copies and MPI: at once
 
     DeviceRuntime &device = *item.op.device;
     Status st = skipped;
@@ -194,7 +231,12 @@ void ProgressEngine::Loop() {
       lock.lock();
     }
     running_.store(false, std::memory_order_release);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_cv_.notify_all();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Drain's waiters woken with mutex_ free, as the gate above.
+      lock.unlock();
+      idle_cv_.notify_all();
+      lock.lock();
+    }
   }
 }
 

@@ -100,7 +100,7 @@ class ProgressEngine {
   struct PerDevice {
     void *gate = nullptr;
     uint32_t queued = 0;           // the last target handed out
-    uint32_t opened = 0;           // the gate's value: only ever moves forward
+    uint32_t opened = 0;           // the gate's value (gate_mutex_): only moves forward
     void *stream = nullptr;        // the engine's copy stream (engine thread only)
     std::vector<void *> events;    // free events
   };
@@ -116,7 +116,11 @@ class ProgressEngine {
   void OpenGate(DeviceRuntime &device, PerDevice &d, uint32_t target);
 
   const std::string name_;
+  // mutex_: the queue, devices_ and the error; gate_mutex_ (taken after
+  // mutex_ where both are): the gates' opened values, so that the engine's
+  // thread opens a gate without holding what Enqueue needs.
   mutable std::mutex mutex_;
+  std::mutex gate_mutex_;
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Item> queue_;
   std::vector<std::function<void()>> retire_;  // engine thread only

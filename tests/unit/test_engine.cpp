@@ -9,8 +9,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
+
+#ifdef __linux__
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "device/sim/sim_runtime.h"
 #include "device/spin_wait.h"
@@ -199,6 +206,105 @@ TEST_F(EngineTest, WaitsLongerThanThePollingSleepAndAreWoken) {
   }
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
 }
+
+
+// The emulated device, calling `on_open` before each gate opens (on the
+// engine's thread, at the moment it opens a gate).
+class WatchedSim : public SimRuntime {
+ public:
+  WatchedSim() : SimRuntime(1, 0, true) {}
+  std::function<void()> on_open;
+  void GateOpen(void *gate, uint32_t value) override {
+    if (on_open) on_open();
+    SimRuntime::GateOpen(gate, value);
+  }
+};
+
+TEST(EngineGate, OpensWithoutHoldingWhatACallNeeds) {
+  // Opening a gate wakes the caller's stream and through it the caller,
+  // which may preempt the engine's thread at once and queue its next call:
+  // that call must not wait for the engine's thread to run again.
+  WatchedSim sim;
+  void *stream = nullptr;
+  ASSERT_TRUE(sim.StreamCreate(&stream).ok());
+  {
+    ProgressEngine engine("test");
+    auto op = [&](int *ran) {
+      QueuedOp q;
+      q.args.kind = CollKind::kAllReduce;
+      q.args.stream = stream;
+      q.path = Path::kStagedMpi;
+      q.device = &sim;
+      q.run = [ran](const CollArgs &) {
+        ++*ran;
+        return Status::Ok();
+      };
+      return q;
+    };
+    int first = 0, second = 0;
+    std::atomic<int> opens{0}, enqueued_in_time{0};
+    std::promise<bool> enqueued;
+    std::thread caller;
+    sim.on_open = [&] {
+      if (opens++ != 0) return;
+      // Another thread queues a call while this gate opens; wait up to 2 s
+      // for its Enqueue to return (it waited until the gate was open when
+      // the engine's thread held the queue's lock here).
+      caller = std::thread([&] { enqueued.set_value(engine.Enqueue(op(&second)).ok()); });
+      auto done = enqueued.get_future();
+      if (done.wait_for(std::chrono::seconds(2)) == std::future_status::ready) {
+        enqueued_in_time = done.get() ? 1 : 0;
+      }
+    };
+    ASSERT_TRUE(engine.Enqueue(op(&first)).ok());
+    ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+    while (opens.load() == 0) std::this_thread::yield();
+    caller.join();
+    EXPECT_TRUE(engine.Drain().ok());
+    EXPECT_EQ(enqueued_in_time.load(), 1) << "Enqueue waited for the gate to open";
+    EXPECT_EQ(first, 1);
+    EXPECT_TRUE(engine.Drain().ok());
+    EXPECT_EQ(second, 1);
+    sim.on_open = nullptr;
+  }
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+  EXPECT_TRUE(sim.StreamDestroy(stream).ok());
+}
+
+#ifdef __linux__
+TEST_F(EngineTest, SleepsWithoutPreemptingTheCallerAndWorksAsItsEqual) {
+  // Idle, the engine's thread sleeps as SCHED_BATCH (waking it never
+  // preempts the thread that queued a call); running an operation, it is
+  // SCHED_OTHER, as the application's threads.
+  if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "this thread is not SCHED_OTHER";
+  ProgressEngine engine("test");
+  std::atomic<long> tid{0};
+  std::atomic<int> policy{-1};
+  auto op = Op([&](const CollArgs &) {
+    tid = syscall(SYS_gettid);
+    policy = sched_getscheduler(0);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(engine.Enqueue(op).ok());
+  ASSERT_TRUE(engine.Drain().ok());
+  EXPECT_EQ(policy.load(), SCHED_OTHER);
+  // Past its polling, asleep: SCHED_BATCH (within a second).
+  int idle = -1;
+  for (int i = 0; i < 1000 && idle != SCHED_BATCH; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    idle = sched_getscheduler(static_cast<pid_t>(tid.load()));
+  }
+  EXPECT_EQ(idle, SCHED_BATCH);
+  policy = -1;
+  ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
+                policy = sched_getscheduler(0);
+                return Status::Ok();
+              })).ok());
+  ASSERT_TRUE(engine.Drain().ok());
+  EXPECT_EQ(policy.load(), SCHED_OTHER) << "woken, it works as SCHED_OTHER again";
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+}
+#endif
 
 }  // namespace
 }  // namespace infiniccl

@@ -36,7 +36,8 @@ struct SimStats {
   uint64_t live_device_bytes = 0;
 };
 
-class SimRuntime final : public DeviceRuntime {
+// Not final: tests wrap its calls (unit_engine watches its gates open).
+class SimRuntime : public DeviceRuntime {
  public:
   // `copy_latency_us`: the fixed cost of each host<->device copy (a real
   // copy engine's launch and completion), on top of bytes / bandwidth.
