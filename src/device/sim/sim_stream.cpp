@@ -65,11 +65,7 @@ void SimStream::Run() {
     lock.lock();
     if (++done_ >= wake_at_) {
       wake_at_ = UINT64_MAX;  // waiters still short of their target set it again
-      // Woken with mutex_ free: a waiter that preempts this thread must not
-      // find the lock it returns through held by it.
-      lock.unlock();
       done_cv_.notify_all();
-      lock.lock();
     }
   }
 }
