@@ -38,22 +38,20 @@ bool Oversubscribed(int ranks_on_node, unsigned cores) {
 
 int LaunchersRanksOnNode() {
   for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-    if (const char *v = std::getenv(name)) {
-      if (std::atoi(v) > 0) return std::atoi(v);
-    }
+    const char *v = std::getenv(name);
+    const int n = v != nullptr ? std::atoi(v) : 0;
+    if (n > 0) return n;
   }
   return 0;
 }
 
 bool PollsWhenOversubscribed(int world_size, int ranks_on_node, unsigned cores) {
 #ifdef OPEN_MPI
-  (void)world_size;
-  (void)ranks_on_node;
-  (void)cores;
-  return false;
+  constexpr bool kMpich = false;
 #else
-  return ranks_on_node >= world_size && Oversubscribed(ranks_on_node, cores);
+  constexpr bool kMpich = true;
 #endif
+  return kMpich && ranks_on_node >= world_size && Oversubscribed(ranks_on_node, cores);
 }
 
 SerialLock::SerialLock() : held_(Serialized()) {
