@@ -106,12 +106,14 @@ void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows) {
     if (first)
       std::fprintf(out,
                    "# return time: host time of one infinicclAllReduce call until it "
-                   "returns (before any synchronize), slowest rank's mean\n"
-                   "# %15s %14s %18s %8s\n",
-                   "size(B)", "return(us)", "call+sync(us)", "ratio");
+                   "returns (before any synchronize): the slowest rank's mean, median "
+                   "and largest; call + synchronize (mean); mean return / call+sync\n"
+                   "# %15s %14s %12s %12s %18s %8s\n",
+                   "size(B)", "return(us)", "median(us)", "max(us)", "call+sync(us)", "ratio");
     first = false;
-    std::fprintf(out, "# %15zu %14.2f %18.2f %8.3f\n", r.layout.bytes, r.return_us,
-                 r.time_us, r.time_us > 0 ? r.return_us / r.time_us : 0.0);
+    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %8.3f\n", r.layout.bytes,
+                 r.return_us, r.return_median_us, r.return_max_us, r.time_us,
+                 r.time_us > 0 ? r.return_us / r.time_us : 0.0);
   }
   if (!first) std::fprintf(out, "#\n");
 }
@@ -397,8 +399,12 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
         j["overlap_efficiency"] =
             row.measured ? ordered_json(OverlapEfficiency(r)) : ordered_json(nullptr);
       }
-      if (r.mode->family == Family::kReturnTime)
+      if (r.mode->family == Family::kReturnTime) {
         j["return_us"] = row.measured ? ordered_json(r.return_us) : ordered_json(nullptr);
+        j["return_median_us"] =
+            row.measured ? ordered_json(r.return_median_us) : ordered_json(nullptr);
+        j["return_max_us"] = row.measured ? ordered_json(r.return_max_us) : ordered_json(nullptr);
+      }
       j["unavailable"] =
           row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
       array.push_back(std::move(j));
@@ -414,7 +420,7 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
   if (csv_.is_open()) {
     csv_ << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
             "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable,return_us,compute_us,"
-            "comm_us,both_us,overlap_efficiency\n";
+            "comm_us,both_us,overlap_efficiency,return_median_us,return_max_us\n";
     for (const Result &r : rows) {
       const Row row = MakeRow(env, r);
       const bool loop = r.mode->family == Family::kOverlap;  // no bandwidth
@@ -433,7 +439,9 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
       csv_ << (ret ? Fixed(r.return_us, 3) : "") << ','
            << (ovl ? Fixed(r.compute_us, 3) : "") << ','
            << (ovl ? Fixed(r.comm_us, 3) : "") << ',' << (ovl ? Fixed(r.both_us, 3) : "")
-           << ',' << (ovl ? Fixed(OverlapEfficiency(r), 6) : "") << '\n';
+           << ',' << (ovl ? Fixed(OverlapEfficiency(r), 6) : "") << ','
+           << (ret ? Fixed(r.return_median_us, 3) : "") << ','
+           << (ret ? Fixed(r.return_max_us, 3) : "") << '\n';
     }
     csv_.close();
     if (!csv_) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "errors.h"
 #include "overlap.h"
@@ -41,7 +42,11 @@ void RecordStaging(const Env &env, const infinicclStagingStats &before,
 
 // return_allreduce: each call alone, after a barrier: the host time until
 // it returns and until the stream is synchronised after it. Returns the
-// latter (seconds, slowest rank's mean); the former goes to res->return_us.
+// latter (seconds, slowest rank's mean); the former's mean, median and
+// largest go to res->return_us, return_median_us and return_max_us (each
+// the slowest rank's). On a machine with fewer cores than busy threads, a
+// call the scheduler switched out now and then moves the mean far from the
+// median, which is what the call itself costs.
 double TimeReturn(const Env &env, ModeRun &run, Result *res) {
   const Options &o = *env.opt;
   CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
@@ -49,6 +54,8 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
     run.Iterate();
     run.Wait();
   }
+  std::vector<double> calls;
+  calls.reserve(static_cast<size_t>(o.iters));
   double call = 0, total = 0;
   for (int i = 0; i < o.iters; ++i) {
     CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
@@ -57,14 +64,20 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
     const double t1 = MPI_Wtime();
     run.Wait();
     const double t2 = MPI_Wtime();
+    calls.push_back(t1 - t0);
     call += t1 - t0;
     total += t2 - t0;
   }
-  const double mine[2] = {call / o.iters, total / o.iters};
-  double slowest[2] = {0, 0};
-  CheckMpi(MPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
+  std::sort(calls.begin(), calls.end());
+  const size_t n = calls.size();
+  const double median = n % 2 == 1 ? calls[n / 2] : (calls[n / 2 - 1] + calls[n / 2]) / 2;
+  const double mine[4] = {call / o.iters, total / o.iters, median, calls.back()};
+  double slowest[4] = {0, 0, 0, 0};
+  CheckMpi(MPI_Allreduce(mine, slowest, 4, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
            "MPI_Allreduce (timing)");
   res->return_us = std::min(res->return_us, slowest[0] * 1e6);
+  res->return_median_us = std::min(res->return_median_us, slowest[2] * 1e6);
+  res->return_max_us = std::min(res->return_max_us, slowest[3] * 1e6);
   return slowest[1];
 }
 

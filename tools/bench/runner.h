@@ -33,9 +33,12 @@ struct Result {
   uint64_t staging_allocs = 0, staged_calls = 0, pipelined_calls = 0;
   uint64_t staging_held_bytes = 0, staging_peak_bytes = 0;
   bool staging_pinned = false;
-  // return_allreduce: the slowest rank's mean host time of the call alone
-  // (until it returns), minimum over repeats; time_us is call + synchronize.
+  // return_allreduce: the slowest rank's mean, median and largest host time
+  // of the call alone (until it returns), each the minimum over repeats;
+  // time_us is call + synchronize.
   double return_us = std::numeric_limits<double>::infinity();
+  double return_median_us = std::numeric_limits<double>::infinity();
+  double return_max_us = std::numeric_limits<double>::infinity();
   // overlap: one loop of each part, the median over loops of the slowest
   // rank's time, minimum over repeats (time_us is both_us).
   double compute_us = std::numeric_limits<double>::infinity();
