@@ -170,6 +170,18 @@ void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
   OpenGate(*item.op.device, d, item.target);
 }
 
+void ProgressEngine::Retire(const DeviceRuntime *device, const void *stream) {
+  std::vector<Retiring> keep;
+  for (Retiring &r : retire_) {
+    if (device == nullptr || (r.device == device && r.stream == stream)) {
+      r.retire();
+    } else {
+      keep.push_back(std::move(r));
+    }
+  }
+  retire_.swap(keep);
+}
+
 void ProgressEngine::Loop() {
   // Pinned frees wait for the device, whose streams wait for this thread's
   // gates: another thread does them (staging_pool.h).
@@ -195,6 +207,12 @@ void ProgressEngine::Loop() {
     running_.store(true, std::memory_order_release);
     lock.unlock();
     quiet.Sleeping(false);  // woken by its copies and MPI: at once
+    // What earlier operations left behind their gates on this stream comes
+    // before this operation's event there: waited for now at no cost, and
+    // their staging slots go back to the pool before the next call leases
+    // one. Left for an empty queue, the slots of back-to-back calls waited
+    // behind a queue that never emptied, and each call leased a new one.
+    Retire(item.op.device, item.op.args.stream);
 
     DeviceRuntime &device = *item.op.device;
     Status st = skipped;
@@ -218,16 +236,17 @@ void ProgressEngine::Loop() {
     }
     Finish(item, d, st);
 
-    if (item.op.retire) retire_.push_back(std::move(item.op.retire));
+    if (item.op.retire) {
+      retire_.push_back(Retiring{item.op.device, item.op.args.stream, std::move(item.op.retire)});
+    }
     item.op = QueuedOp{};  // its closures (and what they hold) go here
     lock.lock();
     d.events.push_back(item.event);
     // What finished operations used, once nothing waits to run (and before
     // Drain returns): each waits only for copies behind an open gate.
-    if (queue_.empty() || retire_.size() >= kMaxRetiring) {
+    if (!retire_.empty() && (queue_.empty() || retire_.size() >= kMaxRetiring)) {
       lock.unlock();
-      for (auto &retire : retire_) retire();
-      retire_.clear();
+      Retire(nullptr, nullptr);
       lock.lock();
     }
     running_.store(false, std::memory_order_release);

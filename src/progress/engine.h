@@ -56,9 +56,11 @@ struct QueuedOp {
   // after the gate wait, to queue work on the caller's stream behind the
   // gate (a one-chunk staged call's copies out, staging/pipeline.h); if it
   // fails, the operation fails with its error. `retire`: run on the engine's
-  // thread after the gate opened, once the queue is empty (or many are
-  // waiting), to wait for that work and release what it used; it must wait
-  // for nothing but work queued behind this operation's own gate.
+  // thread after the gate opened, to wait for that work and release what it
+  // used: before the next operation on the same stream starts (whose work
+  // follows it there, so the wait costs nothing), else once the queue is
+  // empty (or many are waiting); it must wait for nothing but work queued
+  // behind this operation's own gate.
   std::function<Status()> after_gate;
   std::function<void()> retire;
 };
@@ -123,7 +125,15 @@ class ProgressEngine {
   std::mutex gate_mutex_;
   std::condition_variable work_cv_, idle_cv_;
   std::deque<Item> queue_;
-  std::vector<std::function<void()>> retire_;  // engine thread only
+  struct Retiring {
+    DeviceRuntime *device;
+    void *stream;  // the caller's stream the work behind the gate is on
+    std::function<void()> retire;
+  };
+  // Runs (and forgets) the retires of work on `device`'s `stream`, or all
+  // of them when `device` is null. Engine thread only.
+  void Retire(const DeviceRuntime *device, const void *stream);
+  std::vector<Retiring> retire_;  // engine thread only
   std::map<DeviceKey, PerDevice> devices_;  // under mutex_
   std::atomic<int> pending_{0};
   std::atomic<bool> running_{false};

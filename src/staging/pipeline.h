@@ -60,8 +60,9 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
 //   slot.
 // - End (caller's thread, right after the gate wait, inside Enqueue): queues
 //   the host-to-device copies and the `done` event on the caller's stream.
-// - Retire (engine's thread, after the gate opened): waits for `done`, which
-//   depends on nothing but those copies, and gives the slot back.
+// - Retire (engine's thread, after the gate opened, before the next
+//   operation on the same stream starts): waits for `done`, which depends on
+//   nothing but those copies, and gives the slot back.
 class StagedOnStream {
  public:
   StagedOnStream() = default;
