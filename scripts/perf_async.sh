@@ -2,7 +2,10 @@
 # The progress engine's figures (docs/PERFORMANCE.md §9), on the EMULATED
 # device, side by side in one run per MPI and rank count:
 #   return time and latency: infiniccl-bench return_allreduce with the engine
-#     (INFINICCL_ASYNC=auto) and without (=0), copies at 2 GB/s;
+#     (INFINICCL_ASYNC=auto) and without (=0), copies at 2 GB/s, and again
+#     with copies as fast as the H200's (the calibration of §4: 13 GB/s and
+#     4 us each; on two cores the emulated copies then take the cores'
+#     time, which a GPU's copy engines do not);
 #   overlap: the DDP-like loop (8 buckets of 4 MiB, each after a 4 ms
 #     emulated kernel), both ways;
 #   the pipeline against hand-written staging: infiniccl_allreduce and
@@ -38,6 +41,13 @@ for np in "${ranks[@]}"; do
     run "${mpi}_np${np}_async${async}" "$np" INFINICCL_ASYNC=$async INFINICCL_SIM_COPY_GBPS=2 -- \
       --device sim --modes return_allreduce,overlap -b 4K -e 64M -f 4 -w 2 -n 10 \
       --buckets 8 --bucket-bytes 4M --kernel-us 4000 -q
+  done
+done
+for np in "${ranks[@]}"; do
+  for async in auto 0; do
+    run "${mpi}_np${np}_h200_async${async}" "$np" INFINICCL_ASYNC=$async INFINICCL_SIM_COPY_GBPS=13 \
+      INFINICCL_SIM_COPY_LATENCY_US=4 -- \
+      --device sim --modes return_allreduce -b 4K -e 64M -f 4 -w 3 -n 20 -q
   done
 done
 for async in auto 0; do
