@@ -177,9 +177,13 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
     staged = StagedOnStream::IfOneChunk(*device, a, placement, nranks);
   }
   if (staged != nullptr) {
+    bool began = false;
+    INFINICCL_RETURN_IF_ERROR(staged->Begin(*device, a, c, &began));
+    if (!began) staged = nullptr;  // the queued calls' slots fill the cap
+  }
+  if (staged != nullptr) {
     // One chunk: the copies on the caller's stream around the gate, only MPI
     // on the engine's thread (no more thread hops than a blocking call).
-    INFINICCL_RETURN_IF_ERROR(staged->Begin(*device, a, c));
     op.run = [staged, c](const CollArgs &) { return staged->RunMpi(c->mpi_backend()); };
     op.after_gate = [staged] { return staged->End(); };
     op.retire = [staged] { staged->Retire(); };

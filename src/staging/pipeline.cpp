@@ -290,14 +290,20 @@ std::shared_ptr<StagedOnStream> StagedOnStream::IfOneChunk(DeviceRuntime &device
   return staged;
 }
 
-Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const void *owner) {
+Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const void *owner,
+                             bool *began) {
+  *began = false;
   device_ = &device;
   args_ = a;
   // One chunk of every column (IfOneChunk).
   const Plan p{elem_, a.count, send_blocks_, recv_blocks_, a.count};
   StagingPool &pool = StagingPool::Global();
+  // Within the cap beside the slots of the calls queued before, or not here.
+  INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease_,
+                                       StagingPool::OverCap::kDecline));
+  if (lease_.data() == nullptr) return Status::Ok();
   INFINICCL_RETURN_IF_ERROR(device.EventCreate(&done_));
-  INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease_));
+  *began = true;
   pool.CountCall(false);
   char *slot = lease_.data();
   host_ = a;

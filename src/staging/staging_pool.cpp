@@ -116,7 +116,7 @@ void StagingPool::FreeLocked(const StagingBlock &b) {
 }
 
 Status StagingPool::Lease(size_t bytes, DeviceRuntime &runtime, const void *owner,
-                          StagingLease *out) {
+                          StagingLease *out, OverCap over_cap) {
   out->Reset();
   std::lock_guard<std::mutex> lock(mutex_);
   FreeDeferredLocked();
@@ -133,6 +133,16 @@ Status StagingPool::Lease(size_t bytes, DeviceRuntime &runtime, const void *owne
     b = *best;
     idle_.erase(best);
   } else {
+    if (over_cap == OverCap::kDecline) {
+      // Leased (neither idle nor on its way out) + this one over the cap:
+      // nothing leased, and no idle buffer freed for it.
+      size_t idle = 0;
+      for (const StagingBlock &i : idle_) idle += i.bytes;
+      if (held_bytes_ - idle - deferred_bytes_.load(std::memory_order_relaxed) +
+              RoundUp(bytes) > cap_bytes()) {
+        return Status::Ok();
+      }
+    }
     EnforceCapLocked(RoundUp(bytes));
     Status st;
     b = AllocateLocked(bytes, runtime, &st);

@@ -8,7 +8,8 @@
 //   allocation falls back to pageable with one WARN.
 // - Retention: bytes held (idle + leased) are kept within
 //   INFINICCL_STAGING_CACHE_BYTES by freeing idle buffers; the pipeline sizes
-//   its leases so that one call never needs more than that.
+//   its leases so that one call never needs more than that, and calls queued
+//   on a stream lease their slots only within it (OverCap::kDecline).
 // - CommDestroy frees idle buffers only that communicator used; Finalize and
 //   infinicclMemTrim free all idle buffers.
 // - A progress engine's thread never frees pinned memory: cudaFreeHost (like
@@ -72,8 +73,14 @@ class StagingPool {
   static StagingPool &Global();
 
   // A buffer of at least `bytes` for copies with `runtime`, on behalf of the
-  // communicator `owner`.
-  Status Lease(size_t bytes, DeviceRuntime &runtime, const void *owner, StagingLease *out);
+  // communicator `owner`. One call's leases are planned within the cap
+  // (PlanChunks); what several calls lease together is not: kDecline leaves
+  // `out` empty (and returns Ok) where no idle buffer fits and a new one
+  // would take the bytes held over the cap. A queued one-chunk call leases
+  // so (StagedOnStream), as many of them may wait on a stream at once.
+  enum class OverCap { kAllocate, kDecline };
+  Status Lease(size_t bytes, DeviceRuntime &runtime, const void *owner, StagingLease *out,
+               OverCap over_cap = OverCap::kAllocate);
 
   // This thread (a progress engine's) defers its pinned frees (see above).
   static void DeferFreesOnThisThread();

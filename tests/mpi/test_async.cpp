@@ -18,7 +18,9 @@
 //               (CommGetAsyncError), the next call returns it with the
 //               message; CommAbort with queued work releases the stream
 //   evict     - queued calls whose staging makes the engine evict pinned
-//               buffers: the frees are deferred off its thread, no hang
+//               buffers: the frees are deferred off its thread, no hang;
+//               one-chunk calls queued behind a held stream keep their
+//               staging slots within the cap together
 //   sync      - run with INFINICCL_ASYNC=0: the same call blocks until its
 //               stream is released (the old behaviour, kept for comparison)
 // Expected values come from test_util.h (independent of the library).
@@ -371,6 +373,38 @@ void TestEvictOnEngine(infinicclComm_t comm, int rank) {
   CHECK(g_sim->StreamDestroy(stream).ok());
 }
 
+// One-chunk calls queued behind a held stream each lease their staging slot
+// at the call (StagedOnStream), and none can give it back before the stream
+// moves: 16 calls of 64 KiB (128 KiB slots, 2 MiB in all) under the 1 MiB
+// cap. The slots held stay within the cap (the calls beyond it run on the
+// engine's thread, leasing there), and every result is exact once the
+// stream is released. Before, all 16 slots were held.
+void TestQueuedWithinCap(infinicclComm_t comm, int rank) {
+  const size_t count = 16384, calls = 16;
+  std::vector<std::unique_ptr<DeviceBuffer>> sends, recvs;
+  for (size_t k = 0; k < calls; ++k) {
+    sends.push_back(std::make_unique<DeviceBuffer>(count * 4));
+    recvs.push_back(std::make_unique<DeviceBuffer>(count * 4));
+    sends.back()->Upload(ReduceInput(infinicclInt32, infinicclSum, 90 + k, rank, count));
+  }
+  HeldStream held;
+  for (size_t k = 0; k < calls; ++k) {
+    CHECK(infinicclAllReduce(sends[k]->ptr, recvs[k]->ptr, count, infinicclInt32,
+                             infinicclSum, comm, held.stream) == infinicclSuccess);
+  }
+  const infinicclStagingStats queued = StagingStats();
+  CHECK(queued.bytes_held <= (1u << 20),
+        "%llu bytes of staging held by %zu queued calls, over the 1 MiB cap",
+        queued.bytes_held, calls);
+  held.Release();
+  CHECK(g_sim->StreamSynchronize(held.stream).ok());
+  for (size_t k = 0; k < calls; ++k) {
+    CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclSum, 90 + k,
+                           DownloadOn(*recvs[k], held.stream), count) == 0,
+          "queued AllReduce %zu of %zu wrong", k, calls);
+  }
+}
+
 void TestFailure(int rank) {
   infinicclComm_t comm = nullptr;
   CHECK(infinicclCommInitAll(&comm, 0, nullptr) == infinicclSuccess);
@@ -526,6 +560,7 @@ int main(int argc, char **argv) {
   } else if (mode == "evict") {
 #ifndef ITEST_DEVICE_VENDOR
     TestEvictOnEngine(comm, rank);  // the emulated FreeHost waits for every stream
+    TestQueuedWithinCap(comm, rank);
 #endif
   } else if (mode == "sync") {
     TestReturnsWhileHeld(comm, rank, /*async=*/false, 300000);
