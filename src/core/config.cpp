@@ -273,8 +273,11 @@ const std::vector<Config::Entry> &Config::Table() {
       {"INFINICCL_STAGING_CACHE_BYTES", "256M", &Config::staging_cache_bytes,
        {4096, kNoLimit, "bytes"}, {},
        "Bound on host staging memory, both kept between calls and held during one "
-       "call: larger operations run in pieces. Suffixes `K`, `M`, `G` (powers of "
-       "1024)."},
+       "call: larger operations run in pieces. Calls queued on a stream (the "
+       "progress engine) lease their one-chunk slots only within it together; a "
+       "call beyond it is staged by the engine's thread when it runs "
+       "(docs/ARCHITECTURE.md, the engine's step 2). Suffixes `K`, `M`, `G` "
+       "(powers of 1024)."},
       {"INFINICCL_PIPELINE_CHUNK_BYTES", "auto", &Config::pipeline_chunk_bytes,
        {1, kNoLimit, "bytes"}, kAutoIsZero,
        "Staged operations larger than this are cut into equal chunks of at most this "
