@@ -279,19 +279,21 @@ def case_return_time():
         sizes = (4096, 16384, 65536)
         expect(rows(out) == [(b, "return_allreduce") for b in sizes],
                "rows: %s" % rows(out))
-        block = re.findall(r"^#\s+(\d+)" + r"\s+([0-9.]+)" * 5 + "$", out, re.M)
+        block = re.findall(r"^#\s+(\d+)" + r"\s+([0-9.]+)" * 6 + "$", out, re.M)
         expect("# return time: host time of one infinicclAllReduce call" in out and
                "median(us)" in out and
                [int(b[0]) for b in block] == list(sizes), "return block:\n" + out)
-        for size, ret, median, most, total, ratio in block:
-            # The call is part of call + synchronize on every rank; the mean
-            # and the median of 3 calls lie within the largest, and the
-            # ratio is the mean over call + synchronize.
+        for size, ret, median, most, total, total_median, ratio in block:
+            # The call is part of call + synchronize on every rank (so is
+            # its median part of that median); the mean and the median of 3
+            # calls lie within the largest, and the ratio is the mean over
+            # call + synchronize.
             expect(0 < float(ret) <= float(total) and 0 < float(median) <= float(most) and
                    float(ret) <= float(most) and
+                   0 < float(median) <= float(total_median) and
                    abs(float(ratio) - float(ret) / float(total)) < 2e-3,
-                   "%s B: return %s, median %s, max %s, call+sync %s, ratio %s" %
-                   (size, ret, median, most, total, ratio))
+                   "%s B: return %s, median %s, max %s, call+sync %s (median %s), ratio %s" %
+                   (size, ret, median, most, total, total_median, ratio))
         footers(out)
         with open(js) as f:
             doc = json.load(f)
@@ -301,14 +303,17 @@ def case_return_time():
             expect(0 < r["return_us"] <= r["time_us"] and r["wrong"] == 0 and
                    0 < r["return_median_us"] <= r["return_max_us"] and
                    r["return_us"] <= r["return_max_us"] and
+                   r["return_median_us"] <= r["sync_median_us"] and
                    r["collective"] == "allreduce", str(r))
         with open(cs, newline="") as f:
             crows = list(csv.DictReader(f))
         crow = [c for c in crows if c["mode"] == "return_allreduce"]
         expect([int(c["bytes"]) for c in crow] == list(sizes) and
                all(float(c["return_median_us"]) > 0 and
-                   float(c["return_max_us"]) >= float(c["return_median_us"]) for c in crow) and
-               all(c["return_median_us"] == "" for c in crows if c["mode"] == "overlap"),
+                   float(c["return_max_us"]) >= float(c["return_median_us"]) and
+                   float(c["sync_median_us"]) >= float(c["return_median_us"]) for c in crow) and
+               all(c["return_median_us"] == "" == c["sync_median_us"]
+                   for c in crows if c["mode"] == "overlap"),
                str(crows))
         # Both kinds in one run: the overlap row comes after the sizes.
         expect(doc["rows"][-1]["mode"] == "overlap" and

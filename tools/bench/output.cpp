@@ -107,13 +107,14 @@ void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows) {
       std::fprintf(out,
                    "# return time: host time of one infinicclAllReduce call until it "
                    "returns (before any synchronize): the slowest rank's mean, median "
-                   "and largest; call + synchronize (mean); mean return / call+sync\n"
-                   "# %15s %14s %12s %12s %18s %8s\n",
-                   "size(B)", "return(us)", "median(us)", "max(us)", "call+sync(us)", "ratio");
+                   "and largest; call + synchronize (mean, median); mean return / call+sync\n"
+                   "# %15s %14s %12s %12s %18s %12s %8s\n",
+                   "size(B)", "return(us)", "median(us)", "max(us)", "call+sync(us)",
+                   "median(us)", "ratio");
     first = false;
-    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %8.3f\n", r.layout.bytes,
+    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %12.2f %8.3f\n", r.layout.bytes,
                  r.return_us, r.return_median_us, r.return_max_us, r.time_us,
-                 r.time_us > 0 ? r.return_us / r.time_us : 0.0);
+                 r.sync_median_us, r.time_us > 0 ? r.return_us / r.time_us : 0.0);
   }
   if (!first) std::fprintf(out, "#\n");
 }
@@ -404,6 +405,8 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
         j["return_median_us"] =
             row.measured ? ordered_json(r.return_median_us) : ordered_json(nullptr);
         j["return_max_us"] = row.measured ? ordered_json(r.return_max_us) : ordered_json(nullptr);
+        j["sync_median_us"] =
+            row.measured ? ordered_json(r.sync_median_us) : ordered_json(nullptr);
       }
       j["unavailable"] =
           row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
@@ -420,7 +423,8 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
   if (csv_.is_open()) {
     csv_ << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
             "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable,return_us,compute_us,"
-            "comm_us,both_us,overlap_efficiency,return_median_us,return_max_us\n";
+            "comm_us,both_us,overlap_efficiency,return_median_us,return_max_us,"
+            "sync_median_us\n";
     for (const Result &r : rows) {
       const Row row = MakeRow(env, r);
       const bool loop = r.mode->family == Family::kOverlap;  // no bandwidth
@@ -441,7 +445,8 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
            << (ovl ? Fixed(r.comm_us, 3) : "") << ',' << (ovl ? Fixed(r.both_us, 3) : "")
            << ',' << (ovl ? Fixed(OverlapEfficiency(r), 6) : "") << ','
            << (ret ? Fixed(r.return_median_us, 3) : "") << ','
-           << (ret ? Fixed(r.return_max_us, 3) : "") << '\n';
+           << (ret ? Fixed(r.return_max_us, 3) : "") << ','
+           << (ret ? Fixed(r.sync_median_us, 3) : "") << '\n';
     }
     csv_.close();
     if (!csv_) {

@@ -35,10 +35,11 @@ struct Result {
   bool staging_pinned = false;
   // return_allreduce: the slowest rank's mean, median and largest host time
   // of the call alone (until it returns), each the minimum over repeats;
-  // time_us is call + synchronize.
+  // time_us is call + synchronize (mean), sync_median_us its median.
   double return_us = std::numeric_limits<double>::infinity();
   double return_median_us = std::numeric_limits<double>::infinity();
   double return_max_us = std::numeric_limits<double>::infinity();
+  double sync_median_us = std::numeric_limits<double>::infinity();
   // overlap: one loop of each part, the median over loops of the slowest
   // rank's time, minimum over repeats (time_us is both_us).
   double compute_us = std::numeric_limits<double>::infinity();

@@ -307,7 +307,7 @@ Status SimRuntime::EventSynchronize(void *event) {
   if (e == nullptr) {
     return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device event", event);
   }
-  e->Wait(e->Last());
+  e->Wait(e->Last(), kHostSyncSpin);
   return Status::Ok();
 }
 

@@ -28,7 +28,10 @@ void SimStream::Enqueue(std::function<void()> work) {
 
 void SimStream::Synchronize() {
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
-  if (SpinFor([&] { return done_.load(std::memory_order_acquire) >= target; })) return;
+  if (SpinFor([&] { return done_.load(std::memory_order_acquire) >= target; },
+              kHostSyncSpin)) {
+    return;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   while (done_ < target) {
     if (target < wake_at_) wake_at_ = target;

@@ -37,8 +37,10 @@ class SimEvent {
     }
     cv_.notify_all();
   }
-  void Wait(uint64_t generation) {
-    if (SpinFor([&] { return Reached(generation); })) return;
+  // `spin`: kSpinBeforeSleep on a stream (the device), kHostSyncSpin on a
+  // host thread (EventSynchronize).
+  void Wait(uint64_t generation, std::chrono::microseconds spin = kSpinBeforeSleep) {
+    if (SpinFor([&] { return Reached(generation); }, spin)) return;
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return Reached(generation); });
   }
@@ -62,6 +64,7 @@ class SimStream {
   SimStream &operator=(const SimStream &) = delete;
 
   void Enqueue(std::function<void()> work);
+  // Everything queued so far has run (a host thread's wait: kHostSyncSpin).
   void Synchronize();
 
  private:
