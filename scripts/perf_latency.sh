@@ -20,6 +20,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out"
 for i in $(seq "$pairs"); do
   for async in 0 auto; do
+    # shellcheck disable=SC2016  # expanded by the inner bash
     env INFINICCL_ASYNC=$async INFINICCL_SIM_COPY_GBPS=2 \
       bash -c 'source "$0"; infiniccl_mpirun "$@"' "$here/deps.sh" "$mpi" -np "$np" \
       "$build/tools/bench/infiniccl-bench" --device sim --modes return_allreduce \

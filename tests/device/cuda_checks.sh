@@ -15,9 +15,9 @@
 # CUDA tensors at 1 and 2 ranks against gloo (tests/python/ddp_check.py); and the
 # benchmark tables of docs/PERFORMANCE.md §5 (ranks share the GPU, so staged
 # MPI): copy costs, AllReduce next to host MPI and the bare copies, the
-# progress engine's return time and overlap loop (busy kernels), the chunk
-# sweep, Broadcast/AllGather/AllToAll (default and 4 MiB chunks), and the
-# per-call breakdown (TRACE).
+# progress engine's return time and overlap loop (busy kernels), its small
+# calls with ranks bound to cores, the chunk sweep, Broadcast/AllGather/
+# AllToAll (default and 4 MiB chunks), and the per-call breakdown (TRACE).
 # Every step runs even when an earlier one failed; each step's output goes
 # to <out>/<step>.log (at most 8 files come back from the device tool, so
 # steps share logs by prefix) and its exit code to <out>/summary.txt.
@@ -133,6 +133,15 @@ for async in auto 0; do
   step bench.async 25 env INFINICCL_ASYNC=$async "${mpi[@]}" -np 2 "${bench[@]}" \
     --modes return_allreduce,overlap -b 4K -e 64M -f 4 -w 3 -n 20 \
     --buckets 8 --bucket-bytes 4M --kernel-us 4000 -q
+done
+# Small calls with each rank bound to one core, Open MPI's default at 2 ranks
+# (turned off above): the caller's cudaStreamSynchronize, which spins by
+# default, then shares that core with the engine's thread, which must run
+# MPI meanwhile; the emulated device cannot show what that costs
+# (docs/PERFORMANCE.md §9, "Waiting as CUDA waits").
+for async in auto 0; do
+  step bench.bound 15 env INFINICCL_ASYNC=$async "${mpi[@]/none/core}" -np 2 "${bench[@]}" \
+    --modes return_allreduce -b 16K -e 1M -f 4 -w 5 -n 40 -q
 done
 # Chunk sweep (the default came from this table).
 for np in 2 4; do
