@@ -27,9 +27,10 @@ constexpr std::chrono::microseconds kSpinBeforeSleep{30};
 // (cudaDeviceScheduleAuto, with fewer contexts than cores), so a thread
 // waiting for a call's results is running when they arrive. Waking one
 // instead added 5-8 us to a queued staged call + synchronize at 64 KiB
-// (medians, docs/PERFORMANCE.md §9, "Waiting as CUDA waits"). Bounded, unlike CUDA:
-// the emulated device's copy engines are threads that need the cores, and a
-// wait that outlasts this (a kernel, a long copy) is not a hand-over.
+// (medians, docs/PERFORMANCE.md §9, "Waiting as CUDA waits"). Bounded,
+// unlike CUDA: the emulated device's copy engines are threads that need the
+// cores, and a wait that outlasts this (a kernel, a long copy) is not a
+// hand-over.
 constexpr std::chrono::microseconds kHostSyncSpin{300};
 
 // True once `done()` held within `limit`; false if the time ran out first.

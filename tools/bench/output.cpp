@@ -104,17 +104,19 @@ void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows) {
   for (const Result &r : rows) {
     if (r.mode->family != Family::kReturnTime || !r.unavailable.empty()) continue;
     if (first)
-      std::fprintf(out,
-                   "# return time: host time of one infinicclAllReduce call until it "
-                   "returns (before any synchronize): the slowest rank's mean, median "
-                   "and largest; call + synchronize (mean, median); mean return / call+sync\n"
-                   "# %15s %14s %12s %12s %18s %12s %8s\n",
-                   "size(B)", "return(us)", "median(us)", "max(us)", "call+sync(us)",
-                   "median(us)", "ratio");
+      std::fprintf(
+          out,
+          "# return time: host time of one infinicclAllReduce call until it "
+          "returns (before any synchronize): the slowest rank's mean, median "
+          "and largest; call + synchronize (mean, median); mean return / call+sync\n"
+          "# %15s %14s %12s %12s %18s %12s %8s\n",
+          "size(B)", "return(us)", "median(us)", "max(us)", "call+sync(us)", "median(us)",
+          "ratio");
     first = false;
-    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %12.2f %8.3f\n", r.layout.bytes,
-                 r.return_us, r.return_median_us, r.return_max_us, r.time_us,
-                 r.sync_median_us, r.time_us > 0 ? r.return_us / r.time_us : 0.0);
+    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %12.2f %8.3f\n",
+                 r.layout.bytes, r.return_us, r.return_median_us, r.return_max_us,
+                 r.time_us, r.sync_median_us,
+                 r.time_us > 0 ? r.return_us / r.time_us : 0.0);
   }
   if (!first) std::fprintf(out, "#\n");
 }
