@@ -238,7 +238,8 @@ const std::vector<Config::Entry> &Config::Table() {
        "Which parts of the library log at `INFO` and `TRACE` (`WARN` is never "
        "filtered), `NCCL_DEBUG_SUBSYS`'s syntax: a comma-separated list of `INIT` "
        "(Init, config, communicators), `BIND` (device binding), `COLL` (collectives, "
-       "groups, the path chosen, `INFINICCL_CHECK`), `STAGING` (host staging and "
+       "groups, the path chosen, `INFINICCL_CHECK`, the progress engine's queued "
+       "calls), `STAGING` (host staging and "
        "pipeline), `CCL` (NCCL, MCCL), `MPI` (the MPI backend), `DEVICE` (device "
        "runtimes), `WATCHDOG`, or `ALL`; a leading `^` enables all but those named "
        "(`^STAGING,MPI`)."},

@@ -45,7 +45,8 @@ constexpr unsigned LogSubsysOfFile(const char *file) {
   if (is("comm/watchdog") || is("comm/inflight") || is("comm/seq_board"))
     return kSubsysWatchdog;
   if (is("api/lifecycle")) return kSubsysInit;
-  if (is("route/") || is("api/") || is("comm/group") || is("core/coll_args"))
+  if (is("route/") || is("api/") || is("comm/group") || is("core/coll_args") ||
+      is("progress/"))
     return kSubsysColl;
   return kSubsysInit;
 }

@@ -4,6 +4,7 @@
 #include <sched.h>
 #endif
 
+#include "core/dtype.h"
 #include "core/log.h"
 #include "device/spin_wait.h"
 #include "staging/staging_pool.h"
@@ -48,6 +49,45 @@ class WakeWithoutPreempting {
 
 }  // namespace
 
+// Where a queued call's time went, for INFINICCL_DEBUG=TRACE (one line per
+// call, as a blocking staged call's "staged ..." line): from the call's
+// Enqueue to the engine taking it (picked_us), to the caller's stream
+// reaching the call (the work before it and a one-chunk call's copies in:
+// stream_wait_us), the operation itself (MPI, or the whole pipeline:
+// run_us), and from the call to the gate opened (gate_us: all of it but a
+// one-chunk call's copies out, which follow on the caller's stream).
+class ProgressEngine::Timeline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Timeline(Clock::time_point queued)
+      : on_(LogEnabled(LogLevel::kTrace)), queued_(queued) {
+    Mark(&picked);
+  }
+  void Mark(Clock::time_point *at) {
+    if (on_) *at = Clock::now();
+  }
+  void Log(const Item &item, const std::string &name, bool skipped) const {
+    if (!on_) return;
+    const auto us = [](Clock::time_point from, Clock::time_point to) {
+      return std::chrono::duration<double, std::micro>(to - from).count();
+    };
+    const Clock::time_point opened = Clock::now();
+    const CollArgs &a = item.op.args;
+    INFINICCL_TRACE("queued %s %zu x %s #%llu on %s (path %s%s): picked_us=%.1f "
+                    "stream_wait_us=%.1f run_us=%.1f gate_us=%.1f",
+                    CollKindName(a.kind), a.count, DataTypeName(a.dtype),
+                    static_cast<unsigned long long>(item.op.seq), name.c_str(),
+                    PathName(item.op.path), skipped ? ", skipped" : "", us(queued_, picked),
+                    skipped ? 0.0 : us(picked, stream_ready), skipped ? 0.0 : us(stream_ready, ran),
+                    us(queued_, opened));
+  }
+  Clock::time_point picked, stream_ready, ran;
+
+ private:
+  bool on_;
+  Clock::time_point queued_;
+};
+
 ProgressEngine::ProgressEngine(std::string name) : name_(std::move(name)) {}
 
 ProgressEngine::~ProgressEngine() {
@@ -75,6 +115,7 @@ ProgressEngine::~ProgressEngine() {
 }
 
 Status ProgressEngine::Enqueue(QueuedOp op) {
+  const auto queued = std::chrono::steady_clock::now();
   DeviceRuntime &device = *op.device;
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_.load(std::memory_order_relaxed)) return error_;
@@ -103,7 +144,7 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
   if (op.after_gate) behind = op.after_gate();
   if (!behind.ok()) op.run = [behind](const CollArgs &) { return behind; };
   pending_.fetch_add(1, std::memory_order_acq_rel);
-  queue_.push_back(Item{std::move(op), event, target});
+  queue_.push_back(Item{std::move(op), event, target, queued});
   if (!thread_.joinable()) thread_ = std::thread(&ProgressEngine::Loop, this);
   lock.unlock();
   work_cv_.notify_one();
@@ -215,6 +256,7 @@ void ProgressEngine::Loop() {
     Retire(item.op.device, item.op.args.stream);
 
     DeviceRuntime &device = *item.op.device;
+    Timeline times(item.queued);
     Status st = skipped;
     if (!skip) {
       inflight_.Publish(item.op.args, item.op.seq, ++tokens_);
@@ -223,6 +265,7 @@ void ProgressEngine::Loop() {
       st = device.SetDevice(item.op.device_id);
       // The work queued before the call on the caller's stream.
       if (st.ok()) st = device.EventSynchronize(item.event);
+      times.Mark(&times.stream_ready);
       waiting_stream_.store(false, std::memory_order_relaxed);
       // Aborted while it waited for the stream: not started after all.
       if (st.ok() && cancel_.load()) st = Error();
@@ -232,9 +275,11 @@ void ProgressEngine::Loop() {
         a.stream = d.stream;
         st = item.op.run(a);
       }
+      times.Mark(&times.ran);
       inflight_.End();
     }
     Finish(item, d, st);
+    times.Log(item, name_, skip);
 
     if (item.op.retire) {
       retire_.push_back(Retiring{item.op.device, item.op.args.stream, std::move(item.op.retire)});

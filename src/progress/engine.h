@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -110,7 +111,9 @@ class ProgressEngine {
     QueuedOp op;
     void *event;      // recorded on the caller's stream
     uint32_t target;  // its gate's value that releases the caller's stream
+    std::chrono::steady_clock::time_point queued;  // for TRACE's line
   };
+  class Timeline;  // a queued call's TRACE line (engine.cpp)
 
   void Loop();
   void Finish(Item &item, PerDevice &d, const Status &status);

@@ -160,20 +160,32 @@ step bench.coll 40 "${mpi[@]}" -np 4 "${bench[@]}" \
 step bench.collchunk 25 env INFINICCL_PIPELINE_CHUNK_BYTES=4M "${mpi[@]}" -np 4 "${bench[@]}" \
   --modes host_broadcast,infiniccl_broadcast,host_allgather,infiniccl_allgather,host_alltoall,infiniccl_alltoall \
   -b 4M -e 64M -f 4 --warmup 2 --iters 5 --validate
-# Where a staged call's time goes: one TRACE line per call, averaged.
+# Where a staged call's time goes: one TRACE line per call, averaged. A
+# blocking call (and a pipelined one, on the engine's thread) writes
+# "staged ..."; a queued call writes "queued ..." (docs/PERFORMANCE.md §9):
+# from the call to the engine taking it, to the caller's stream reaching it
+# (a one-chunk call's copies in), MPI, and the gate opened. Each call alone
+# (return_allreduce: call, synchronize), 4 ranks as in the tables above,
+# then 2 ranks as in the latency target.
 breakdown() {
-  local bytes
-  for bytes in 256K 4M; do
-    INFINICCL_DEBUG=TRACE "${mpi[@]}" -np 4 "${bench[@]}" \
-      --modes infiniccl_allreduce -b "$bytes" -e "$bytes" --warmup 5 --iters 40 2>&1 |
-      awk -v b="$bytes" '/staged AllReduce/ {
-          for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) sum[kv[1]] += kv[2]
-          n++
-        }
-        END { if (n) printf "%s, 4 ranks, %d calls, means: chunks %.1f, copy in %.1f us, MPI %.1f us, waits %.1f us, copy out %.1f us\n", b, n, sum["chunks"]/n, sum["copy_in_us"]/n, sum["mpi_us"]/n, sum["waits_us"]/n, sum["copy_out_us"]/n }'
+  local np bytes
+  for np in 4 2; do
+    for bytes in 64K 256K 4M; do
+      INFINICCL_DEBUG=TRACE "${mpi[@]}" -np "$np" "${bench[@]}" \
+        --modes return_allreduce -b "$bytes" -e "$bytes" -w 5 -n 40 -q 2>&1 |
+        awk -v b="$bytes" -v np="$np" '/staged AllReduce|queued AllReduce/ {
+            k = /queued/ ? "q" : "s"
+            for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) sum[k, kv[1]] += kv[2]
+            n[k]++
+          }
+          END {
+            if (n["s"]) printf "%s, %d ranks, %d staged calls, means: chunks %.1f, copy in %.1f us, MPI %.1f us, waits %.1f us, copy out %.1f us\n", b, np, n["s"], sum["s", "chunks"]/n["s"], sum["s", "copy_in_us"]/n["s"], sum["s", "mpi_us"]/n["s"], sum["s", "waits_us"]/n["s"], sum["s", "copy_out_us"]/n["s"]
+            if (n["q"]) printf "%s, %d ranks, %d queued calls, means: picked %.1f us, stream wait %.1f us, run %.1f us, gate open at %.1f us\n", b, np, n["q"], sum["q", "picked_us"]/n["q"], sum["q", "stream_wait_us"]/n["q"], sum["q", "run_us"]/n["q"], sum["q", "gate_us"]/n["q"]
+          }'
+    done
   done
 }
-step bench.breakdown 30 bash -c "$(declare -p mpi bench); $(declare -f breakdown); breakdown"
+step bench.breakdown 45 bash -c "$(declare -p mpi bench); $(declare -f breakdown); breakdown"
 
 echo "total $(($(date +%s) - start))s, overall rc=$overall" | tee -a "$summary"
 exit "$overall"

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #endif
 
+#include "core/config.h"
+#include "core/log.h"
 #include "device/sim/sim_runtime.h"
 #include "device/spin_wait.h"
 #include "progress/engine.h"
@@ -121,6 +123,58 @@ TEST_F(EngineTest, CancelReleasesQueuedWork) {
   EXPECT_EQ(engine.Drain().code(), infinicclInvalidUsage);
   EXPECT_EQ(ran.load(), 0);
   ASSERT_TRUE(sim.GateDestroy(gate).ok());
+}
+
+// INFINICCL_DEBUG=TRACE: one line per queued call saying where its time
+// went (docs/PERFORMANCE.md §9 reads them; the GPU script averages them).
+// Here the caller's stream is held 3 ms by a gate of the test's own and the
+// operation takes 2 ms: the first is the stream's wait, the second the run.
+TEST_F(EngineTest, TracesWhereAQueuedCallsTimeWent) {
+  const auto logging = [](const char *level) {
+    ConfigureLogging(Config::Parse([level](const char *name) -> const char * {
+      return std::strcmp(name, "INFINICCL_DEBUG") == 0 ? level : nullptr;
+    }));
+  };
+  void *gate = nullptr;
+  ASSERT_TRUE(sim.GateCreate(&gate).ok());
+  std::string off, on;
+  for (const char *level : {"INFO", "TRACE"}) {
+    logging(level);
+    testing::internal::CaptureStderr();
+    {
+      ProgressEngine engine("comm T");
+      const uint32_t target = std::strcmp(level, "INFO") == 0 ? 1 : 2;
+      ASSERT_TRUE(sim.GateWait(stream, gate, target).ok());
+      QueuedOp op = Op([](const CollArgs &) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return Status::Ok();
+      });
+      op.args.count = 1024;
+      op.args.dtype = infinicclFloat32;
+      op.seq = 7;
+      ASSERT_TRUE(engine.Enqueue(std::move(op)).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      sim.GateOpen(gate, target);
+      EXPECT_TRUE(engine.Drain().ok());
+      ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+    }
+    (std::strcmp(level, "INFO") == 0 ? off : on) = testing::internal::GetCapturedStderr();
+  }
+  ConfigureLogging(GlobalConfig());
+  ASSERT_TRUE(sim.GateDestroy(gate).ok());
+  EXPECT_EQ(off.find("queued "), std::string::npos) << off;
+  const size_t at = on.find("queued AllReduce 1024 x float32 #7 on comm T (path staged): ");
+  ASSERT_NE(at, std::string::npos) << on;
+  double picked = -1, wait = -1, run = -1, gate_us = -1;
+  ASSERT_EQ(std::sscanf(on.c_str() + on.find("picked_us=", at),
+                        "picked_us=%lf stream_wait_us=%lf run_us=%lf gate_us=%lf", &picked,
+                        &wait, &run, &gate_us),
+            4)
+      << on;
+  // Lower bounds only (sleeps end late, never early); each time in its field.
+  EXPECT_GE(picked + wait, 3000 - 0.2) << on;  // the gate held the stream 3 ms
+  EXPECT_GE(run, 2000 - 0.1) << on;            // the operation slept 2 ms
+  EXPECT_GE(gate_us, picked + wait + run - 0.3) << on;
 }
 
 TEST_F(EngineTest, DestructionFinishesTheQueue) {

@@ -95,6 +95,7 @@ TEST(Log, SubsystemOfEachSourceFolder) {
                 infiniccl::kSubsysWatchdog);
   static_assert(LogSubsysOfFile("/x/src/route/route.cpp") == infiniccl::kSubsysColl);
   static_assert(LogSubsysOfFile("/x/src/api/collectives.cpp") == infiniccl::kSubsysColl);
+  static_assert(LogSubsysOfFile("/x/src/progress/engine.cpp") == infiniccl::kSubsysColl);
   static_assert(LogSubsysOfFile("/x/src/api/lifecycle.cpp") == infiniccl::kSubsysInit);
   static_assert(LogSubsysOfFile("/x/src/comm/runtime.cpp") == infiniccl::kSubsysInit);
   // The last src/ component counts: a checkout inside another src/ tree.
