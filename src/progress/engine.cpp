@@ -73,13 +73,14 @@ class ProgressEngine::Timeline {
     };
     const Clock::time_point opened = Clock::now();
     const CollArgs &a = item.op.args;
-    INFINICCL_TRACE("queued %s %zu x %s #%llu on %s (path %s%s): picked_us=%.1f "
-                    "stream_wait_us=%.1f run_us=%.1f gate_us=%.1f",
-                    CollKindName(a.kind), a.count, DataTypeName(a.dtype),
-                    static_cast<unsigned long long>(item.op.seq), name.c_str(),
-                    PathName(item.op.path), skipped ? ", skipped" : "", us(queued_, picked),
-                    skipped ? 0.0 : us(picked, stream_ready), skipped ? 0.0 : us(stream_ready, ran),
-                    us(queued_, opened));
+    INFINICCL_TRACE(
+        "queued %s %zu x %s #%llu on %s (path %s%s): picked_us=%.1f "
+        "stream_wait_us=%.1f run_us=%.1f gate_us=%.1f",
+        CollKindName(a.kind), a.count, DataTypeName(a.dtype),
+        static_cast<unsigned long long>(item.op.seq), name.c_str(),
+        PathName(item.op.path), skipped ? ", skipped" : "", us(queued_, picked),
+        skipped ? 0.0 : us(picked, stream_ready), skipped ? 0.0 : us(stream_ready, ran),
+        us(queued_, opened));
   }
   Clock::time_point picked, stream_ready, ran;
 

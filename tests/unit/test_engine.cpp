@@ -163,12 +163,13 @@ TEST_F(EngineTest, TracesWhereAQueuedCallsTimeWent) {
   ConfigureLogging(GlobalConfig());
   ASSERT_TRUE(sim.GateDestroy(gate).ok());
   EXPECT_EQ(off.find("queued "), std::string::npos) << off;
-  const size_t at = on.find("queued AllReduce 1024 x float32 #7 on comm T (path staged): ");
+  const size_t at =
+      on.find("queued AllReduce 1024 x float32 #7 on comm T (path staged): ");
   ASSERT_NE(at, std::string::npos) << on;
   double picked = -1, wait = -1, run = -1, gate_us = -1;
   ASSERT_EQ(std::sscanf(on.c_str() + on.find("picked_us=", at),
-                        "picked_us=%lf stream_wait_us=%lf run_us=%lf gate_us=%lf", &picked,
-                        &wait, &run, &gate_us),
+                        "picked_us=%lf stream_wait_us=%lf run_us=%lf gate_us=%lf",
+                        &picked, &wait, &run, &gate_us),
             4)
       << on;
   // Lower bounds only (sleeps end late, never early); each time in its field.
