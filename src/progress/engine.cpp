@@ -62,6 +62,7 @@ class ProgressEngine::Timeline {
   explicit Timeline(Clock::time_point queued)
       : on_(LogEnabled(LogLevel::kTrace)), queued_(queued) {
     Mark(&picked);
+    stream_ready = ran = picked;  // a skipped call: nothing waited, nothing ran
   }
   void Mark(Clock::time_point *at) {
     if (on_) *at = Clock::now();
@@ -79,8 +80,7 @@ class ProgressEngine::Timeline {
         CollKindName(a.kind), a.count, DataTypeName(a.dtype),
         static_cast<unsigned long long>(item.op.seq), name.c_str(),
         PathName(item.op.path), skipped ? ", skipped" : "", us(queued_, picked),
-        skipped ? 0.0 : us(picked, stream_ready), skipped ? 0.0 : us(stream_ready, ran),
-        us(queued_, opened));
+        us(picked, stream_ready), us(stream_ready, ran), us(queued_, opened));
   }
   Clock::time_point picked, stream_ready, ran;
 
@@ -116,7 +116,10 @@ ProgressEngine::~ProgressEngine() {
 }
 
 Status ProgressEngine::Enqueue(QueuedOp op) {
-  const auto queued = std::chrono::steady_clock::now();
+  // Read only for TRACE's line: no clock read on the call's path otherwise.
+  const auto queued = LogEnabled(LogLevel::kTrace)
+                          ? std::chrono::steady_clock::now()
+                          : std::chrono::steady_clock::time_point{};
   DeviceRuntime &device = *op.device;
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_.load(std::memory_order_relaxed)) return error_;
