@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/rank_list.h"
+#include "core/thread_name.h"
 
 namespace infiniccl {
 
@@ -235,6 +236,7 @@ constexpr int kFollowerExitSec = 15;
 }
 
 void Loop(int timeout) {
+  NameThisThread("iccl-watchdog");
   State &s = S();
   using std::chrono::milliseconds;
   const milliseconds period = std::min(milliseconds(1000), milliseconds(timeout * 250));

@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "device/spin_wait.h"
 #include "staging/staging_pool.h"
 
@@ -231,6 +232,7 @@ void ProgressEngine::Loop() {
   // Pinned frees wait for the device, whose streams wait for this thread's
   // gates: another thread does them (staging_pool.h).
   StagingPool::DeferFreesOnThisThread();
+  NameThisThread("iccl-engine");
   WakeWithoutPreempting quiet;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

@@ -279,11 +279,21 @@ def case_return_time():
         sizes = (4096, 16384, 65536)
         expect(rows(out) == [(b, "return_allreduce") for b in sizes],
                "rows: %s" % rows(out))
-        block = re.findall(r"^#\s+(\d+)" + r"\s+([0-9.]+)" * 6 + "$", out, re.M)
+        block = re.findall(r"^#\s+(\d+)" + r"\s+([0-9.]+)" * 6 +
+                           r"\s+(\d+)/(\d+)\s+([0-9.]+|-)$", out, re.M)
         expect("# return time: host time of one infinicclAllReduce call" in out and
-               "median(us)" in out and
+               "median(us)" in out and "unswitched(us)" in out and
                [int(b[0]) for b in block] == list(sizes), "return block:\n" + out)
-        for size, ret, median, most, total, total_median, ratio in block:
+        for (size, ret, median, most, total, total_median, ratio, switched, calls,
+             unswitched) in block:
+            # Calls switched out of 3 (Linux counts them per thread; the
+            # most on any rank); the others' mean lies within the largest
+            # call, and is missing only where every call was switched out.
+            expect(int(calls) == 3 and int(switched) <= 3 and
+                   (unswitched != "-" or int(switched) == 3) and
+                   (unswitched == "-" or 0 < float(unswitched) <= float(most)),
+                   "%s B: switched %s/%s, unswitched %s, max %s" %
+                   (size, switched, calls, unswitched, most))
             # The call is part of call + synchronize on every rank (so is
             # its median part of that median); the mean and the median of 3
             # calls lie within the largest, and the ratio is the mean over
@@ -305,14 +315,19 @@ def case_return_time():
                    r["return_us"] <= r["return_max_us"] and
                    r["return_median_us"] <= r["sync_median_us"] and
                    r["collective"] == "allreduce", str(r))
+            expect(isinstance(r["return_switched"], int) and 0 <= r["return_switched"] <= 3 and
+                   (r["return_unswitched_us"] is not None or r["return_switched"] == 3) and
+                   (r["return_unswitched_us"] is None or
+                    0 < r["return_unswitched_us"] <= r["return_max_us"]), str(r))
         with open(cs, newline="") as f:
             crows = list(csv.DictReader(f))
         crow = [c for c in crows if c["mode"] == "return_allreduce"]
         expect([int(c["bytes"]) for c in crow] == list(sizes) and
                all(float(c["return_median_us"]) > 0 and
                    float(c["return_max_us"]) >= float(c["return_median_us"]) and
-                   float(c["sync_median_us"]) >= float(c["return_median_us"]) for c in crow) and
-               all(c["return_median_us"] == "" == c["sync_median_us"]
+                   float(c["sync_median_us"]) >= float(c["return_median_us"]) and
+                   0 <= int(c["return_switched"]) <= 3 for c in crow) and
+               all(c["return_median_us"] == "" == c["sync_median_us"] == c["return_switched"]
                    for c in crows if c["mode"] == "overlap"),
                str(crows))
         # Both kinds in one run: the overlap row comes after the sizes.

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -397,6 +399,40 @@ TEST_F(EngineTest, SleepsWithoutPreemptingTheCallerAndWorksAsItsEqual) {
   ASSERT_TRUE(engine.Drain().ok());
   EXPECT_EQ(policy.load(), SCHED_OTHER) << "woken, it works as SCHED_OTHER again";
   ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+}
+
+// The name the kernel keeps for one of this process's threads.
+std::string ThreadName(long tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%ld/comm", tid);
+  std::FILE *f = std::fopen(path, "r");
+  if (f == nullptr) return "";
+  char name[32] = {};
+  if (std::fgets(name, sizeof name, f) == nullptr) name[0] = '\0';
+  std::fclose(f);
+  std::string s(name);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+TEST_F(EngineTest, TheLibrarysThreadsAreNamedAsTopAndPerfShowThem) {
+  // The engine's thread runs the operation; the emulated stream's worker
+  // runs the host function queued on the caller's stream. Neither is the
+  // caller, whose name the library leaves alone.
+  const std::string caller = ThreadName(syscall(SYS_gettid));
+  ProgressEngine engine("test");
+  std::atomic<long> engine_tid{0};
+  ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
+                engine_tid = syscall(SYS_gettid);
+                return Status::Ok();
+              })).ok());
+  ASSERT_TRUE(engine.Drain().ok());
+  EXPECT_EQ(ThreadName(engine_tid.load()), "iccl-engine");
+  std::atomic<long> stream_tid{0};
+  ASSERT_TRUE(sim.HostFunc(stream, [&] { stream_tid = syscall(SYS_gettid); }).ok());
+  ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
+  EXPECT_EQ(ThreadName(stream_tid.load()), "iccl-simstream");
+  EXPECT_EQ(ThreadName(syscall(SYS_gettid)), caller);
 }
 #endif
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,11 @@
 
 namespace bench {
 namespace {
+
+// A return_allreduce row: whether switches were counted (Linux), and
+// whether some calls were not switched out.
+bool Counted(const Result &r) { return r.return_switched != std::numeric_limits<int>::max(); }
+bool HasUnswitched(const Result &r) { return std::isfinite(r.return_unswitched_us); }
 
 struct Row {
   const Result *r;
@@ -99,7 +105,7 @@ void PrintComparisons(std::FILE *out, const std::vector<Result> &rows) {
 }
 
 // return_allreduce: the call alone next to call + synchronize, per size.
-void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows) {
+void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows, int iters) {
   bool first = true;
   for (const Result &r : rows) {
     if (r.mode->family != Family::kReturnTime || !r.unavailable.empty()) continue;
@@ -108,15 +114,21 @@ void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows) {
           out,
           "# return time: host time of one infinicclAllReduce call until it "
           "returns (before any synchronize): the slowest rank's mean, median "
-          "and largest; call + synchronize (mean, median); mean return / call+sync\n"
-          "# %15s %14s %12s %12s %18s %12s %8s\n",
+          "and largest; call + synchronize (mean, median); mean return / call+sync;\n"
+          "#   switched: calls during which the scheduler switched the calling thread "
+          "out (the most on any rank), unswitched: the slowest rank's mean over the "
+          "others\n"
+          "# %15s %14s %12s %12s %18s %12s %8s %9s %15s\n",
           "size(B)", "return(us)", "median(us)", "max(us)", "call+sync(us)", "median(us)",
-          "ratio");
+          "ratio", "switched", "unswitched(us)");
     first = false;
-    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %12.2f %8.3f\n",
+    char switched[32] = "-", unswitched[32] = "-";
+    if (Counted(r)) std::snprintf(switched, sizeof switched, "%d/%d", r.return_switched, iters);
+    if (HasUnswitched(r)) std::snprintf(unswitched, sizeof unswitched, "%.2f", r.return_unswitched_us);
+    std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %12.2f %8.3f %9s %15s\n",
                  r.layout.bytes, r.return_us, r.return_median_us, r.return_max_us,
                  r.time_us, r.sync_median_us,
-                 r.time_us > 0 ? r.return_us / r.time_us : 0.0);
+                 r.time_us > 0 ? r.return_us / r.time_us : 0.0, switched, unswitched);
   }
   if (!first) std::fprintf(out, "#\n");
 }
@@ -296,7 +308,7 @@ void PrintSummary(std::FILE *out, const Env &env, const std::vector<Result> &row
   }
   std::fprintf(out, "#\n");
   PrintComparisons(out, rows);
-  PrintReturnTimes(out, rows);
+  PrintReturnTimes(out, rows, o.iters);
   // nccl-tests' footers, spelled as it does, for the scripts that scrape them.
   if (o.validate)
     std::fprintf(out, "# %-20s : %llu %s\n", "Out of bounds values",
@@ -409,6 +421,11 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
         j["return_max_us"] = row.measured ? ordered_json(r.return_max_us) : ordered_json(nullptr);
         j["sync_median_us"] =
             row.measured ? ordered_json(r.sync_median_us) : ordered_json(nullptr);
+        j["return_switched"] =
+            row.measured && Counted(r) ? ordered_json(r.return_switched) : ordered_json(nullptr);
+        j["return_unswitched_us"] = row.measured && HasUnswitched(r)
+                                        ? ordered_json(r.return_unswitched_us)
+                                        : ordered_json(nullptr);
       }
       j["unavailable"] =
           row.measured ? ordered_json(nullptr) : ordered_json(r.unavailable);
@@ -426,7 +443,7 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
     csv_ << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
             "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable,return_us,compute_us,"
             "comm_us,both_us,overlap_efficiency,return_median_us,return_max_us,"
-            "sync_median_us\n";
+            "sync_median_us,return_switched,return_unswitched_us\n";
     for (const Result &r : rows) {
       const Row row = MakeRow(env, r);
       const bool loop = r.mode->family == Family::kOverlap;  // no bandwidth
@@ -448,7 +465,9 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
            << ',' << (ovl ? Fixed(OverlapEfficiency(r), 6) : "") << ','
            << (ret ? Fixed(r.return_median_us, 3) : "") << ','
            << (ret ? Fixed(r.return_max_us, 3) : "") << ','
-           << (ret ? Fixed(r.sync_median_us, 3) : "") << '\n';
+           << (ret ? Fixed(r.sync_median_us, 3) : "") << ','
+           << (ret && Counted(r) ? std::to_string(r.return_switched) : "") << ','
+           << (ret && HasUnswitched(r) ? Fixed(r.return_unswitched_us, 3) : "") << '\n';
     }
     csv_.close();
     if (!csv_) {

@@ -1,5 +1,6 @@
 #include "runner.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,17 @@ infinicclStagingStats StagingStats() {
   infinicclStagingStats s{};
   CheckIccl(infinicclGetStagingStats(&s), "infinicclGetStagingStats", nullptr);
   return s;
+}
+
+// The calling thread's involuntary context switches so far (the scheduler
+// gave its core to another thread while it could run), or -1 where the
+// system does not count them per thread.
+long InvoluntarySwitches() {
+#ifdef RUSAGE_THREAD
+  rusage usage{};
+  if (getrusage(RUSAGE_THREAD, &usage) == 0) return usage.ru_nivcsw;
+#endif
+  return -1;
 }
 
 // Folds this rank's staging counters of the timed iterations into *res.
@@ -48,7 +60,12 @@ void RecordStaging(const Env &env, const infinicclStagingStats &before,
 // rank's). On a machine with fewer cores than busy threads, a call the
 // scheduler switched out now and then moves a mean far from the median,
 // which is what the call itself costs: one 1 ms switch in 40 calls adds
-// 25 us to the mean of a 100 us call + synchronize.
+// 25 us to the mean of a 100 us call + synchronize. So each call also
+// counts whether the calling thread was switched out while in it (Linux:
+// its involuntary context switches grew): how many were, the most on any
+// rank, go to res->return_switched, and the slowest rank's mean over the
+// calls that were not to res->return_unswitched_us (what the call itself
+// costs, apart from the scheduler's time given to other threads).
 double TimeReturn(const Env &env, ModeRun &run, Result *res) {
   const Options &o = *env.opt;
   CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
@@ -59,12 +76,19 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
   std::vector<double> calls, totals;
   calls.reserve(static_cast<size_t>(o.iters));
   totals.reserve(static_cast<size_t>(o.iters));
-  double call = 0, total = 0;
+  double call = 0, total = 0, unswitched = 0;
+  long switched = 0;
   for (int i = 0; i < o.iters; ++i) {
     CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
+    const long before = InvoluntarySwitches();
     const double t0 = MPI_Wtime();
     run.Iterate();
     const double t1 = MPI_Wtime();
+    if (InvoluntarySwitches() != before) {
+      ++switched;
+    } else {
+      unswitched += t1 - t0;
+    }
     run.Wait();
     const double t2 = MPI_Wtime();
     calls.push_back(t1 - t0);
@@ -78,15 +102,25 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
     return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
   const double call_median = median(calls), total_median = median(totals);
-  const double mine[5] = {call / o.iters, total / o.iters, call_median, calls.back(),
-                          total_median};
-  double slowest[5] = {0, 0, 0, 0, 0};
-  CheckMpi(MPI_Allreduce(mine, slowest, 5, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
+  // A rank whose every call was switched out has no unswitched mean: -1,
+  // and none at all if that holds for every rank.
+  const double clean = switched < o.iters ? unswitched / static_cast<double>(o.iters - switched)
+                                          : -1.0;
+  const double mine[7] = {call / o.iters, total / o.iters, call_median, calls.back(),
+                          total_median, clean, static_cast<double>(switched)};
+  double slowest[7] = {};
+  CheckMpi(MPI_Allreduce(mine, slowest, 7, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
            "MPI_Allreduce (timing)");
   res->return_us = std::min(res->return_us, slowest[0] * 1e6);
   res->return_median_us = std::min(res->return_median_us, slowest[2] * 1e6);
   res->return_max_us = std::min(res->return_max_us, slowest[3] * 1e6);
   res->sync_median_us = std::min(res->sync_median_us, slowest[4] * 1e6);
+  if (slowest[5] >= 0) {
+    res->return_unswitched_us = std::min(res->return_unswitched_us, slowest[5] * 1e6);
+  }
+  if (InvoluntarySwitches() >= 0) {
+    res->return_switched = std::min(res->return_switched, static_cast<int>(slowest[6]));
+  }
   return slowest[1];
 }
 

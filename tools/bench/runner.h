@@ -36,7 +36,13 @@ struct Result {
   // return_allreduce: the slowest rank's mean, median and largest host time
   // of the call alone (until it returns), each the minimum over repeats;
   // time_us is call + synchronize (mean), sync_median_us its median.
+  // return_switched: how many calls the scheduler switched the calling
+  // thread out of (the most on any rank; -1: not counted here), and
+  // return_unswitched_us the slowest rank's mean over the others (infinity:
+  // none), each the minimum over repeats.
   double return_us = std::numeric_limits<double>::infinity();
+  double return_unswitched_us = std::numeric_limits<double>::infinity();
+  int return_switched = std::numeric_limits<int>::max();
   double return_median_us = std::numeric_limits<double>::infinity();
   double return_max_us = std::numeric_limits<double>::infinity();
   double sync_median_us = std::numeric_limits<double>::infinity();

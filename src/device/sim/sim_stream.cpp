@@ -1,5 +1,7 @@
 #include "device/sim/sim_stream.h"
 
+#include "core/thread_name.h"
+
 #ifdef __linux__
 #include <sched.h>
 #endif
@@ -40,6 +42,7 @@ void SimStream::Synchronize() {
 }
 
 void SimStream::Run() {
+  NameThisThread("iccl-simstream");
 #ifdef __linux__
   // An emulated copy engine stands for hardware beside the CPU, not for the
   // core its rank is bound to (mpirun binds each rank to one core by
