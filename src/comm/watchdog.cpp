@@ -20,7 +20,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/rank_list.h"
-#include "core/thread_name.h"
+#include "core/threads.h"
 
 namespace infiniccl {
 

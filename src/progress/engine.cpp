@@ -1,12 +1,8 @@
 #include "progress/engine.h"
 
-#ifdef __linux__
-#include <sched.h>
-#endif
-
 #include "core/dtype.h"
 #include "core/log.h"
-#include "core/thread_name.h"
+#include "core/threads.h"
 #include "device/spin_wait.h"
 #include "staging/staging_pool.h"
 
@@ -15,38 +11,6 @@ namespace infiniccl {
 namespace {
 
 constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
-
-// The engine's thread sleeps for its next call as SCHED_BATCH, whose
-// wake-ups never preempt the running thread (the Linux scheduler's rule),
-// and works as SCHED_OTHER. Woken by a call, it so does not take the core
-// from the thread that queued it (which returns and goes on queueing
-// kernels): it runs on an idle core at once, or once that thread waits or
-// its time slice ends. Everything it waits for while it works (its copies,
-// the caller's stream, MPI) wakes it at once, as the application's threads
-// are woken. Left alone where the thread is not SCHED_OTHER (an application
-// that set a real-time policy) or the kernel refuses; the emulated device's
-// copy threads, started by this thread while it works, are SCHED_OTHER.
-// (One nice step below the application at all times, tried first, made
-// it a victim of priority inversion; docs/PERFORMANCE.md §9.)
-class WakeWithoutPreempting {
- public:
-  WakeWithoutPreempting() {
-#ifdef __linux__
-    usable_ = sched_getscheduler(0) == SCHED_OTHER;
-#endif
-  }
-  void Sleeping(bool on) {
-    if (!usable_ || on == batch_) return;
-#ifdef __linux__
-    sched_param none{};
-    if (sched_setscheduler(0, on ? SCHED_BATCH : SCHED_OTHER, &none) == 0) batch_ = on;
-#endif
-  }
-
- private:
-  bool usable_ = false;
-  bool batch_ = false;
-};
 
 }  // namespace
 
@@ -233,6 +197,8 @@ void ProgressEngine::Loop() {
   // gates: another thread does them (staging_pool.h).
   StagingPool::DeferFreesOnThisThread();
   NameThisThread("iccl-engine");
+  // Asleep for its next call, the thread does not preempt the caller that
+  // queues it, which returns and goes on queueing kernels (core/threads.h).
   WakeWithoutPreempting quiet;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

@@ -254,7 +254,14 @@ Status SimRuntime::StreamSynchronize(void *stream) {
 }
 
 Status SimRuntime::StreamCreate(void **stream) {
-  auto *s = new SimStream();
+  return AddStream(new SimStream(SimStream::Feeder::kApplication), stream);
+}
+
+Status SimRuntime::StreamCreateNonBlocking(void **stream) {
+  return AddStream(new SimStream(SimStream::Feeder::kLibrary), stream);
+}
+
+Status SimRuntime::AddStream(SimStream *s, void **stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   streams_.insert(s);
   *stream = s;

@@ -1,6 +1,6 @@
 #include "device/sim/sim_stream.h"
 
-#include "core/thread_name.h"
+#include "core/threads.h"
 
 #ifdef __linux__
 #include <sched.h>
@@ -8,7 +8,7 @@
 
 namespace infiniccl {
 
-SimStream::SimStream() : worker_([this] { Run(); }) {}
+SimStream::SimStream(Feeder feeder) : feeder_(feeder), worker_([this] { Run(); }) {}
 
 SimStream::~SimStream() {
   {
@@ -55,11 +55,15 @@ void SimStream::Run() {
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
   (void)sched_setaffinity(0, sizeof(all), &all);
 #endif
+  WakeWithoutPreempting quiet;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (queue_.empty() && !stop_) {
       lock.unlock();
-      SpinFor([&] { return enqueued_.load(std::memory_order_acquire) > done_.load(); });
+      if (!SpinFor([&] { return enqueued_.load(std::memory_order_acquire) > done_.load(); }) &&
+          feeder_ == Feeder::kApplication) {
+        quiet.Sleeping(true);
+      }
       lock.lock();
     }
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -67,6 +71,7 @@ void SimStream::Run() {
     std::function<void()> work = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
+    quiet.Sleeping(false);  // working: woken at once by what it waits for
     work();
     lock.lock();
     if (++done_ >= wake_at_) {
