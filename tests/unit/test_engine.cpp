@@ -401,49 +401,6 @@ TEST_F(EngineTest, SleepsWithoutPreemptingTheCallerAndWorksAsItsEqual) {
   ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
 }
 
-TEST(SimStreamWake, AnApplicationsStreamSleepsWithoutPreemptingTheLibrarysWakesAtOnce) {
-  // A stream the application made (StreamCreate): its worker, idle, sleeps
-  // as SCHED_BATCH, so that the call queueing work on it keeps its core
-  // (a GPU needs none to start a copy); working, it is SCHED_OTHER. The
-  // library's own copy streams (StreamCreateNonBlocking), whose producer
-  // waits for them next, stay SCHED_OTHER asleep.
-  if (sched_getscheduler(0) != SCHED_OTHER) GTEST_SKIP() << "this thread is not SCHED_OTHER";
-  SimRuntime sim{1, 0, true};
-  void *app = nullptr, *own = nullptr;
-  ASSERT_TRUE(sim.StreamCreate(&app).ok());
-  ASSERT_TRUE(sim.StreamCreateNonBlocking(&own).ok());
-  std::atomic<long> app_tid{0}, own_tid{0};
-  std::atomic<int> app_working{-1}, own_working{-1};
-  ASSERT_TRUE(sim.HostFunc(app, [&] {
-                   app_tid = syscall(SYS_gettid);
-                   app_working = sched_getscheduler(0);
-                 }).ok());
-  ASSERT_TRUE(sim.HostFunc(own, [&] {
-                   own_tid = syscall(SYS_gettid);
-                   own_working = sched_getscheduler(0);
-                 }).ok());
-  ASSERT_TRUE(sim.StreamSynchronize(app).ok());
-  ASSERT_TRUE(sim.StreamSynchronize(own).ok());
-  EXPECT_EQ(app_working.load(), SCHED_OTHER);
-  EXPECT_EQ(own_working.load(), SCHED_OTHER);
-  // Past their polling (30 us), asleep: within a second.
-  int app_idle = -1;
-  for (int i = 0; i < 1000 && app_idle != SCHED_BATCH; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    app_idle = sched_getscheduler(static_cast<pid_t>(app_tid.load()));
-  }
-  EXPECT_EQ(app_idle, SCHED_BATCH);
-  EXPECT_EQ(sched_getscheduler(static_cast<pid_t>(own_tid.load())), SCHED_OTHER)
-      << "the library's own stream, asleep as long, wakes at once";
-  // Woken again, the application's stream works as SCHED_OTHER.
-  app_working = -1;
-  ASSERT_TRUE(sim.HostFunc(app, [&] { app_working = sched_getscheduler(0); }).ok());
-  ASSERT_TRUE(sim.StreamSynchronize(app).ok());
-  EXPECT_EQ(app_working.load(), SCHED_OTHER);
-  EXPECT_TRUE(sim.StreamDestroy(app).ok());
-  EXPECT_TRUE(sim.StreamDestroy(own).ok());
-}
-
 // The name the kernel keeps for one of this process's threads.
 std::string ThreadName(long tid) {
   char path[64];

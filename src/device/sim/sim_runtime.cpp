@@ -254,14 +254,7 @@ Status SimRuntime::StreamSynchronize(void *stream) {
 }
 
 Status SimRuntime::StreamCreate(void **stream) {
-  return AddStream(new SimStream(SimStream::Feeder::kApplication), stream);
-}
-
-Status SimRuntime::StreamCreateNonBlocking(void **stream) {
-  return AddStream(new SimStream(SimStream::Feeder::kLibrary), stream);
-}
-
-Status SimRuntime::AddStream(SimStream *s, void **stream) {
+  auto *s = new SimStream();
   std::lock_guard<std::mutex> lock(mutex_);
   streams_.insert(s);
   *stream = s;

@@ -69,12 +69,7 @@ class SimRuntime : public DeviceRuntime {
   Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
                      void *stream) override;
   Status StreamSynchronize(void *stream) override;
-  // The application's streams (StreamCreate, the default stream) and the
-  // library's own copy streams (StreamCreateNonBlocking: the progress
-  // engine's, a pipeline's) differ in how their worker wakes (SimStream's
-  // Feeder).
   Status StreamCreate(void **stream) override;
-  Status StreamCreateNonBlocking(void **stream) override;
   Status StreamDestroy(void *stream) override;
 
   Status EventCreate(void **event) override;
@@ -113,7 +108,6 @@ class SimRuntime : public DeviceRuntime {
     int device;
   };
   SimStream *StreamFor(void *stream);
-  Status AddStream(SimStream *s, void **stream);  // takes ownership
   // Waits for every stream (Free's implicit synchronisation).
   void SynchronizeAll();
   // EventRecord (`record`: a new generation, complete when the stream reaches

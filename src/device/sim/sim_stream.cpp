@@ -8,7 +8,7 @@
 
 namespace infiniccl {
 
-SimStream::SimStream(Feeder feeder) : feeder_(feeder), worker_([this] { Run(); }) {}
+SimStream::SimStream() : worker_([this] { Run(); }) {}
 
 SimStream::~SimStream() {
   {
@@ -55,15 +55,11 @@ void SimStream::Run() {
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
   (void)sched_setaffinity(0, sizeof(all), &all);
 #endif
-  WakeWithoutPreempting quiet;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (queue_.empty() && !stop_) {
       lock.unlock();
-      if (!SpinFor([&] { return enqueued_.load(std::memory_order_acquire) > done_.load(); }) &&
-          feeder_ == Feeder::kApplication) {
-        quiet.Sleeping(true);
-      }
+      SpinFor([&] { return enqueued_.load(std::memory_order_acquire) > done_.load(); });
       lock.lock();
     }
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -71,7 +67,6 @@ void SimStream::Run() {
     std::function<void()> work = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    quiet.Sleeping(false);  // working: woken at once by what it waits for
     work();
     lock.lock();
     if (++done_ >= wake_at_) {

@@ -58,14 +58,7 @@ class SimEvent {
 
 class SimStream {
  public:
-  // Who queues work on the stream. kApplication: a thread that goes on
-  // after queueing (the application's stream, the caller's side of a queued
-  // call): the worker sleeps without preempting it (core/threads.h), as a
-  // GPU starts queued work without taking a core from anyone. kLibrary: the
-  // library's own copy streams, whose producer (the progress engine, a
-  // blocking staged call) waits for them next: the worker wakes at once.
-  enum class Feeder { kApplication, kLibrary };
-  explicit SimStream(Feeder feeder = Feeder::kApplication);
+  SimStream();
   ~SimStream();  // drains the queue, then joins the worker
   SimStream(const SimStream &) = delete;
   SimStream &operator=(const SimStream &) = delete;
@@ -87,7 +80,6 @@ class SimStream {
   // only then, not after every item (a wake-up costs several us).
   uint64_t wake_at_ = UINT64_MAX;
   bool stop_ = false;
-  const Feeder feeder_;
   std::thread worker_;
 };
 
