@@ -422,10 +422,12 @@ TEST_F(EngineTest, TheLibrarysThreadsAreNamedAsTopAndPerfShowThem) {
   const std::string caller = ThreadName(syscall(SYS_gettid));
   ProgressEngine engine("test");
   std::atomic<long> engine_tid{0};
-  ASSERT_TRUE(engine.Enqueue(Op([&](const CollArgs &) {
-                engine_tid = syscall(SYS_gettid);
-                return Status::Ok();
-              })).ok());
+  ASSERT_TRUE(engine
+                  .Enqueue(Op([&](const CollArgs &) {
+                    engine_tid = syscall(SYS_gettid);
+                    return Status::Ok();
+                  }))
+                  .ok());
   ASSERT_TRUE(engine.Drain().ok());
   EXPECT_EQ(ThreadName(engine_tid.load()), "iccl-engine");
   std::atomic<long> stream_tid{0};

@@ -18,8 +18,12 @@ namespace {
 
 // A return_allreduce row: whether switches were counted (Linux), and
 // whether some calls were not switched out.
-bool Counted(const Result &r) { return r.return_switched != std::numeric_limits<int>::max(); }
-bool HasUnswitched(const Result &r) { return std::isfinite(r.return_unswitched_us); }
+bool Counted(const Result &r) {
+  return r.return_switched != std::numeric_limits<int>::max();
+}
+bool HasUnswitched(const Result &r) {
+  return std::isfinite(r.return_unswitched_us);
+}
 
 struct Row {
   const Result *r;
@@ -123,8 +127,10 @@ void PrintReturnTimes(std::FILE *out, const std::vector<Result> &rows, int iters
           "ratio", "switched", "unswitched(us)");
     first = false;
     char switched[32] = "-", unswitched[32] = "-";
-    if (Counted(r)) std::snprintf(switched, sizeof switched, "%d/%d", r.return_switched, iters);
-    if (HasUnswitched(r)) std::snprintf(unswitched, sizeof unswitched, "%.2f", r.return_unswitched_us);
+    if (Counted(r))
+      std::snprintf(switched, sizeof switched, "%d/%d", r.return_switched, iters);
+    if (HasUnswitched(r))
+      std::snprintf(unswitched, sizeof unswitched, "%.2f", r.return_unswitched_us);
     std::fprintf(out, "# %15zu %14.2f %12.2f %12.2f %18.2f %12.2f %8.3f %9s %15s\n",
                  r.layout.bytes, r.return_us, r.return_median_us, r.return_max_us,
                  r.time_us, r.sync_median_us,
@@ -421,8 +427,9 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
         j["return_max_us"] = row.measured ? ordered_json(r.return_max_us) : ordered_json(nullptr);
         j["sync_median_us"] =
             row.measured ? ordered_json(r.sync_median_us) : ordered_json(nullptr);
-        j["return_switched"] =
-            row.measured && Counted(r) ? ordered_json(r.return_switched) : ordered_json(nullptr);
+        j["return_switched"] = row.measured && Counted(r)
+                                   ? ordered_json(r.return_switched)
+                                   : ordered_json(nullptr);
         j["return_unswitched_us"] = row.measured && HasUnswitched(r)
                                         ? ordered_json(r.return_unswitched_us)
                                         : ordered_json(nullptr);

@@ -104,10 +104,15 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
   const double call_median = median(calls), total_median = median(totals);
   // A rank whose every call was switched out has no unswitched mean: -1,
   // and none at all if that holds for every rank.
-  const double clean = switched < o.iters ? unswitched / static_cast<double>(o.iters - switched)
-                                          : -1.0;
-  const double mine[7] = {call / o.iters, total / o.iters, call_median, calls.back(),
-                          total_median, clean, static_cast<double>(switched)};
+  const double clean =
+      switched < o.iters ? unswitched / static_cast<double>(o.iters - switched) : -1.0;
+  const double mine[7] = {call / o.iters,
+                          total / o.iters,
+                          call_median,
+                          calls.back(),
+                          total_median,
+                          clean,
+                          static_cast<double>(switched)};
   double slowest[7] = {};
   CheckMpi(MPI_Allreduce(mine, slowest, 7, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
            "MPI_Allreduce (timing)");
