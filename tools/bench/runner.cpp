@@ -78,6 +78,7 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
   totals.reserve(static_cast<size_t>(o.iters));
   double call = 0, total = 0, unswitched = 0;
   long switched = 0;
+  const bool counted = InvoluntarySwitches() >= 0;
   for (int i = 0; i < o.iters; ++i) {
     CheckMpi(MPI_Barrier(env.mpi_comm), "MPI_Barrier");
     const long before = InvoluntarySwitches();
@@ -123,7 +124,7 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
   if (slowest[5] >= 0) {
     res->return_unswitched_us = std::min(res->return_unswitched_us, slowest[5] * 1e6);
   }
-  if (InvoluntarySwitches() >= 0) {
+  if (counted) {
     res->return_switched = std::min(res->return_switched, static_cast<int>(slowest[6]));
   }
   return slowest[1];

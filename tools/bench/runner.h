@@ -37,7 +37,7 @@ struct Result {
   // of the call alone (until it returns), each the minimum over repeats;
   // time_us is call + synchronize (mean), sync_median_us its median.
   // return_switched: how many calls the scheduler switched the calling
-  // thread out of (the most on any rank; -1: not counted here), and
+  // thread out of (the most on any rank; INT_MAX: not counted here), and
   // return_unswitched_us the slowest rank's mean over the others (infinity:
   // none), each the minimum over repeats.
   double return_us = std::numeric_limits<double>::infinity();
