@@ -144,8 +144,8 @@ for stage in "${stages[@]}"; do
       cmake -S . -B build-ci-tsan -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF \
         -DWITH_NVIDIA=OFF -DINFINICCL_SANITIZE=thread -DINFINICCL_LARGE_COUNT_TESTS=OFF \
         -DCMAKE_BUILD_TYPE=Debug
-      cmake --build build-ci-tsan -j "$jobs" --target unit_engine
-      TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_engine$'
+      cmake --build build-ci-tsan -j "$jobs" --target unit_engine unit_strict
+      TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_(engine|strict)$'
       ;;
     *)
       echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip or standin)" >&2

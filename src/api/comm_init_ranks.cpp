@@ -70,6 +70,9 @@ infinicclResult_t infinicclCommInitRanks(infinicclComm_t parent, int nranks,
     INFINICCL_RETURN_IF_ERROR(CheckRanks(*ctx.comm, nranks, ranks, &me));
     Communicator::CallGuard guard;
     INFINICCL_RETURN_IF_ERROR(ctx.comm->Enter("infinicclCommInitRanks", &guard));
+    // An MPI call on the parent: after its queued work.
+    INFINICCL_RETURN_IF_ERROR(ctx.comm->DrainQueued());
+    INFINICCL_RETURN_IF_ERROR(ctx.comm->CheckDrained("MPI_Comm_create_group"));
     MPI_Comm sub = MPI_COMM_NULL;
     {
       mpi::SerialLock lock;

@@ -35,6 +35,9 @@ infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
     if (newcomm != nullptr) *newcomm = nullptr;
     Communicator::CallGuard guard;
     INFINICCL_RETURN_IF_ERROR(ctx.comm->Enter("infinicclCommSplit", &guard));
+    // The split is an MPI call on the parent: after its queued work (an
+    // AllReduce just queued may still be inside MPI on the engine's thread).
+    INFINICCL_RETURN_IF_ERROR(ctx.comm->DrainQueued());
     // A NULL newcomm still takes part (without a color): the split is
     // collective, and the other ranks would otherwise wait for this one.
     std::unique_ptr<Communicator> child;
@@ -85,15 +88,16 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &c));
     c.reset();
     INFINICCL_RETURN_IF_ERROR(Runtime::Abort(comm, &c));
-    // Queued work that has not started is dropped and its streams released;
-    // an operation the engine is running counts as a call in flight.
+    // Queued work that has not started (queued, or waiting for its stream
+    // behind a kernel) is dropped and its streams released; an operation
+    // the engine has started counts as a call in flight.
     ProgressEngine *engine = c->engine_if_started();
     if (engine != nullptr) engine->Cancel();
     // Send/Recv posted in a group that has not ended are calls in flight as
     // well: their MPI requests cannot be withdrawn either.
     auto busy = [&] {
       return c->calls_in_flight() + c->group_users() +
-             (engine != nullptr && engine->Busy() ? 1 : 0);
+             (engine != nullptr && engine->started() ? 1 : 0);
     };
     const auto deadline = std::chrono::steady_clock::now() + kAbortGrace;
     while (busy() > 0 && std::chrono::steady_clock::now() < deadline) {

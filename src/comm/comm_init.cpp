@@ -554,6 +554,7 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
 Status SplitComm(Communicator &parent, int color, int key,
                  std::unique_ptr<Communicator> *out) {
   if (!parent.has_mpi()) return SplitWithoutMpi(parent, color, key, out);
+  INFINICCL_RETURN_IF_ERROR(parent.CheckDrained("MPI_Comm_split"));
   std::unique_ptr<Communicator> c = CommFactory::New();
   {
     mpi::SerialLock lock;

@@ -12,10 +12,21 @@ namespace infiniccl {
 
 Communicator::~Communicator() {
   // Queued work first (as ncclCommDestroy): it uses everything below, and
-  // the watchdog still watches it meanwhile.
-  if (engine_owner_) engine_owner_->Drain();
+  // the watchdog still watches it meanwhile. An aborted communicator's
+  // engine was cancelled and started nothing; it may still wait for a
+  // stream held by a long kernel, so it goes on a thread of its own, with
+  // the two-level scratch (freeing device memory waits for the device).
+  if (engine_owner_ && !aborted()) engine_owner_->Drain();
   Watchdog::Unwatch(this);
   engine_.store(nullptr);
+  if (aborted()) {
+    std::shared_ptr<Topology> topology = std::move(topology_);
+    if (engine_owner_ || topology) {
+      ProgressEngine::DestroyLater(std::move(engine_owner_), [topology] {});
+    }
+    ccl_backend_.reset();
+    return;  // the pool's idle buffers stay for MemTrim or Finalize to free
+  }
   engine_owner_.reset();
   ccl_backend_.reset();  // first: destroying it waits for its queued work
   StagingPool::Global().ReleaseOwner(this);

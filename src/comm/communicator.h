@@ -133,6 +133,18 @@ class Communicator {
     StagingPool::Global().FreeDeferred();
     return st;
   }
+  // Where a caller's thread makes an MPI call on this communicator: its
+  // queued work must have reached MPI before (DrainQueued), or the engine's
+  // MPI call and this one could meet other calls on the other ranks.
+  // InternalError naming `mpi_call` otherwise; one atomic load.
+  Status CheckDrained(const char *mpi_call) {
+    ProgressEngine *e = engine_if_started();
+    if (e == nullptr || !e->Busy()) return Status::Ok();
+    return MakeStatus(infinicclInternalError,
+                      "%s from a caller's thread while queued device work on the "
+                      "communicator has not finished (it must be drained first)",
+                      mpi_call);
+  }
   // The error of queued work that failed (sticky), or Ok: one atomic load
   // while nothing failed.
   Status QueuedError() {

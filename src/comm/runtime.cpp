@@ -174,6 +174,9 @@ Status Runtime::Finalize() {
     s.phase = Phase::kAfter;
     leftover.swap(s.comms);
   }
+  // Their queued work first, still watched: a queued call whose peer never
+  // comes is named by the watchdog rather than hanging Finalize.
+  for (auto &entry : leftover) (void)entry.second->DrainQueued();
   // Before the communicators go: the watchdog reads their records.
   Watchdog::Stop();
   if (!leftover.empty()) {

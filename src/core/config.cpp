@@ -358,6 +358,25 @@ const std::vector<Config::Entry> &Config::Table() {
       {"INFINICCL_SIM_PINNED", "1", &Config::sim_pinned, {}, kBool,
        "Emulated device only: `0` makes pinned host allocation unavailable, to "
        "exercise the pageable fallback."},
+      {"INFINICCL_SIM_HOSTFN_SERIAL", "1", &Config::sim_hostfn_serial, {}, kBool,
+       "Emulated device only: host functions queued on any stream of a device run one "
+       "at a time on one thread of that device, as CUDA and HIP run them; a host "
+       "function that blocks holds back every other stream's. `0`: each stream runs its "
+       "own."},
+      {"INFINICCL_SIM_PAGEABLE_SYNC", "1", &Config::sim_pageable_sync, {}, kBool,
+       "Emulated device only: copies with pageable host memory behave as CUDA's: a "
+       "device-to-host copy into pageable memory returns once the stream's earlier work "
+       "and the copy are done; a host-to-device copy from pageable memory reads its source "
+       "when called. `0`: every copy reads its source when the stream reaches it."},
+      {"INFINICCL_SIM_IMPLICIT_SYNC", "1", &Config::sim_implicit_sync, {}, kBool,
+       "Emulated device only: allocating and freeing device and pinned memory wait for "
+       "every stream of the device to finish its queued work, as `cudaFree` and "
+       "`cudaFreeHost` do and `cudaMalloc`/`cudaMallocHost` may. `0`: they do not wait."},
+      {"INFINICCL_SIM_STREAM_MEMOPS", "1", &Config::sim_stream_memops, {}, kBool,
+       "Emulated device only: `1` the device waits for the progress engine as by a "
+       "stream memory operation (`cuStreamWaitValue32`); `0` hides them, so its gates "
+       "are host functions (`cudaLaunchHostFunc`), the only mechanism of runtimes "
+       "without stream memory operations."},
       {"INFINICCL_HIERARCHY", "auto", &Config::hierarchy, {}, kTristate,
        "Two-level collectives (docs/CCL.md): ranks grouped by node and device kind, a "
        "CCL inside each group, MPI between groups. `auto` when there are at least two "

@@ -68,6 +68,10 @@ struct Config {
   double sim_copy_gbps;         // INFINICCL_SIM_COPY_GBPS (0 = unthrottled)
   int sim_device_count;         // INFINICCL_SIM_DEVICE_COUNT
   bool sim_pinned;              // INFINICCL_SIM_PINNED
+  bool sim_hostfn_serial;       // INFINICCL_SIM_HOSTFN_SERIAL
+  bool sim_pageable_sync;       // INFINICCL_SIM_PAGEABLE_SYNC
+  bool sim_implicit_sync;       // INFINICCL_SIM_IMPLICIT_SYNC
+  bool sim_stream_memops;       // INFINICCL_SIM_STREAM_MEMOPS
   Tristate hierarchy;           // INFINICCL_HIERARCHY
   size_t hierarchy_min_bytes;   // INFINICCL_HIERARCHY_MIN_BYTES (SIZE_MAX = auto)
   bool sim_ccl;                 // INFINICCL_SIM_CCL

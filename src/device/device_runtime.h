@@ -110,6 +110,12 @@ class DeviceRuntime {
   // "emulated stream wait"), or is nullptr when the runtime has no gates:
   // calls on its memory then stay synchronous.
   virtual const char *GateMechanism() { return nullptr; }
+  // Whether a gate wait is a host function that blocks until the gate opens
+  // (cudaLaunchHostFunc and its kin): the runtime runs a device's host
+  // functions one at a time, so such a gate holds back every stream's host
+  // functions while it is closed (the progress engine keeps gates of two
+  // communicators from being closed on one device at once).
+  virtual bool GateIsHostFunction() { return false; }
   virtual Status GateCreate(void **gate) {
     *gate = nullptr;
     return Status(infinicclNotSupported, "this device runtime has no device-side waits");

@@ -27,8 +27,13 @@ Registry &R() {
   static Registry *r = [] {
     auto *reg = new Registry();
     const Config &c = GlobalConfig();
+    SimStrict strict;
+    strict.hostfn_serial = c.sim_hostfn_serial;
+    strict.pageable_sync = c.sim_pageable_sync;
+    strict.implicit_sync = c.sim_implicit_sync;
+    strict.stream_memops = c.sim_stream_memops;
     reg->sim = std::make_unique<SimRuntime>(c.sim_device_count, c.sim_copy_gbps,
-                                            c.sim_pinned, c.sim_copy_latency_us);
+                                            c.sim_pinned, c.sim_copy_latency_us, strict);
     if (c.device != "cpu") {
 #ifdef INFINICCL_WITH_NVIDIA
       reg->vendors.push_back(MakeCudaRuntime());

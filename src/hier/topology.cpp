@@ -30,7 +30,14 @@ Topology::Place Topology::PlaceOf(int rank) const {
   return {};
 }
 
+Status Topology::ReserveScratch(DeviceRuntime *device, CollKind kind, size_t send_bytes) {
+  if (kind != CollKind::kReduce && kind != CollKind::kReduceScatter) return Status::Ok();
+  void *unused = nullptr;
+  return Scratch(device, send_bytes, &unused);
+}
+
 Status Topology::Scratch(DeviceRuntime *device, size_t bytes, void **out) {
+  std::lock_guard<std::mutex> lock(scratch_mutex_);
   if (device != scratch_device_ || bytes > scratch_bytes_) {
     if (scratch_ != nullptr) retired_.push_back({scratch_device_, scratch_});
     scratch_ = nullptr;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,13 @@ struct Topology {
 
   // Working memory of the two-level forms (a leader's partial result, its
   // group's blocks): device memory of `device` (host memory when null),
-  // kept between calls and grown when a call needs more. Calls on one
-  // communicator do not overlap (they are serialised per communicator).
+  // kept between calls and grown when a call needs more. A call queued to
+  // the progress engine reserves it first on the caller's thread
+  // (ReserveScratch): Malloc may wait for the device (the CUDA guide's
+  // implicit synchronisation), whose streams wait for that engine's gates.
   Status Scratch(DeviceRuntime *device, size_t bytes, void **out);
+  // What a `kind` call of `send_bytes` each needs (Reduce, ReduceScatter).
+  Status ReserveScratch(DeviceRuntime *device, CollKind kind, size_t send_bytes);
 
   Topology() = default;
   Topology(const Topology &) = delete;
@@ -122,6 +127,7 @@ struct Topology {
     DeviceRuntime *device;
     void *ptr;
   };
+  std::mutex scratch_mutex_;  // the engine's thread and a caller's reserving
   std::vector<Retired> retired_;
   DeviceRuntime *scratch_device_ = nullptr;
   void *scratch_ = nullptr;

@@ -1,5 +1,7 @@
 #include "progress/engine.h"
 
+#include <unistd.h>
+
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/threads.h"
@@ -11,6 +13,55 @@ namespace infiniccl {
 namespace {
 
 constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
+
+// Gates that are host functions (DeviceRuntime::GateIsHostFunction): a
+// device runs its host functions one at a time, so a closed gate of one
+// communicator holds back the host functions (gates) of every other stream.
+// Two communicators' closed gates on one device can then wait for each other
+// across ranks: rank 0's host-function thread inside B's gate while A's
+// waits behind it, rank 1 the mirror image. So only one engine at a time
+// has closed host-function gates on a device: a call queueing one waits on
+// its caller's thread until every other engine's gates there are open. One
+// engine's gates alone cannot form a cycle: its operations complete in call
+// order on every rank, and none waits for a host function to run.
+class HostFunctionGates {
+ public:
+  using Key = std::pair<DeviceRuntime *, int>;
+  static HostFunctionGates &Get() {
+    static auto *g = new HostFunctionGates();  // lives through exit
+    return *g;
+  }
+  // One more closed gate of `engine` on `key`, once no other engine has any.
+  void Acquire(const Key &key, const void *engine) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] {
+      auto it = closed_.find(key);
+      return it == closed_.end() || (it->second.size() == 1 && it->second.count(engine));
+    });
+    ++closed_[key][engine];
+  }
+  // `n` of `engine`'s gates on `key` opened (or never queued).
+  void Release(const Key &key, const void *engine, uint32_t n) {
+    if (n == 0) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = closed_.find(key);
+      if (it == closed_.end()) return;
+      auto mine = it->second.find(engine);
+      if (mine == it->second.end()) return;
+      mine->second -= std::min(n, mine->second);
+      if (mine->second != 0) return;
+      it->second.erase(mine);
+      if (it->second.empty()) closed_.erase(it);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<Key, std::map<const void *, uint32_t>> closed_;
+};
 
 }  // namespace
 
@@ -54,7 +105,23 @@ class ProgressEngine::Timeline {
   Clock::time_point queued_;
 };
 
-ProgressEngine::ProgressEngine(std::string name) : name_(std::move(name)) {}
+ProgressEngine::ProgressEngine(std::string name)
+    : name_(std::move(name)), owner_pid_(getpid()) {}
+
+template <typename F>
+Status ProgressEngine::Guarded(const char *what, F &&f) {
+  // An exception in a queued operation's closure (bad_alloc, say) would end
+  // the process from this thread: it becomes the operation's error instead,
+  // and the gate opens as for any failure.
+  try {
+    return f();
+  } catch (const std::exception &e) {
+    return MakeStatus(infinicclSystemError, "the queued operation's %s step threw: %s", what,
+                      e.what());
+  } catch (...) {
+    return MakeStatus(infinicclSystemError, "the queued operation's %s step threw", what);
+  }
+}
 
 ProgressEngine::~ProgressEngine() {
   Drain();
@@ -86,9 +153,38 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
                           ? std::chrono::steady_clock::now()
                           : std::chrono::steady_clock::time_point{};
   DeviceRuntime &device = *op.device;
+  const DeviceKey key{op.device, op.device_id};
+  // Released below unless the gate is queued; then when it opens.
+  const bool host_function = device.GateIsHostFunction();
+  if (host_function) HostFunctionGates::Get().Acquire(key, this);
+  uint32_t unqueued = host_function ? 1 : 0;
+  struct Unqueued {
+    const DeviceKey &key;
+    const void *engine;
+    uint32_t &n;
+    ~Unqueued() { HostFunctionGates::Get().Release(key, engine, n); }
+  } release_unqueued{key, this, unqueued};
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_.load(std::memory_order_relaxed)) return error_;
-  PerDevice &d = devices_[{op.device, op.device_id}];
+  // A child of fork() has this object but not its thread: its queued call
+  // would wait for a thread that does not exist.
+  if (owner_pid_ != getpid()) {
+    return Status(infinicclInvalidUsage,
+                  "the communicator was made before fork(); a child process cannot use "
+                  "it (make a new one in the child)");
+  }
+  // The thread before the gate: a gate queued for a thread that could not
+  // start would never open.
+  if (!thread_.joinable()) {
+    try {
+      thread_ = std::thread(&ProgressEngine::Loop, this);
+    } catch (const std::exception &e) {
+      return MakeStatus(infinicclSystemError, "cannot start the progress engine's thread: %s",
+                        e.what());
+    }
+  }
+  PerDevice &d = devices_[key];
+  d.host_function = host_function;
   if (d.gate == nullptr) INFINICCL_RETURN_IF_ERROR(device.GateCreate(&d.gate));
   void *event = nullptr;
   if (!d.events.empty()) {
@@ -107,6 +203,7 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
     return st;
   }
   d.queued = target;
+  unqueued = 0;  // released as the gate opens
   // Work behind the gate on the caller's stream; the operation is queued
   // whatever happens, so that its gate opens.
   Status behind;
@@ -114,7 +211,6 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
   if (!behind.ok()) op.run = [behind](const CollArgs &) { return behind; };
   pending_.fetch_add(1, std::memory_order_acq_rel);
   queue_.push_back(Item{std::move(op), event, target, queued});
-  if (!thread_.joinable()) thread_ = std::thread(&ProgressEngine::Loop, this);
   lock.unlock();
   work_cv_.notify_one();
   return behind;
@@ -140,18 +236,38 @@ void ProgressEngine::Cancel() {
     error_ = Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
     failed_.store(true, std::memory_order_release);
   }
-  // Queued operations are skipped by the thread (gates opened in order);
-  // the gates also open now, so no stream waits for work that will not run.
+  // Queued operations are skipped by the thread (gates opened in order). An
+  // operation past its stream wait runs on: MPI or its copies may still
+  // write its results, so its gate (and those after it: a gate is one
+  // counter) opens only when it ends. Otherwise the gates open now, so no
+  // stream waits for work that will not run; after this, no operation
+  // starts and no `done` is called (gate_mutex_).
   std::lock_guard<std::mutex> gates(gate_mutex_);
+  if (started_) return;
   for (auto &[key, d] : devices_) {
-    if (d.gate != nullptr) OpenGate(*key.first, d, d.queued);
+    if (d.gate != nullptr) OpenGate(key, d, d.queued);
   }
 }
 
-void ProgressEngine::OpenGate(DeviceRuntime &device, PerDevice &d, uint32_t target) {
+void ProgressEngine::OpenGate(const DeviceKey &key, PerDevice &d, uint32_t target) {
   if (target == d.opened || !GateReached(target, d.opened)) return;
+  const uint32_t opened = target - d.opened;
   d.opened = target;
-  device.GateOpen(d.gate, target);
+  key.first->GateOpen(d.gate, target);
+  if (d.host_function) HostFunctionGates::Get().Release(key, this, opened);
+}
+
+void ProgressEngine::DestroyLater(std::unique_ptr<ProgressEngine> engine,
+                                  std::function<void()> also) {
+  auto finish = [e = engine.release(), also = std::move(also)] {
+    delete e;
+    if (also) also();
+  };
+  try {
+    std::thread(finish).detach();
+  } catch (const std::exception &) {
+    finish();
+  }
 }
 
 void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
@@ -171,20 +287,31 @@ void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
       failed_.store(true, std::memory_order_release);
     }
   }
-  if (item.op.done) item.op.done(status);
   // Not under mutex_: the gate wakes the caller's stream (and through it
   // the caller, whose next call needs mutex_), which may preempt this
   // thread at once; the caller then waited, lock held by a thread not
   // running, up to a time slice (docs/PERFORMANCE.md §9, "Return time").
+  // Under gate_mutex_: once Cancel has returned, no `done` runs (an aborted
+  // communicator is freed without waiting for this thread).
   std::lock_guard<std::mutex> lock(gate_mutex_);
-  OpenGate(*item.op.device, d, item.target);
+  if (item.op.done && !cancel_.load()) {
+    (void)Guarded("done", [&] {
+      item.op.done(status);
+      return Status::Ok();
+    });
+  }
+  OpenGate({item.op.device, item.op.device_id}, d, item.target);
+  started_ = false;
 }
 
 void ProgressEngine::Retire(const DeviceRuntime *device, const void *stream) {
   std::vector<Retiring> keep;
   for (Retiring &r : retire_) {
     if (device == nullptr || (r.device == device && r.stream == stream)) {
-      r.retire();
+      (void)Guarded("retire", [&] {
+        r.retire();
+        return Status::Ok();
+      });
     } else {
       keep.push_back(std::move(r));
     }
@@ -239,13 +366,21 @@ void ProgressEngine::Loop() {
       if (st.ok()) st = device.EventSynchronize(item.event);
       times.Mark(&times.stream_ready);
       waiting_stream_.store(false, std::memory_order_relaxed);
-      // Aborted while it waited for the stream: not started after all.
-      if (st.ok() && cancel_.load()) st = Error();
+      {
+        // Aborted while it waited for the stream: not started after all.
+        std::lock_guard<std::mutex> gates(gate_mutex_);
+        if (cancel_.load()) {
+          if (st.ok()) st = Status(infinicclInvalidUsage,
+                                   "the communicator was aborted (infinicclCommAbort)");
+        } else {
+          started_ = st.ok();
+        }
+      }
       if (st.ok() && d.stream == nullptr) st = device.StreamCreateNonBlocking(&d.stream);
       if (st.ok()) {
         CollArgs a = item.op.args;
         a.stream = d.stream;
-        st = item.op.run(a);
+        st = Guarded("run", [&] { return item.op.run(a); });
       }
       times.Mark(&times.ran);
       inflight_.End();

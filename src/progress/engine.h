@@ -29,6 +29,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -87,11 +88,24 @@ class ProgressEngine {
   // message"), or Ok.
   Status Error() const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
-  // infinicclCommAbort: operations not yet started are skipped and their
-  // gates opened; the one running (if any) is left to finish.
+  // infinicclCommAbort: operations not yet started (queued, or waiting for
+  // the caller's stream to reach them) are skipped and their gates opened;
+  // the one started (past its stream wait), if any, is left to finish, and
+  // its gate opens when it ends.
   void Cancel();
   // Whether an operation is running (not merely queued).
   bool running() const { return running_.load(std::memory_order_acquire); }
+  // Whether an operation has started its work (MPI, copies): what an abort
+  // cannot take back.
+  bool started() {
+    std::lock_guard<std::mutex> lock(gate_mutex_);
+    return started_;
+  }
+  // Destroys a cancelled engine on a thread of its own, then runs `also`:
+  // its thread may still wait for a stream held by a long kernel, and the
+  // aborting caller does not wait for it (as ncclCommAbort does not).
+  static void DestroyLater(std::unique_ptr<ProgressEngine> engine,
+                           std::function<void()> also = nullptr);
 
   // What the engine's thread runs now, for the watchdog; `stage()` says
   // whether it still waits for the caller's stream to reach the call.
@@ -104,6 +118,7 @@ class ProgressEngine {
     void *gate = nullptr;
     uint32_t queued = 0;           // the last target handed out
     uint32_t opened = 0;           // the gate's value (gate_mutex_): only moves forward
+    bool host_function = false;    // its gate is a host function (engine.cpp)
     void *stream = nullptr;        // the engine's copy stream (engine thread only)
     std::vector<void *> events;    // free events
   };
@@ -116,11 +131,17 @@ class ProgressEngine {
   class Timeline;  // a queued call's TRACE line (engine.cpp)
 
   void Loop();
+  // f() as a Status; an exception it throws becomes a SystemError naming
+  // `what` (engine thread).
+  template <typename F>
+  static Status Guarded(const char *what, F &&f);
   void Finish(Item &item, PerDevice &d, const Status &status);
-  // Opens `d`'s gate up to `target` unless it is open that far already.
-  void OpenGate(DeviceRuntime &device, PerDevice &d, uint32_t target);
+  // Opens `d`'s gate up to `target` unless it is open that far already
+  // (gate_mutex_ held).
+  void OpenGate(const DeviceKey &key, PerDevice &d, uint32_t target);
 
   const std::string name_;
+  const int owner_pid_;  // the process that made it (fork: a child has no thread)
   // mutex_: the queue, devices_ and the error; gate_mutex_ (taken after
   // mutex_ where both are): the gates' opened values, so that the engine's
   // thread opens a gate without holding what Enqueue needs.
@@ -144,6 +165,7 @@ class ProgressEngine {
   std::atomic<bool> waiting_stream_{false};
   Status error_;  // under mutex_
   std::atomic<bool> cancel_{false};
+  bool started_ = false;  // under gate_mutex_: an operation past its stream wait
   bool stop_ = false;
   std::thread thread_;
   InFlight inflight_;

@@ -160,12 +160,17 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   if (!queues) {
     // Reaches MPI from this thread: after the queued work.
     INFINICCL_RETURN_IF_ERROR(comm.DrainQueued());
+    INFINICCL_RETURN_IF_ERROR(comm.CheckDrained(CollKindName(a.kind)));
     return execute(a, false);
   }
   // Device work through MPI: queued to the communicator's progress engine,
   // ordered on the caller's stream; this call returns now (unless the
   // engines' deferred pinned frees have reached the cache's cap: freed here).
   StagingPool::Global().FreeDeferred(/*over_cap_only=*/true);
+  StagingPool::Global().Replenish();
+  if (path == Path::kHier) {
+    INFINICCL_RETURN_IF_ERROR(c->topology()->ReserveScratch(device, a.kind, a.send_bytes));
+  }
   QueuedOp op;
   op.args = a;
   op.seq = a.kind == CollKind::kSend || a.kind == CollKind::kRecv ? 0 : comm.seq();

@@ -301,6 +301,10 @@ Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const voi
   // Within the cap beside the slots of the calls queued before, or not here.
   INFINICCL_RETURN_IF_ERROR(pool.Lease(p.slot_bytes(), device, owner, &lease_,
                                        StagingPool::OverCap::kDecline));
+  // Pinned only: a copy into pageable memory returns once done (this thread
+  // would wait for the work queued before it, gates included), and one from
+  // pageable memory reads the slot at the call, before MPI has written it.
+  if (!lease_.pinned()) lease_.Reset();
   if (lease_.data() == nullptr) return Status::Ok();
   INFINICCL_RETURN_IF_ERROR(device.EventCreate(&done_));
   *began = true;

@@ -56,9 +56,10 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
 // - Begin (caller's thread, on IfOneChunk's result, before the engine's
 //   Enqueue): leases the slot, queues the device-to-host copies on the
 //   caller's stream. The slots of calls queued and not yet retired stay
-//   within INFINICCL_STAGING_CACHE_BYTES together: where this one's would
-//   not, Begin queues nothing and says so (`began` false), and the call
-//   goes to the engine's thread whole, leasing there when it runs.
+//   within INFINICCL_STAGING_CACHE_BYTES together, and are pinned: where
+//   this one's would not be, Begin queues nothing and says so (`began`
+//   false), and the call goes to the engine's thread whole, leasing there
+//   when it runs.
 // - RunMpi (engine's thread, once the stream reached the call): MPI on the
 //   slot.
 // - End (caller's thread, right after the gate wait, inside Enqueue): queues

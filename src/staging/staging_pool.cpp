@@ -42,14 +42,24 @@ StagingPool &StagingPool::Global() {
 
 size_t StagingPool::cap_bytes() const { return GlobalConfig().staging_cache_bytes; }
 
-StagingBlock StagingPool::AllocateLocked(size_t bytes, DeviceRuntime &runtime,
-                                         Status *status) {
+StagingBlock StagingPool::Allocate(size_t bytes, DeviceRuntime &runtime, Status *status) {
   StagingBlock b;
-  b.bytes = RoundUp(bytes);
+  b.bytes = bytes;
   const Tristate policy = GlobalConfig().staging_pinned;
-  if (policy != Tristate::kOff) {
+  // A progress engine's thread allocates pageable memory: cudaMallocHost may
+  // wait for the device (the CUDA guide's implicit synchronisation), whose
+  // streams wait for gates that thread opens. It asks for the pinned block
+  // instead, made by the next caller's thread (Replenish).
+  if (policy != Tristate::kOff && t_defers_frees) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!warned_pinned_) {  // (set where pinned memory failed: none to ask for)
+      wanted_.push_back({bytes, &runtime});
+      wanted_pending_.store(true, std::memory_order_relaxed);
+    }
+  } else if (policy != Tristate::kOff) {
     void *p = nullptr;
     const Status st = runtime.MallocHost(&p, b.bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (st.ok()) {
       b.data = static_cast<char *>(p);
       b.pinned = true;
@@ -73,31 +83,58 @@ StagingBlock StagingPool::AllocateLocked(size_t bytes, DeviceRuntime &runtime,
       return StagingBlock{};
     }
   }
+  std::lock_guard<std::mutex> lock(mutex_);
   ++allocations_;
-  held_bytes_ += b.bytes;
   if (b.pinned) pinned_held_bytes_ += b.bytes;
-  peak_bytes_ = std::max(peak_bytes_, held_bytes_);
   return b;
 }
 
 void StagingPool::DeferFreesOnThisThread() { t_defers_frees = true; }
 
-void StagingPool::FreeDeferredLocked() {
+void StagingPool::TakeDeferredLocked(std::vector<StagingBlock> *to_free) {
   if (t_defers_frees || deferred_.empty()) return;
-  std::vector<StagingBlock> blocks = std::move(deferred_);
+  for (const StagingBlock &b : deferred_) DetachLocked(b, to_free);
   deferred_.clear();
   deferred_bytes_.store(0, std::memory_order_relaxed);
-  for (const StagingBlock &b : blocks) FreeLocked(b);
 }
 
 void StagingPool::FreeDeferred(bool over_cap_only) {
   const size_t bytes = deferred_bytes_.load(std::memory_order_relaxed);
   if (bytes == 0 || t_defers_frees || (over_cap_only && bytes < cap_bytes())) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  FreeDeferredLocked();
+  std::vector<StagingBlock> to_free;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TakeDeferredLocked(&to_free);
+  }
+  Release(to_free);
 }
 
-void StagingPool::FreeLocked(const StagingBlock &b) {
+void StagingPool::Replenish() {
+  if (!wanted_pending_.load(std::memory_order_relaxed) || t_defers_frees) return;
+  std::vector<Wanted> wanted;
+  std::vector<StagingBlock> to_free;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wanted.swap(wanted_);
+    wanted_pending_.store(false, std::memory_order_relaxed);
+    // The pageable blocks the engines made give way to pinned ones.
+    auto pageable = std::partition(idle_.begin(), idle_.end(),
+                                   [](const StagingBlock &b) { return b.pinned; });
+    for (auto it = pageable; it != idle_.end(); ++it) DetachLocked(*it, &to_free);
+    idle_.erase(pageable, idle_.end());
+  }
+  Release(to_free);
+  for (const Wanted &w : wanted) {
+    StagingLease lease;
+    // Made and returned at once: idle, pinned, for the engine's next lease.
+    if (Lease(w.bytes, *w.runtime, nullptr, &lease, OverCap::kDecline).ok() &&
+        lease.data() != nullptr) {
+      lease.block_.shared = true;  // no one communicator's to release
+    }
+  }
+}
+
+void StagingPool::DetachLocked(const StagingBlock &b, std::vector<StagingBlock> *to_free) {
   if (b.pinned && t_defers_frees) {
     // Still held (and counted) until a thread that may wait for the device
     // frees it.
@@ -105,63 +142,93 @@ void StagingPool::FreeLocked(const StagingBlock &b) {
     deferred_bytes_.fetch_add(b.bytes, std::memory_order_relaxed);
     return;
   }
-  if (b.pinned) {
-    b.runtime->FreeHost(b.data);
-    pinned_held_bytes_ -= b.bytes;
-  } else {
-    std::free(b.data);
-  }
+  if (b.pinned) pinned_held_bytes_ -= b.bytes;
   held_bytes_ -= b.bytes;
   ++frees_;
+  to_free->push_back(b);
+}
+
+void StagingPool::Release(const std::vector<StagingBlock> &blocks) {
+  // Without mutex_: cudaFreeHost waits for the device, whose streams may
+  // wait for gates that a thread needing mutex_ opens.
+  for (const StagingBlock &b : blocks) {
+    if (b.pinned) {
+      b.runtime->FreeHost(b.data);
+    } else {
+      std::free(b.data);
+    }
+  }
 }
 
 Status StagingPool::Lease(size_t bytes, DeviceRuntime &runtime, const void *owner,
                           StagingLease *out, OverCap over_cap) {
   out->Reset();
-  std::lock_guard<std::mutex> lock(mutex_);
-  FreeDeferredLocked();
-  // Best fit among idle buffers usable with this runtime.
-  auto best = idle_.end();
-  for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-    const bool usable = !it->pinned || it->runtime == &runtime;
-    if (usable && it->bytes >= bytes && (best == idle_.end() || it->bytes < best->bytes)) {
-      best = it;
-    }
-  }
-  StagingBlock b;
-  if (best != idle_.end()) {
-    b = *best;
-    idle_.erase(best);
-  } else {
-    if (over_cap == OverCap::kDecline) {
-      // Leased (neither idle nor on its way out) + this one over the cap:
-      // nothing leased, and no idle buffer freed for it.
-      size_t idle = 0;
-      for (const StagingBlock &i : idle_) idle += i.bytes;
-      if (held_bytes_ - idle - deferred_bytes_.load(std::memory_order_relaxed) +
-              RoundUp(bytes) > cap_bytes()) {
-        return Status::Ok();
+  std::vector<StagingBlock> to_free;
+  const size_t rounded = RoundUp(bytes);
+  bool declined = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TakeDeferredLocked(&to_free);
+    // Best fit among idle buffers usable with this runtime; pinned first
+    // where this thread's copies need pinned memory (a caller's stream).
+    auto best = idle_.end();
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      const bool usable = !it->pinned || it->runtime == &runtime;
+      if (usable && it->bytes >= bytes &&
+          (best == idle_.end() || it->pinned > best->pinned ||
+           (it->pinned == best->pinned && it->bytes < best->bytes))) {
+        best = it;
       }
     }
-    EnforceCapLocked(RoundUp(bytes));
-    Status st;
-    b = AllocateLocked(bytes, runtime, &st);
-    if (b.data == nullptr) return st;
-    b.owner = owner;
+    if (best != idle_.end()) {
+      StagingBlock b = *best;
+      idle_.erase(best);
+      if (b.owner != owner) b.shared = true;
+      out->pool_ = this;
+      out->block_ = b;
+    } else {
+      if (over_cap == OverCap::kDecline) {
+        // Leased (neither idle nor on its way out) + this one over the cap:
+        // nothing leased, and no idle buffer freed for it.
+        size_t idle = 0;
+        for (const StagingBlock &i : idle_) idle += i.bytes;
+        declined = held_bytes_ - idle - deferred_bytes_.load(std::memory_order_relaxed) +
+                       rounded >
+                   cap_bytes();
+      }
+      if (!declined) {
+        EnforceCapLocked(rounded, &to_free);
+        held_bytes_ += rounded;  // counted now: concurrent leases see it
+        peak_bytes_ = std::max(peak_bytes_, held_bytes_);
+      }
+    }
   }
-  if (b.owner != owner) b.shared = true;
+  Release(to_free);
+  if (out->pool_ != nullptr || declined) return Status::Ok();
+  Status st;
+  StagingBlock b = Allocate(rounded, runtime, &st);
+  if (b.data == nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_bytes_ -= rounded;
+    return st;
+  }
+  b.owner = owner;
   out->pool_ = this;
   out->block_ = b;
   return Status::Ok();
 }
 
 void StagingPool::Return(StagingBlock block) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  idle_.push_back(block);
-  EnforceCapLocked(0);
+  std::vector<StagingBlock> to_free;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_.push_back(block);
+    EnforceCapLocked(0, &to_free);
+  }
+  Release(to_free);
 }
 
-void StagingPool::EnforceCapLocked(size_t incoming) {
+void StagingPool::EnforceCapLocked(size_t incoming, std::vector<StagingBlock> *to_free) {
   const size_t cap = cap_bytes();
   // Deferred frees count as gone: they are on their way out.
   while (held_bytes_ - deferred_bytes_.load(std::memory_order_relaxed) + incoming > cap &&
@@ -169,26 +236,34 @@ void StagingPool::EnforceCapLocked(size_t incoming) {
     auto largest = std::max_element(
         idle_.begin(), idle_.end(),
         [](const StagingBlock &a, const StagingBlock &b) { return a.bytes < b.bytes; });
-    FreeLocked(*largest);
+    DetachLocked(*largest, to_free);
     idle_.erase(largest);
   }
 }
 
 void StagingPool::Trim() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  FreeDeferredLocked();
-  for (const StagingBlock &b : idle_) FreeLocked(b);
-  idle_.clear();
+  std::vector<StagingBlock> to_free;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TakeDeferredLocked(&to_free);
+    for (const StagingBlock &b : idle_) DetachLocked(b, &to_free);
+    idle_.clear();
+  }
+  Release(to_free);
 }
 
 void StagingPool::ReleaseOwner(const void *owner) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  FreeDeferredLocked();
-  auto keep = std::partition(idle_.begin(), idle_.end(), [&](const StagingBlock &b) {
-    return b.shared || b.owner != owner;
-  });
-  for (auto it = keep; it != idle_.end(); ++it) FreeLocked(*it);
-  idle_.erase(keep, idle_.end());
+  std::vector<StagingBlock> to_free;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TakeDeferredLocked(&to_free);
+    auto keep = std::partition(idle_.begin(), idle_.end(), [&](const StagingBlock &b) {
+      return b.shared || b.owner != owner;
+    });
+    for (auto it = keep; it != idle_.end(); ++it) DetachLocked(*it, &to_free);
+    idle_.erase(keep, idle_.end());
+  }
+  Release(to_free);
 }
 
 void StagingPool::CountCopy(CopyKind kind, size_t bytes) {

@@ -12,11 +12,18 @@
 //   on a stream lease their slots only within it (OverCap::kDecline).
 // - CommDestroy frees idle buffers only that communicator used; Finalize and
 //   infinicclMemTrim free all idle buffers.
-// - A progress engine's thread never frees pinned memory: cudaFreeHost (like
-//   cudaFree) waits for the device, whose caller streams wait for gates only
-//   that thread opens. Its frees are deferred to the next pool call on any
-//   other thread (a synchronous staged call, a host call's drain, CommDestroy,
-//   Finalize, MemTrim), or to the next queued call once they reach the cap.
+// - A progress engine's thread never frees or allocates pinned memory:
+//   cudaFreeHost waits for the device, and cudaMallocHost may (the CUDA
+//   guide's implicit synchronisation), whose caller streams wait for gates
+//   only that thread opens. Its frees are deferred to the next pool call on
+//   any other thread (a synchronous staged call, a host call's drain,
+//   CommDestroy, Finalize, MemTrim), or to the next queued call once they
+//   reach the cap. Where it finds no idle buffer, it stages that call in
+//   pageable memory and asks for a pinned buffer of that size, which the
+//   next queued call's thread makes (Replenish).
+// - The pool's mutex is never held across an allocation or a free: those
+//   may wait for the device, whose streams may wait for an engine that
+//   needs the mutex (to lease, or to return a finished call's slot).
 #pragma once
 
 #include <infiniccl/infiniccl.h>
@@ -88,6 +95,9 @@ class StagingPool {
   // `over_cap_only`, only once they hold the cache's cap. One atomic load
   // when there is nothing.
   void FreeDeferred(bool over_cap_only = false);
+  // Makes the pinned buffers the engines' threads asked for (see above),
+  // unless this thread defers too. One atomic load when there are none.
+  void Replenish();
 
   void Trim();                          // free every idle buffer
   void ReleaseOwner(const void *owner); // free idle buffers only `owner` used
@@ -103,16 +113,27 @@ class StagingPool {
  private:
   friend class StagingLease;
   void Return(StagingBlock block);
-  // Frees idle buffers (largest first) until held + incoming <= cap.
-  void EnforceCapLocked(size_t incoming);
-  void FreeLocked(const StagingBlock &b);
-  void FreeDeferredLocked();
-  StagingBlock AllocateLocked(size_t bytes, DeviceRuntime &runtime, Status *status);
+  // Takes idle buffers (largest first) until held + incoming <= cap.
+  void EnforceCapLocked(size_t incoming, std::vector<StagingBlock> *to_free);
+  // No longer counted as held: to `to_free`, for Release outside mutex_
+  // (or deferred, on an engine's thread).
+  void DetachLocked(const StagingBlock &b, std::vector<StagingBlock> *to_free);
+  void TakeDeferredLocked(std::vector<StagingBlock> *to_free);
+  // Frees detached buffers; mutex_ not held.
+  static void Release(const std::vector<StagingBlock> &blocks);
+  // `bytes` rounded already, counted as held by the caller; mutex_ not held.
+  StagingBlock Allocate(size_t bytes, DeviceRuntime &runtime, Status *status);
+  struct Wanted {
+    size_t bytes;
+    DeviceRuntime *runtime;
+  };
 
   std::mutex mutex_;
   std::vector<StagingBlock> idle_;
   std::vector<StagingBlock> deferred_;  // pinned, freed by a non-engine thread
   std::atomic<size_t> deferred_bytes_{0};
+  std::vector<Wanted> wanted_;  // pinned buffers engines' threads asked for
+  std::atomic<bool> wanted_pending_{false};
   size_t held_bytes_ = 0, pinned_held_bytes_ = 0, peak_bytes_ = 0;
   uint64_t allocations_ = 0, frees_ = 0;
   std::atomic<uint64_t> d2h_copies_{0}, d2h_bytes_{0}, h2d_copies_{0}, h2d_bytes_{0};

@@ -416,9 +416,9 @@ std::string ThreadName(long tid) {
 }
 
 TEST_F(EngineTest, TheLibrarysThreadsAreNamedAsTopAndPerfShowThem) {
-  // The engine's thread runs the operation; the emulated stream's worker
-  // runs the host function queued on the caller's stream. Neither is the
-  // caller, whose name the library leaves alone.
+  // The engine's thread runs the operation; the emulated device's
+  // host-function thread runs the host function queued on the caller's
+  // stream. Neither is the caller, whose name the library leaves alone.
   const std::string caller = ThreadName(syscall(SYS_gettid));
   ProgressEngine engine("test");
   std::atomic<long> engine_tid{0};
@@ -433,7 +433,7 @@ TEST_F(EngineTest, TheLibrarysThreadsAreNamedAsTopAndPerfShowThem) {
   std::atomic<long> stream_tid{0};
   ASSERT_TRUE(sim.HostFunc(stream, [&] { stream_tid = syscall(SYS_gettid); }).ok());
   ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
-  EXPECT_EQ(ThreadName(stream_tid.load()), "iccl-simstream");
+  EXPECT_EQ(ThreadName(stream_tid.load()), "iccl-simhostfn");
   EXPECT_EQ(ThreadName(syscall(SYS_gettid)), caller);
 }
 #endif

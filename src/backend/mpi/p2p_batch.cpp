@@ -1,6 +1,7 @@
 #include "backend/mpi/p2p_batch.h"
 
 #include <cstdio>
+#include <mutex>
 
 #include "backend/mpi/mpi_backend.h"
 #include "core/dtype.h"
@@ -16,32 +17,54 @@ namespace {
 // MPICH 4.0 reports a failed MPI_Wait (MPI_ERR_TRUNCATE, say) through the
 // error handler of MPI_COMM_WORLD, fatal by default, rather than that of the
 // request's communicator (MPI_ERRORS_RETURN on ours), as Open MPI does. So
-// while the batch's requests are waited for, MPI_COMM_WORLD returns errors;
-// its own handler is put back afterwards.
+// while any batch's requests are waited for, MPI_COMM_WORLD returns errors;
+// its own handler is put back when the last of them is done. Batches wait on
+// several threads at once (callers' and progress engines'): the first saves
+// the handler, the last restores it, so none restores another's setting.
 class WorldErrorsReturn {
  public:
   WorldErrorsReturn() {
 #ifdef MPICH_VERSION
+    std::lock_guard<std::mutex> users(Mutex());
+    if (Users()++ > 0) return;
     mpi::SerialLock lock;
-    if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved_) == MPI_SUCCESS) {
+    MPI_Errhandler &saved = Saved();
+    if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved) == MPI_SUCCESS) {
       MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     } else {
-      saved_ = MPI_ERRHANDLER_NULL;
+      saved = MPI_ERRHANDLER_NULL;
     }
 #endif
   }
   ~WorldErrorsReturn() {
-    if (saved_ != MPI_ERRHANDLER_NULL) {
+#ifdef MPICH_VERSION
+    std::lock_guard<std::mutex> users(Mutex());
+    if (--Users() > 0) return;
+    MPI_Errhandler &saved = Saved();
+    if (saved != MPI_ERRHANDLER_NULL) {
       mpi::SerialLock lock;
-      MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved_);
-      MPI_Errhandler_free(&saved_);
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
+      MPI_Errhandler_free(&saved);
+      saved = MPI_ERRHANDLER_NULL;
     }
+#endif
   }
   WorldErrorsReturn(const WorldErrorsReturn &) = delete;
   WorldErrorsReturn &operator=(const WorldErrorsReturn &) = delete;
 
  private:
-  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+  static std::mutex &Mutex() {
+    static std::mutex *m = new std::mutex();  // lives through exit
+    return *m;
+  }
+  static int &Users() {
+    static int users = 0;
+    return users;
+  }
+  static MPI_Errhandler &Saved() {
+    static MPI_Errhandler saved = MPI_ERRHANDLER_NULL;
+    return saved;
+  }
 };
 
 }  // namespace

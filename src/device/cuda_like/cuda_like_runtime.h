@@ -307,6 +307,16 @@ class CudaLikeRuntime final : public DeviceRuntime {
       return nullptr;
     }
   }
+  bool GateIsHostFunction() override {
+    if constexpr (requires { Api::kLaunchHostFunc; }) {
+      if constexpr (requires { Api::kWaitValue32; }) {
+        if (UseWaitValue()) return false;
+      }
+      return true;
+    } else {
+      return false;
+    }
+  }
   Status GateCreate(void **gate) override {
     *gate = nullptr;
     INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(GateCreate);

@@ -37,19 +37,25 @@ void WaitUntil(std::chrono::steady_clock::time_point due) {
 }  // namespace
 
 SimRuntime::SimRuntime(int device_count, double copy_gbps, bool pinned_available,
-                       double copy_latency_us)
+                       double copy_latency_us, SimStrict strict)
     : device_count_(device_count),
       copy_gbps_(copy_gbps),
       copy_latency_us_(copy_latency_us),
       pinned_available_(pinned_available),
+      strict_(strict),
       default_stream_(std::make_unique<SimStream>()) {}
 
 SimRuntime::~SimRuntime() {
   default_stream_.reset();
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (SimStream *s : streams_) delete s;
+  std::map<SimStream *, StreamEntry> streams;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams.swap(streams_);
+  }
+  streams.clear();  // each drains its queue, whose host functions need theirs
+  hostfn_threads_.clear();
   for (auto &[base, a] : device_mem_) std::free(reinterpret_cast<void *>(base));
-  for (uintptr_t p : pinned_mem_) std::free(reinterpret_cast<void *>(p));
+  for (auto &[p, bytes] : pinned_mem_) std::free(reinterpret_cast<void *>(p));
 }
 
 Status SimRuntime::GetDevice(int *device) {
@@ -97,6 +103,8 @@ Status SimRuntime::Classify(const void *ptr, PointerInfo *info) {
 Status SimRuntime::Malloc(void **ptr, size_t bytes) {
   *ptr = nullptr;
   if (bytes == 0) return Status::Ok();
+  // As cudaMalloc may (the CUDA guide's implicit synchronisation).
+  if (strict_.implicit_sync) SynchronizeAll();
   void *p = std::aligned_alloc(kAlign, RoundUp(bytes));
   if (p == nullptr) {
     return MakeStatus(infinicclSystemError, "emulated device out of memory (%zu bytes)",
@@ -115,7 +123,7 @@ Status SimRuntime::Free(void *ptr) {
   if (ptr == nullptr) return Status::Ok();
   // As cudaFree, an implicit synchronisation: work queued before the free
   // (a queued collective reading the buffer, say) finishes first.
-  SynchronizeAll();
+  if (strict_.implicit_sync) SynchronizeAll();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = device_mem_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == device_mem_.end()) {
@@ -137,12 +145,15 @@ Status SimRuntime::MallocHost(void **ptr, size_t bytes) {
                   "pinned host memory disabled on the emulated device "
                   "(INFINICCL_SIM_PINNED=0)");
   }
-  void *p = std::aligned_alloc(kAlign, RoundUp(bytes == 0 ? 1 : bytes));
+  // As cudaMallocHost may (the CUDA guide's implicit synchronisation).
+  if (strict_.implicit_sync) SynchronizeAll();
+  const size_t rounded = RoundUp(bytes == 0 ? 1 : bytes);
+  void *p = std::aligned_alloc(kAlign, rounded);
   if (p == nullptr) {
     return MakeStatus(infinicclSystemError, "out of pinned host memory (%zu bytes)", bytes);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  pinned_mem_.insert(reinterpret_cast<uintptr_t>(p));
+  pinned_mem_[reinterpret_cast<uintptr_t>(p)] = rounded;
   ++stats_.host_allocs;
   *ptr = p;
   return Status::Ok();
@@ -152,7 +163,7 @@ Status SimRuntime::FreeHost(void *ptr) {
   if (ptr == nullptr) return Status::Ok();
   // As cudaFreeHost: it waits for the device (a progress engine that freed
   // pinned memory while a caller's stream waits for its gate would hang).
-  SynchronizeAll();
+  if (strict_.implicit_sync) SynchronizeAll();
   std::lock_guard<std::mutex> lock(mutex_);
   if (pinned_mem_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
     return MakeStatus(infinicclInvalidArgument, "%p is not an emulated pinned allocation",
@@ -164,13 +175,21 @@ Status SimRuntime::FreeHost(void *ptr) {
 }
 
 void SimRuntime::SynchronizeAll() {
-  std::vector<SimStream *> all;
+  std::vector<std::shared_ptr<SimStream>> all;  // kept alive while waited for
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    all.assign(streams_.begin(), streams_.end());
+    for (auto &[p, entry] : streams_) all.push_back(entry.stream);
   }
   default_stream_->Synchronize();
-  for (SimStream *s : all) s->Synchronize();
+  for (const auto &s : all) s->Synchronize();
+}
+
+bool SimRuntime::IsPinnedLocked(const void *p, size_t bytes) const {
+  const uintptr_t x = reinterpret_cast<uintptr_t>(p);
+  auto it = pinned_mem_.upper_bound(x);
+  if (it == pinned_mem_.begin()) return false;
+  --it;
+  return x - it->first + bytes <= it->second;
 }
 
 SimStream *SimRuntime::StreamFor(void *stream) {
@@ -178,6 +197,15 @@ SimStream *SimRuntime::StreamFor(void *stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto *s = static_cast<SimStream *>(stream);
   return streams_.count(s) ? s : nullptr;
+}
+
+SimStream *SimRuntime::HostFnThread(void *stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = streams_.find(static_cast<SimStream *>(stream));
+  const int device = it == streams_.end() ? 0 : it->second.device;
+  std::unique_ptr<SimStream> &t = hostfn_threads_[device];
+  if (t == nullptr) t = std::make_unique<SimStream>("iccl-simhostfn");
+  return t.get();
 }
 
 Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
@@ -207,8 +235,21 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   if (pending > 0) {
     return Status(infinicclSystemError, "emulated copy failure (injected by a test)");
   }
+  // Pageable host memory (SimStrict::pageable_sync): CUDA copies a source
+  // into its own staging at the call, and makes a copy into pageable memory
+  // synchronous.
+  bool sync_after = false;
+  std::shared_ptr<std::vector<char>> snapshot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (strict_.pageable_sync && kind == CopyKind::kHostToDevice &&
+        !IsPinnedLocked(src, bytes)) {
+      snapshot = std::make_shared<std::vector<char>>(static_cast<const char *>(src),
+                                                     static_cast<const char *>(src) + bytes);
+      src = snapshot->data();
+    }
+    sync_after = strict_.pageable_sync && kind == CopyKind::kDeviceToHost &&
+                 !IsPinnedLocked(dst, bytes);
     switch (kind) {
       case CopyKind::kHostToDevice:
         ++stats_.h2d_copies;
@@ -229,7 +270,7 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   const bool link = kind != CopyKind::kDeviceToDevice;
   const double gbps = link ? copy_gbps_.load() : 0;
   const double latency_s = link ? copy_latency_us_.load() * 1e-6 : 0;
-  s->Enqueue([dst, src, bytes, gbps, latency_s] {
+  s->Enqueue([dst, src, bytes, gbps, latency_s, snapshot] {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(dst, src, bytes);
     double want = latency_s;
@@ -240,6 +281,7 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
                             std::chrono::duration<double>(want)));
     }
   });
+  if (sync_after) s->Synchronize();
   return Status::Ok();
 }
 
@@ -254,23 +296,27 @@ Status SimRuntime::StreamSynchronize(void *stream) {
 }
 
 Status SimRuntime::StreamCreate(void **stream) {
-  auto *s = new SimStream();
+  auto s = std::make_shared<SimStream>();
   std::lock_guard<std::mutex> lock(mutex_);
-  streams_.insert(s);
-  *stream = s;
+  SimStream *key = s.get();
+  *stream = key;
+  streams_.emplace(key, StreamEntry{std::move(s), t_device});
   return Status::Ok();
 }
 
 Status SimRuntime::StreamDestroy(void *stream) {
-  auto *s = static_cast<SimStream *>(stream);
+  std::shared_ptr<SimStream> s;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (streams_.erase(s) == 0) {
+    auto it = streams_.find(static_cast<SimStream *>(stream));
+    if (it == streams_.end()) {
       return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
                         stream);
     }
+    s = std::move(it->second.stream);
+    streams_.erase(it);
   }
-  delete s;  // drains queued work first
+  s.reset();  // drains queued work first (or the last SynchronizeAll using it does)
   return Status::Ok();
 }
 
@@ -357,6 +403,7 @@ Status SimRuntime::GateWait(void *stream, void *gate, uint32_t target) {
   if (s == nullptr || g == nullptr) {
     return MakeStatus(infinicclInvalidArgument, "GateWait: bad gate or stream %p", stream);
   }
+  if (!strict_.stream_memops) return HostFunc(stream, [g, target] { g->Wait(target); });
   s->Enqueue([g, target] { g->Wait(target); });
   return Status::Ok();
 }
@@ -396,7 +443,22 @@ Status SimRuntime::HostFunc(void *stream, std::function<void()> fn) {
     return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
                       stream);
   }
-  s->Enqueue(std::move(fn));
+  if (!strict_.hostfn_serial) {
+    s->Enqueue(std::move(fn));
+    return Status::Ok();
+  }
+  // The stream hands `fn` to the device's host-function thread when it
+  // reaches it, and waits there until `fn` has run.
+  SimStream *serial = HostFnThread(stream);
+  s->Enqueue([serial, fn = std::move(fn)] {
+    auto ran = std::make_shared<SimEvent>();
+    const uint64_t generation = ran->Record();
+    serial->Enqueue([&fn, ran, generation] {
+      fn();
+      ran->Complete(generation);
+    });
+    ran->Wait(generation);
+  });
   return Status::Ok();
 }
 

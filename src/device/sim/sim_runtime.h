@@ -17,7 +17,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 
 #include "device/device_runtime.h"
 
@@ -36,13 +35,29 @@ struct SimStats {
   uint64_t live_device_bytes = 0;
 };
 
+// What the emulated device enforces of a GPU's rules (INFINICCL_SIM_*,
+// docs/CONFIG.md). All on by default: an emulator forgives nothing a GPU
+// does not, so code that passes on it does not hang on a GPU.
+struct SimStrict {
+  // Host functions of a device run one at a time on one thread (CUDA, HIP).
+  bool hostfn_serial = true;
+  // A device-to-host copy into pageable memory returns once done; a
+  // host-to-device copy from pageable memory reads its source when called.
+  bool pageable_sync = true;
+  // Malloc, MallocHost, Free and FreeHost wait for every stream.
+  bool implicit_sync = true;
+  // Gates by a stream wait (as cuStreamWaitValue32); false: by a host
+  // function (as cudaLaunchHostFunc), the only mechanism of some runtimes.
+  bool stream_memops = true;
+};
+
 // Not final: tests wrap its calls (unit_engine watches its gates open).
 class SimRuntime : public DeviceRuntime {
  public:
   // `copy_latency_us`: the fixed cost of each host<->device copy (a real
   // copy engine's launch and completion), on top of bytes / bandwidth.
   SimRuntime(int device_count, double copy_gbps, bool pinned_available,
-             double copy_latency_us = 0);
+             double copy_latency_us = 0, SimStrict strict = SimStrict{});
   ~SimRuntime() override;
 
   DeviceKind kind() const override { return DeviceKind::kSim; }
@@ -79,8 +94,12 @@ class SimRuntime : public DeviceRuntime {
   Status StreamWaitEvent(void *stream, void *event) override;
 
   // A gate wait is a work item of the stream that blocks its worker (the
-  // emulated copy engine) until the gate is opened.
-  const char *GateMechanism() override { return "emulated stream wait"; }
+  // emulated copy engine) until the gate is opened; without stream memory
+  // operations, a host function that blocks until then.
+  const char *GateMechanism() override {
+    return strict_.stream_memops ? "emulated stream wait" : "emulated host function";
+  }
+  bool GateIsHostFunction() override { return !strict_.stream_memops; }
   Status GateCreate(void **gate) override;
   Status GateDestroy(void *gate) override;
   Status GateWait(void *stream, void *gate, uint32_t target) override;
@@ -98,9 +117,12 @@ class SimRuntime : public DeviceRuntime {
   // An emulated kernel (infinicclSimKernel): holds `stream` for
   // `microseconds`; its worker sleeps, so it costs no CPU.
   Status Kernel(void *stream, unsigned microseconds);
-  // Runs `fn` on the stream's worker once the stream reaches it (as
-  // cudaLaunchHostFunc); the public sim API frees events with it.
+  // Runs `fn` once the stream reaches it, and the stream goes on once `fn`
+  // returned (as cudaLaunchHostFunc): on the device's one host-function
+  // thread (SimStrict::hostfn_serial), else on the stream's worker. The
+  // public sim API frees events with it.
   Status HostFunc(void *stream, std::function<void()> fn);
+  const SimStrict &strict() const { return strict_; }
 
  private:
   struct Allocation {
@@ -110,6 +132,10 @@ class SimRuntime : public DeviceRuntime {
   SimStream *StreamFor(void *stream);
   // Waits for every stream (Free's implicit synchronisation).
   void SynchronizeAll();
+  // Whether [p, p+bytes) lies in pinned memory of this runtime (mutex_ held).
+  bool IsPinnedLocked(const void *p, size_t bytes) const;
+  // The host-function thread of the device `stream` belongs to.
+  SimStream *HostFnThread(void *stream);
   // EventRecord (`record`: a new generation, complete when the stream reaches
   // it) and StreamWaitEvent (the stream waits for the last one recorded).
   Status QueueEvent(const char *call, void *event, void *stream, bool record);
@@ -126,9 +152,17 @@ class SimRuntime : public DeviceRuntime {
   std::atomic<int64_t> live_allocs_{0};
 
   mutable std::mutex mutex_;
+  const SimStrict strict_;
   std::map<uintptr_t, Allocation> device_mem_;  // base -> allocation
-  std::set<uintptr_t> pinned_mem_;
-  std::set<SimStream *> streams_;
+  std::map<uintptr_t, size_t> pinned_mem_;      // base -> bytes
+  // Shared: SynchronizeAll waits on streams outside mutex_ while
+  // StreamDestroy may drop them.
+  struct StreamEntry {
+    std::shared_ptr<SimStream> stream;
+    int device;
+  };
+  std::map<SimStream *, StreamEntry> streams_;
+  std::map<int, std::unique_ptr<SimStream>> hostfn_threads_;  // by device
   std::map<SimEvent *, std::shared_ptr<SimEvent>> events_;
   std::map<HostGate *, std::shared_ptr<HostGate>> gates_;
   std::unique_ptr<SimStream> default_stream_;

@@ -8,7 +8,7 @@
 
 namespace infiniccl {
 
-SimStream::SimStream() : worker_([this] { Run(); }) {}
+SimStream::SimStream(const char *thread_name) : worker_([this, thread_name] { Run(thread_name); }) {}
 
 SimStream::~SimStream() {
   {
@@ -41,8 +41,8 @@ void SimStream::Synchronize() {
   }
 }
 
-void SimStream::Run() {
-  NameThisThread("iccl-simstream");
+void SimStream::Run(const char *thread_name) {
+  NameThisThread(thread_name);
 #ifdef __linux__
   // An emulated copy engine stands for hardware beside the CPU, not for the
   // core its rank is bound to (mpirun binds each rank to one core by

@@ -58,7 +58,8 @@ class SimEvent {
 
 class SimStream {
  public:
-  SimStream();
+  // `thread_name`: what top -H and gdb show for its worker.
+  explicit SimStream(const char *thread_name = "iccl-simstream");
   ~SimStream();  // drains the queue, then joins the worker
   SimStream(const SimStream &) = delete;
   SimStream &operator=(const SimStream &) = delete;
@@ -68,7 +69,7 @@ class SimStream {
   void Synchronize();
 
  private:
-  void Run();
+  void Run(const char *thread_name);
 
   std::mutex mutex_;
   std::condition_variable work_cv_;  // the worker waits for work or stop_
