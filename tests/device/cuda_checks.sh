@@ -9,7 +9,10 @@
 #
 # It runs, each step under a time limit and the whole under about 5 minutes:
 # which NCCL was loaded (path and version, printed); the unit and device
-# tests (the progress engine's gate by both mechanisms); the MPI device tests at 1 and 2 ranks; NCCL at 1 rank (every
+# tests (the progress engine's gate by both mechanisms; whether cudaMallocHost
+# and cudaMalloc wait for a closed gate); the MPI device tests at 1 and 2 ranks,
+# again with pageable staging and with host-function gates (two communicators,
+# an abort behind a long kernel); NCCL at 1 rank (every
 # collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
 # ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; DDP on
 # CUDA tensors at 1 and 2 ranks against gloo (tests/python/ddp_check.py); and the
@@ -102,6 +105,15 @@ step tests.mpi 60 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E 'n
   --output-on-failure --timeout 60
 step tests.nccl 40 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$build" \
   -R nccl_device --output-on-failure --timeout 60 -V
+# Staged calls in pageable memory (one-chunk calls then go to the engine's
+# thread whole: a pageable slot cannot be copied around the gate), and the
+# engine's gates as host functions with two communicators queued at once
+# and an abort behind a long kernel (test_user_next: the emulated device's
+# scenarios, here beside the real CUDA runtime; the gate rule is the same).
+step tests.pageable 40 env INFINICCL_STAGING_PINNED=0 ctest --test-dir "$build" -L mpi \
+  -L device -R '_np2$' -E 'nccl_device|python' --output-on-failure --timeout 60
+step tests.hostfngates 40 env INFINICCL_DEVICE_WAIT=host_func ctest --test-dir "$build" \
+  -R 'mpi_user_next|mpi_async' --output-on-failure --timeout 60
 py=(env PYTHONPATH=/tmp/iccl-gpu/src/python INFINICCL_LIBRARY="$build/src/libinfiniccl.so"
     python3 /tmp/iccl-gpu/src/tests/device/python_gpu_check.py)
 step tests.py1 30 "${mpi[@]}" -np 1 "${py[@]}"

@@ -9,11 +9,13 @@
 #include <unistd.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "device/device_runtime.h"
@@ -339,6 +341,39 @@ TEST_F(CudaRuntimeTest, GpuGateHoldsTheStreamUntilOpened) {
   EXPECT_TRUE(rt_->Free(dev).ok());
   EXPECT_TRUE(rt_->FreeHost(host).ok());
   EXPECT_TRUE(rt_->StreamDestroy(engine).ok());
+  EXPECT_TRUE(rt_->GateDestroy(gate).ok());
+}
+
+// What the emulated device's strict mode assumes of cudaMallocHost and
+// cudaMalloc (INFINICCL_SIM_IMPLICIT_SYNC: they may wait for the device):
+// called while a gate holds a stream, they return, before or after the gate
+// opens (a helper opens it after 2 s), and the log says which. The library
+// never allocates pinned or device memory on an engine's thread either way.
+TEST_F(CudaRuntimeTest, GpuAllocationsWhileAGateIsClosed) {
+  REQUIRE_GPU();
+  void *gate = nullptr, *stream = nullptr;
+  ASSERT_TRUE(rt_->GateCreate(&gate).ok());
+  ASSERT_TRUE(rt_->StreamCreate(&stream).ok());
+  ASSERT_TRUE(rt_->GateWait(stream, gate, 1).ok());
+  std::atomic<bool> opened{false};
+  std::thread opener([&] {
+    usleep(2000000);
+    opened = true;
+    rt_->GateOpen(gate, 1);
+  });
+  void *host = nullptr, *dev = nullptr;
+  ASSERT_TRUE(rt_->MallocHost(&host, 1 << 20).ok());
+  const bool host_waited = opened.load();
+  ASSERT_TRUE(rt_->Malloc(&dev, 1 << 20).ok());
+  const bool dev_waited = opened.load();
+  std::printf("cudaMallocHost while a gate is closed: %s; cudaMalloc: %s\n",
+              host_waited ? "waited for the gate" : "returned at once",
+              dev_waited ? "waited for the gate" : "returned at once");
+  opener.join();
+  ASSERT_TRUE(rt_->StreamSynchronize(stream).ok());
+  EXPECT_TRUE(rt_->Free(dev).ok());
+  EXPECT_TRUE(rt_->FreeHost(host).ok());
+  EXPECT_TRUE(rt_->StreamDestroy(stream).ok());
   EXPECT_TRUE(rt_->GateDestroy(gate).ok());
 }
 

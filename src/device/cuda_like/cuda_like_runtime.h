@@ -336,7 +336,13 @@ class CudaLikeRuntime final : public DeviceRuntime {
     auto *g = static_cast<Gate *>(gate);
     if (g == nullptr) return Status::Ok();
     Status st = Status::Ok();
-    if (g->word != nullptr) st = INFINICCL_CUDA_LIKE_CALL(FreeHost, g->word);
+    if (g->word != nullptr) {
+      if constexpr (requires { Api::FreeMappedWord(g->word); }) {
+        st = Check(Api::FreeMappedWord(g->word), "FreeMappedWord");
+      } else {
+        st = INFINICCL_CUDA_LIKE_CALL(FreeHost, g->word);
+      }
+    }
     delete g;
     return st;
   }
@@ -455,7 +461,7 @@ class CudaLikeRuntime final : public DeviceRuntime {
       if (GlobalConfig().device_wait_host_func) return false;
       std::call_once(wait_value_once_, [&] {
         int device = 0;
-        Api::GetDevice(&device);
+        (void)Api::GetDevice(&device);
         std::string why;
         wait_value_ = Api::WaitValue32Usable(device, &why);
         INFINICCL_INFO("%s: device-side waits by %s%s%s", description_.c_str(),

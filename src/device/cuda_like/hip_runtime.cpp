@@ -19,7 +19,9 @@
 #include <hip/hip_runtime_api.h>
 #include <hip/hip_version.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "device/cuda_like/cuda_like_runtime.h"
 #include "device/registry.h"
@@ -29,9 +31,58 @@ namespace infiniccl {
 namespace {
 
 struct HipApi {
-  // Gates (DeviceRuntime::GateWait) by a host function on the stream:
-  // hipStreamAddCallback, since Debian's libamdhip64 5.2 declares
-  // hipLaunchHostFunc but does not export it (found by CI's hip stage).
+  // Gates (DeviceRuntime::GateWait) by a stream memory operation where the
+  // device takes them: hipStreamWaitValue32(GTE) on a word of signal memory
+  // (hipExtMallocWithFlags(hipMallocSignalMemory), which the host writes),
+  // checked once by hipDeviceAttributeCanUseStreamWaitValue and one real
+  // wait that is already satisfied. Written from the HIP headers, not yet run
+  // on an AMD device.
+  static constexpr const char *kWaitValue32 = "hipStreamWaitValue32";
+  static bool WaitValue32Usable(int device, std::string *why) {
+    int can = 0;
+    if (hipDeviceGetAttribute(&can, hipDeviceAttributeCanUseStreamWaitValue, device) !=
+            hipSuccess ||
+        !can) {
+      (void)hipGetLastError();
+      *why = "the device reports hipDeviceAttributeCanUseStreamWaitValue = 0";
+      return false;
+    }
+    void *word = nullptr;
+    uint64_t dev = 0;
+    hipStream_t s = nullptr;
+    const bool ok = MappedWord(&word, &dev).ok() &&
+                    hipStreamCreateWithFlags(&s, hipStreamNonBlocking) == hipSuccess &&
+                    WaitValue32(s, dev, 0).ok() && hipStreamSynchronize(s) == hipSuccess;
+    if (s != nullptr) (void)hipStreamDestroy(s);
+    if (word != nullptr) (void)FreeMappedWord(word);
+    (void)hipGetLastError();
+    if (!ok) *why = "a test hipStreamWaitValue32 failed";
+    return ok;
+  }
+  static Status MappedWord(void **word, uint64_t *device_word) {
+    *word = nullptr;
+    if (hipExtMallocWithFlags(word, 64, hipMallocSignalMemory) != hipSuccess) {
+      const hipError_t err = hipGetLastError();
+      *word = nullptr;
+      return MakeStatus(infinicclSystemError, "gate word in signal memory: %s",
+                        hipGetErrorString(err));
+    }
+    *static_cast<uint32_t *>(*word) = 0;
+    *device_word = reinterpret_cast<uint64_t>(*word);
+    return Status::Ok();
+  }
+  static hipError_t FreeMappedWord(void *word) { return hipFree(word); }
+  static Status WaitValue32(hipStream_t stream, uint64_t device_word, uint32_t target) {
+    const hipError_t r = hipStreamWaitValue32(stream, reinterpret_cast<void *>(device_word),
+                                              target, hipStreamWaitValueGte, 0xFFFFFFFFu);
+    if (r == hipSuccess) return Status::Ok();
+    return MakeStatus(infinicclSystemError, "hipStreamWaitValue32 failed: %s",
+                      hipGetErrorString(r));
+  }
+
+  // Otherwise by a host function on the stream: hipStreamAddCallback, since
+  // Debian's libamdhip64 5.2 declares hipLaunchHostFunc but does not export
+  // it (found by CI's hip stage).
   static constexpr unsigned kStreamNonBlocking = hipStreamNonBlocking;
   static hipError_t StreamCreateWithFlags(hipStream_t *s, unsigned f) {
     return hipStreamCreateWithFlags(s, f);
