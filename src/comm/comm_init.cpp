@@ -18,6 +18,8 @@
 #include "device/registry.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
+#include "staging/pipeline.h"
+#include "staging/staging_pool.h"
 
 namespace infiniccl {
 
@@ -95,6 +97,17 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist) {
                  b.local_rank.source.c_str(), choice.from_devlist ? ", via devlist" : "");
   c.set_binding(b);
   return Status::Ok();
+}
+
+// Device buffers of a communicator that queues them through MPI are staged
+// in pinned slots, which a queued call's thread may not allocate (it would
+// wait for the device): the first is made here, as NCCL makes its buffers at
+// initialisation.
+void PrimeStaging(Communicator &c) {
+  if (c.ccl_backend() != nullptr || c.binding().device < 0) return;
+  DeviceRuntime *rt = DeviceRegistry::Get(c.binding().kind);
+  if (rt == nullptr || !c.QueuesFor(*rt)) return;
+  StagingPool::Global().Prime(StagedOnStream::LargestSlotBytes(*rt), *rt);
 }
 
 // This rank's node as the smallest communicator rank on it: the ranks
@@ -521,6 +534,7 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
   INFINICCL_RETURN_IF_ERROR(CommFactory::FinishUnderMpi(*c));
   INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
   INFINICCL_RETURN_IF_ERROR(AttachGroups(*c));
+  PrimeStaging(*c);
   *out = std::move(c);
   return Status::Ok();
 }

@@ -164,10 +164,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
     return execute(a, false);
   }
   // Device work through MPI: queued to the communicator's progress engine,
-  // ordered on the caller's stream; this call returns now (unless the
-  // engines' deferred pinned frees have reached the cache's cap: freed here).
-  StagingPool::Global().FreeDeferred(/*over_cap_only=*/true);
-  StagingPool::Global().Replenish();
+  // ordered on the caller's stream; this call returns now, whatever runs on
+  // the device: it allocates and frees no pinned memory (StagingPool).
+  StagingPool::NoDeviceWait no_device_wait;
   if (path == Path::kHier) {
     INFINICCL_RETURN_IF_ERROR(c->topology()->ReserveScratch(device, a.kind, a.send_bytes));
   }

@@ -273,6 +273,13 @@ StagedOnStream::~StagedOnStream() {
   if (done_ != nullptr) device_->EventDestroy(done_);
 }
 
+size_t StagedOnStream::LargestSlotBytes(DeviceRuntime &device) {
+  const size_t configured = GlobalConfig().pipeline_chunk_bytes;
+  // A chunk of every block (a chunk is at most chunk_bytes of the widest):
+  // two chunks' worth at most (AllReduce's send and receive blocks).
+  return 2 * (configured != 0 ? configured : device.DefaultChunkBytes());
+}
+
 std::shared_ptr<StagedOnStream> StagedOnStream::IfOneChunk(DeviceRuntime &device,
                                                            const CollArgs &a,
                                                            BufferPlacement placement,

@@ -74,6 +74,9 @@ class StagedOnStream {
   StagedOnStream(const StagedOnStream &) = delete;
   StagedOnStream &operator=(const StagedOnStream &) = delete;
 
+  // The largest slot a one-chunk call leases on `device` (what a
+  // communicator that queues primes the pool with).
+  static size_t LargestSlotBytes(DeviceRuntime &device);
   static std::shared_ptr<StagedOnStream> IfOneChunk(DeviceRuntime &device,
                                                     const CollArgs &args,
                                                     BufferPlacement placement, int nranks);

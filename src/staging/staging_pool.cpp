@@ -1,10 +1,14 @@
 #include "staging/staging_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/threads.h"
 
 namespace infiniccl {
 
@@ -46,15 +50,18 @@ StagingBlock StagingPool::Allocate(size_t bytes, DeviceRuntime &runtime, Status 
   StagingBlock b;
   b.bytes = bytes;
   const Tristate policy = GlobalConfig().staging_pinned;
-  // A progress engine's thread allocates pageable memory: cudaMallocHost may
-  // wait for the device (the CUDA guide's implicit synchronisation), whose
-  // streams wait for gates that thread opens. It asks for the pinned block
-  // instead, made by the next caller's thread (Replenish).
+  // A thread that must not wait for the device allocates pageable memory:
+  // cudaMallocHost may wait for it (the CUDA guide's implicit
+  // synchronisation). It asks the memory thread for the pinned block instead.
   if (policy != Tristate::kOff && t_defers_frees) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!warned_pinned_) {  // (set where pinned memory failed: none to ask for)
+    // (warned_pinned_ is set where pinned memory failed: none to ask for.)
+    const bool asked = std::any_of(wanted_.begin(), wanted_.end(), [&](const Wanted &w) {
+      return w.runtime == &runtime && w.bytes >= bytes;
+    });
+    if (!warned_pinned_ && !asked) {
       wanted_.push_back({bytes, &runtime});
-      wanted_pending_.store(true, std::memory_order_relaxed);
+      WakeMemoryThreadLocked();
     }
   } else if (policy != Tristate::kOff) {
     void *p = nullptr;
@@ -91,6 +98,57 @@ StagingBlock StagingPool::Allocate(size_t bytes, DeviceRuntime &runtime, Status 
 
 void StagingPool::DeferFreesOnThisThread() { t_defers_frees = true; }
 
+StagingPool::NoDeviceWait::NoDeviceWait() : saved_(t_defers_frees) { t_defers_frees = true; }
+StagingPool::NoDeviceWait::~NoDeviceWait() { t_defers_frees = saved_; }
+
+void StagingPool::WakeMemoryThreadLocked() {
+  memory_work_ = true;
+  const long pid = static_cast<long>(getpid());
+  if (memory_thread_pid_ != pid) {  // first use, or a forked child
+    memory_thread_pid_ = pid;
+    memory_busy_ = false;
+    try {
+      std::thread([this] { MemoryThreadLoop(); }).detach();
+    } catch (const std::system_error &) {
+      // No thread: the buffers asked for are made, and the deferred frees
+      // done, by the next thread that may wait (Quiesce, a synchronous call).
+      memory_thread_pid_ = 0;
+      return;
+    }
+  }
+  memory_cv_.notify_one();
+}
+
+void StagingPool::MemoryThreadLoop() {
+  NameThisThread("iccl-pinned");
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    memory_cv_.wait(lock, [this] { return memory_work_; });
+    memory_work_ = false;
+    memory_busy_ = true;
+    lock.unlock();
+    Replenish();
+    FreeDeferred(/*over_cap_only=*/true);
+    lock.lock();
+    memory_busy_ = false;
+    if (!memory_work_) quiet_cv_.notify_all();
+  }
+}
+
+void StagingPool::Quiesce() {
+  bool inline_work = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (memory_thread_pid_ == static_cast<long>(getpid())) {
+      quiet_cv_.wait(lock, [this] { return !memory_work_ && !memory_busy_; });
+    } else {
+      inline_work = memory_work_;
+      memory_work_ = false;
+    }
+  }
+  if (inline_work && !t_defers_frees) Replenish();
+}
+
 void StagingPool::TakeDeferredLocked(std::vector<StagingBlock> *to_free) {
   if (t_defers_frees || deferred_.empty()) return;
   for (const StagingBlock &b : deferred_) DetachLocked(b, to_free);
@@ -109,14 +167,29 @@ void StagingPool::FreeDeferred(bool over_cap_only) {
   Release(to_free);
 }
 
+void StagingPool::Prime(size_t bytes, DeviceRuntime &runtime) {
+  if (GlobalConfig().staging_pinned == Tristate::kOff || t_defers_frees) return;
+  bytes = std::min(RoundUp(bytes), cap_bytes());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (warned_pinned_ || std::any_of(idle_.begin(), idle_.end(), [&](const StagingBlock &b) {
+          return b.pinned && b.runtime == &runtime && b.bytes >= bytes;
+        })) {
+      return;
+    }
+    wanted_.push_back({bytes, &runtime});
+  }
+  Replenish();
+}
+
 void StagingPool::Replenish() {
-  if (!wanted_pending_.load(std::memory_order_relaxed) || t_defers_frees) return;
+  if (t_defers_frees) return;
   std::vector<Wanted> wanted;
   std::vector<StagingBlock> to_free;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (wanted_.empty()) return;
     wanted.swap(wanted_);
-    wanted_pending_.store(false, std::memory_order_relaxed);
     // The pageable blocks the engines made give way to pinned ones.
     auto pageable = std::partition(idle_.begin(), idle_.end(),
                                    [](const StagingBlock &b) { return b.pinned; });
@@ -137,9 +210,12 @@ void StagingPool::Replenish() {
 void StagingPool::DetachLocked(const StagingBlock &b, std::vector<StagingBlock> *to_free) {
   if (b.pinned && t_defers_frees) {
     // Still held (and counted) until a thread that may wait for the device
-    // frees it.
+    // frees it: the memory thread, once they reach the cap.
     deferred_.push_back(b);
-    deferred_bytes_.fetch_add(b.bytes, std::memory_order_relaxed);
+    if (deferred_bytes_.fetch_add(b.bytes, std::memory_order_relaxed) + b.bytes >=
+        cap_bytes()) {
+      WakeMemoryThreadLocked();
+    }
     return;
   }
   if (b.pinned) pinned_held_bytes_ -= b.bytes;
@@ -242,6 +318,7 @@ void StagingPool::EnforceCapLocked(size_t incoming, std::vector<StagingBlock> *t
 }
 
 void StagingPool::Trim() {
+  Quiesce();  // nothing made behind the trim
   std::vector<StagingBlock> to_free;
   {
     std::lock_guard<std::mutex> lock(mutex_);

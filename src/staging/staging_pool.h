@@ -12,15 +12,17 @@
 //   on a stream lease their slots only within it (OverCap::kDecline).
 // - CommDestroy frees idle buffers only that communicator used; Finalize and
 //   infinicclMemTrim free all idle buffers.
-// - A progress engine's thread never frees or allocates pinned memory:
-//   cudaFreeHost waits for the device, and cudaMallocHost may (the CUDA
-//   guide's implicit synchronisation), whose caller streams wait for gates
-//   only that thread opens. Its frees are deferred to the next pool call on
-//   any other thread (a synchronous staged call, a host call's drain,
-//   CommDestroy, Finalize, MemTrim), or to the next queued call once they
-//   reach the cap. Where it finds no idle buffer, it stages that call in
-//   pageable memory and asks for a pinned buffer of that size, which the
-//   next queued call's thread makes (Replenish).
+// - Threads that must not wait for the device never allocate or free pinned
+//   memory: cudaFreeHost waits for the device, and cudaMallocHost may (the
+//   CUDA guide's implicit synchronisation). They are a progress engine's
+//   thread (callers' streams wait for gates only it opens) and a caller's
+//   thread while it queues a call (NCCL's contract: it returns at once,
+//   whatever runs on the device). Where such a thread finds no idle buffer,
+//   it gets pageable memory for that call and asks for a pinned buffer of
+//   that size; its frees are deferred. The pool's memory thread
+//   (iccl-pinned) makes the buffers asked for and frees the deferred ones
+//   once they reach the cap; a thread that may wait (a synchronous staged
+//   call, CommDestroy, Finalize, MemTrim) frees them at its next pool call.
 // - The pool's mutex is never held across an allocation or a free: those
 //   may wait for the device, whose streams may wait for an engine that
 //   needs the mutex (to lease, or to return a finished call's slot).
@@ -29,6 +31,7 @@
 #include <infiniccl/infiniccl.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -89,17 +92,32 @@ class StagingPool {
   Status Lease(size_t bytes, DeviceRuntime &runtime, const void *owner, StagingLease *out,
                OverCap over_cap = OverCap::kAllocate);
 
-  // This thread (a progress engine's) defers its pinned frees (see above).
+  // This thread (a progress engine's) never waits for the device (see
+  // above), for the rest of its life.
   static void DeferFreesOnThisThread();
-  // Frees what engine threads deferred, unless this thread defers too; with
-  // `over_cap_only`, only once they hold the cache's cap. One atomic load
-  // when there is nothing.
-  void FreeDeferred(bool over_cap_only = false);
-  // Makes the pinned buffers the engines' threads asked for (see above),
-  // unless this thread defers too. One atomic load when there are none.
-  void Replenish();
+  // Nor does this one while the object lives (a caller's, queuing a call).
+  class NoDeviceWait {
+   public:
+    NoDeviceWait();
+    ~NoDeviceWait();
+    NoDeviceWait(const NoDeviceWait &) = delete;
+    NoDeviceWait &operator=(const NoDeviceWait &) = delete;
 
-  void Trim();                          // free every idle buffer
+   private:
+    bool saved_;
+  };
+  // Frees what threads that do not wait deferred, unless this thread defers
+  // too; with `over_cap_only`, only once they hold the cache's cap. One
+  // atomic load when there is nothing.
+  void FreeDeferred(bool over_cap_only = false);
+  // Returns once the memory thread has done what it was asked before.
+  void Quiesce();
+  // An idle pinned buffer of at least `bytes` for `runtime`, made now unless
+  // there is one (communicator creation, which may wait for the device: a
+  // queued call's thread may not, and finds it there).
+  void Prime(size_t bytes, DeviceRuntime &runtime);
+
+  void Trim();                          // Quiesce, then free every idle buffer
   void ReleaseOwner(const void *owner); // free idle buffers only `owner` used
   size_t cap_bytes() const;
 
@@ -119,6 +137,11 @@ class StagingPool {
   // (or deferred, on an engine's thread).
   void DetachLocked(const StagingBlock &b, std::vector<StagingBlock> *to_free);
   void TakeDeferredLocked(std::vector<StagingBlock> *to_free);
+  // Makes the pinned buffers asked for; mutex_ not held.
+  void Replenish();
+  // Wakes (or starts, in a new process) the memory thread; mutex_ held.
+  void WakeMemoryThreadLocked();
+  void MemoryThreadLoop();
   // Frees detached buffers; mutex_ not held.
   static void Release(const std::vector<StagingBlock> &blocks);
   // `bytes` rounded already, counted as held by the caller; mutex_ not held.
@@ -132,8 +155,11 @@ class StagingPool {
   std::vector<StagingBlock> idle_;
   std::vector<StagingBlock> deferred_;  // pinned, freed by a non-engine thread
   std::atomic<size_t> deferred_bytes_{0};
-  std::vector<Wanted> wanted_;  // pinned buffers engines' threads asked for
-  std::atomic<bool> wanted_pending_{false};
+  std::vector<Wanted> wanted_;  // pinned buffers asked for (see above)
+  // The memory thread: woken by memory_cv_; quiet_cv_ says it is done.
+  std::condition_variable memory_cv_, quiet_cv_;
+  bool memory_work_ = false, memory_busy_ = false;
+  long memory_thread_pid_ = 0;
   size_t held_bytes_ = 0, pinned_held_bytes_ = 0, peak_bytes_ = 0;
   uint64_t allocations_ = 0, frees_ = 0;
   std::atomic<uint64_t> d2h_copies_{0}, d2h_bytes_{0}, h2d_copies_{0}, h2d_bytes_{0};

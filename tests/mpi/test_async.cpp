@@ -333,16 +333,15 @@ void TestBackToBack(int rank) {
 
 #ifndef ITEST_DEVICE_VENDOR
 // Calls of growing sizes queued back to back under a small staging cap
-// (INFINICCL_STAGING_CACHE_BYTES=1M, set by the test's ENV): the engine's
-// thread must evict idle pinned buffers while the caller's stream waits for
-// the gates of the calls queued after. The emulated device's FreeHost waits
-// for every stream, as cudaFreeHost waits for the device, so a free made on
-// the engine's thread would hang here; the pool defers it to a caller's
-// thread (the host call's drain below).
+// (INFINICCL_STAGING_CACHE_BYTES=1M, set by the test's ENV): buffers are
+// made and given up while the caller's stream waits for the gates of the
+// calls queued after. The emulated device's MallocHost and FreeHost wait for
+// every stream, as cudaFreeHost waits for the device, so one made on the
+// engine's or the caller's thread would hang here (or wait); the pool's
+// memory thread makes and frees them.
 void TestEvictOnEngine(infinicclComm_t comm, int rank) {
   void *stream = nullptr;
   CHECK(g_sim->StreamCreate(&stream).ok());
-  const infinicclStagingStats before = StagingStats();
   std::vector<std::unique_ptr<DeviceBuffer>> sends, recvs;
   std::vector<size_t> counts;
   for (size_t k = 1; k <= 6; ++k) counts.push_back(k * 16384);  // 64 KiB .. 384 KiB
@@ -355,19 +354,17 @@ void TestEvictOnEngine(infinicclComm_t comm, int rank) {
     CHECK(infinicclAllReduce(sends[k]->ptr, recvs[k]->ptr, counts[k], infinicclInt32,
                              infinicclSum, comm, stream) == infinicclSuccess);
   }
-  CHECK(g_sim->StreamSynchronize(stream).ok());  // hangs if the engine freed
+  CHECK(g_sim->StreamSynchronize(stream).ok());  // hangs if a queuing thread freed
   for (size_t k = 0; k < counts.size(); ++k) {
     CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclSum, 80 + k, DownloadOn(*recvs[k], stream),
                      counts[k]) == 0,
           "AllReduce of %zu elements wrong", counts[k]);
   }
-  // A host call drains the queue, then frees what the engine deferred.
+  // A host call drains the queue; the pool holds within the cap.
   int one = 1, n = 0;
   CHECK(infinicclAllReduce(&one, &n, 1, infinicclInt32, infinicclSum, comm, nullptr) ==
         infinicclSuccess && n == g_n);
   const infinicclStagingStats after = StagingStats();
-  CHECK(after.frees > before.frees, "no staging buffer was evicted (frees %llu -> %llu)",
-        before.frees, after.frees);
   CHECK(after.bytes_held <= (1u << 20), "%llu bytes held over the 1 MiB cap",
         after.bytes_held);
   CHECK(g_sim->StreamDestroy(stream).ok());
@@ -378,7 +375,7 @@ void TestEvictOnEngine(infinicclComm_t comm, int rank) {
 // moves: 16 calls of 64 KiB (128 KiB slots, 2 MiB in all) under the 1 MiB
 // cap. The slots held stay within the cap (the calls beyond it run on the
 // engine's thread, leasing there), and every result is exact once the
-// stream is released. Before, all 16 slots were held.
+// stream is released.
 void TestQueuedWithinCap(infinicclComm_t comm, int rank) {
   const size_t count = 16384, calls = 16;
   std::vector<std::unique_ptr<DeviceBuffer>> sends, recvs;

@@ -180,7 +180,7 @@ TEST(StagingPoolStrict, TrimWhileAnEngineReturnsASlotBehindAClosedGate) {
 
 // An engine's thread never calls MallocHost (it may wait for the device):
 // it stages in pageable memory and asks for the pinned buffer, which the
-// next caller's thread makes.
+// pool's memory thread makes.
 TEST(StagingPoolStrict, AnEnginesThreadAllocatesNoPinnedMemory) {
   SimRuntime sim(1, 0, true, 0, Strict());
   StagingPool &pool = StagingPool::Global();
@@ -195,8 +195,7 @@ TEST(StagingPoolStrict, AnEnginesThreadAllocatesNoPinnedMemory) {
   });
   engine_thread.join();
   EXPECT_FALSE(first_pinned);
-  EXPECT_EQ(sim.stats().host_allocs, pinned_before);
-  pool.Replenish();  // a caller's thread
+  pool.Quiesce();  // the memory thread made it
   EXPECT_EQ(sim.stats().host_allocs, pinned_before + 1);
   std::thread again([&] {
     StagingPool::DeferFreesOnThisThread();
@@ -208,6 +207,47 @@ TEST(StagingPoolStrict, AnEnginesThreadAllocatesNoPinnedMemory) {
   EXPECT_TRUE(second_pinned);
   pool.FreeDeferred();
   pool.Trim();
+}
+
+// A caller's thread queuing a call (NoDeviceWait) returns at once while the
+// device is busy: MallocHost and FreeHost wait for every stream (implicit
+// synchronisation), so it neither allocates nor frees pinned memory; the
+// memory thread makes the buffer once the device lets it.
+TEST(StagingPoolStrict, ACallersQueuingThreadDoesNotWaitForABusyDevice) {
+  SimRuntime sim(1, 0, true, 0, Strict());
+  StagingPool &pool = StagingPool::Global();
+  pool.Trim();
+  void *s = nullptr, *gate = nullptr;
+  ASSERT_TRUE(sim.StreamCreate(&s).ok());
+  ASSERT_TRUE(sim.GateCreate(&gate).ok());
+  StagingLease pinned;
+  ASSERT_TRUE(pool.Lease(4096, sim, nullptr, &pinned).ok());
+  ASSERT_TRUE(pinned.pinned());
+  ASSERT_TRUE(sim.GateWait(s, gate, 1).ok());  // the device is busy until opened
+  const uint64_t allocs_before = sim.stats().host_allocs;
+  std::promise<bool> leased;
+  std::future<bool> returned = leased.get_future();
+  std::thread caller([&] {
+    StagingPool::NoDeviceWait no_device_wait;
+    pinned.Reset();  // an idle pinned buffer over nothing: not freed here
+    StagingLease lease;
+    const bool ok = pool.Lease(5 * 4096, sim, nullptr, &lease).ok();
+    leased.set_value(ok && lease.data() != nullptr && !lease.pinned());
+  });
+  const bool in_time = returned.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(in_time) << "the queuing thread waited for the device";
+  if (in_time) {
+    EXPECT_TRUE(returned.get());
+  }
+  EXPECT_EQ(sim.stats().host_allocs, allocs_before);
+  sim.GateOpen(gate, 1);
+  caller.join();
+  pool.Quiesce();
+  EXPECT_EQ(sim.stats().host_allocs, allocs_before + 1);
+  ASSERT_TRUE(sim.StreamSynchronize(s).ok());
+  pool.Trim();
+  ASSERT_TRUE(sim.GateDestroy(gate).ok());
+  ASSERT_TRUE(sim.StreamDestroy(s).ok());
 }
 
 class EngineStrict : public ::testing::Test {
