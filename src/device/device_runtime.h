@@ -111,11 +111,13 @@ class DeviceRuntime {
   // calls on its memory then stay synchronous.
   virtual const char *GateMechanism() { return nullptr; }
   // Whether a gate wait is a host function that blocks until the gate opens
-  // (cudaLaunchHostFunc and its kin): the runtime runs a device's host
-  // functions one at a time, so such a gate holds back every stream's host
-  // functions while it is closed (the progress engine keeps gates of two
-  // communicators from being closed on one device at once).
+  // (cudaLaunchHostFunc and its kin).
   virtual bool GateIsHostFunction() { return false; }
+  // Whether the runtime runs a device's host functions one at a time (CUDA's
+  // and HIP's callback thread): a closed host-function gate then holds back
+  // every stream's host functions (the progress engine keeps gates of two
+  // communicators from being closed on one device at once).
+  virtual bool HostFunctionsSerialized() const { return true; }
   virtual Status GateCreate(void **gate) {
     *gate = nullptr;
     return Status(infinicclNotSupported, "this device runtime has no device-side waits");

@@ -14,8 +14,9 @@ namespace {
 
 constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
 
-// Gates that are host functions (DeviceRuntime::GateIsHostFunction): a
-// device runs its host functions one at a time, so a closed gate of one
+// Gates that are host functions (DeviceRuntime::GateIsHostFunction) where a
+// device runs its host functions one at a time (HostFunctionsSerialized,
+// as CUDA and HIP do): a closed gate of one
 // communicator holds back the host functions (gates) of every other stream.
 // Two communicators' closed gates on one device can then wait for each other
 // across ranks: rank 0's host-function thread inside B's gate while A's
@@ -23,7 +24,11 @@ constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
 // has closed host-function gates on a device: a call queueing one waits on
 // its caller's thread until every other engine's gates there are open. One
 // engine's gates alone cannot form a cycle: its operations complete in call
-// order on every rank, and none waits for a host function to run.
+// order on every rank, and none waits for a host function to run. Calls on
+// two communicators of one device are then made in the same order on every
+// rank, as NCCL asks of communicators that share a device; threads that
+// drive one communicator each in no agreed order need stream memory waits
+// or a runtime with a host-function thread per stream.
 class HostFunctionGates {
  public:
   using Key = std::pair<DeviceRuntime *, int>;
@@ -155,7 +160,7 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
   DeviceRuntime &device = *op.device;
   const DeviceKey key{op.device, op.device_id};
   // Released below unless the gate is queued; then when it opens.
-  const bool host_function = device.GateIsHostFunction();
+  const bool host_function = device.GateIsHostFunction() && device.HostFunctionsSerialized();
   if (host_function) HostFunctionGates::Get().Acquire(key, this);
   uint32_t unqueued = host_function ? 1 : 0;
   struct Unqueued {

@@ -119,6 +119,9 @@ struct AclApi {
   }
 #ifdef INFINICCL_HAVE_aclrtLaunchHostFunc
   static constexpr const char *kLaunchHostFunc = "aclrtLaunchHostFunc";
+  // Host functions not serialised across streams (the stand-in vendor
+  // library's model; not verified on the vendor's hardware).
+  static constexpr bool kHostFunctionThreadPerStream = true;
   static Error LaunchHostFunc(Stream s, void (*fn)(void *), void *arg) {
     return aclrtLaunchHostFunc(s, fn, arg);
   }

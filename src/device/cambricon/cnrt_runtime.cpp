@@ -97,6 +97,9 @@ struct CnrtApi {
   }
 #ifdef INFINICCL_HAVE_cnrtInvokeHostFunc
   static constexpr const char *kLaunchHostFunc = "cnrtInvokeHostFunc";
+  // Host functions not serialised across streams (the stand-in vendor
+  // library's model; not verified on the vendor's hardware).
+  static constexpr bool kHostFunctionThreadPerStream = true;
   static Error LaunchHostFunc(Stream q, void (*fn)(void *), void *arg) {
     return cnrtInvokeHostFunc(q, fn, arg);
   }

@@ -317,6 +317,9 @@ class CudaLikeRuntime final : public DeviceRuntime {
       return false;
     }
   }
+  bool HostFunctionsSerialized() const override {
+    return !requires { Api::kHostFunctionThreadPerStream; };
+  }
   Status GateCreate(void **gate) override {
     *gate = nullptr;
     INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(GateCreate);

@@ -100,6 +100,7 @@ class SimRuntime : public DeviceRuntime {
     return strict_.stream_memops ? "emulated stream wait" : "emulated host function";
   }
   bool GateIsHostFunction() override { return !strict_.stream_memops; }
+  bool HostFunctionsSerialized() const override { return strict_.hostfn_serial; }
   Status GateCreate(void **gate) override;
   Status GateDestroy(void *gate) override;
   Status GateWait(void *stream, void *gate, uint32_t target) override;
