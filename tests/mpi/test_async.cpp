@@ -8,7 +8,8 @@
 //               produced before it and work queued after it sees its result;
 //               a grouped Send/Recv ring returns the same way (one queued
 //               operation), also mixed with host buffers and two streams;
-//               host, device, host interleaved on one communicator; two
+//               host, device, host interleaved on one communicator;
+//               CommSplit with a call queued on the parent; two
 //               communicators alternately from one thread and from two
 //               threads; CommDestroy with queued work (it finishes first);
 //               every collective queued back to back, checked after one
@@ -21,6 +22,10 @@
 //               buffers: the frees are deferred off its thread, no hang;
 //               one-chunk calls queued behind a held stream keep their
 //               staging slots within the cap together
+//   hostfn    - run with INFINICCL_SIM_STREAM_MEMOPS=0 (gates are host
+//               functions, run one at a time): the semantics on one
+//               communicator, then two communicators called alternately
+//               behind kernels skewed by rank
 //   sync      - run with INFINICCL_ASYNC=0: the same call blocks until its
 //               stream is released (the old behaviour, kept for comparison)
 // Expected values come from test_util.h (independent of the library).
@@ -266,6 +271,90 @@ void TestTwoComms(int rank) {
   for (auto &t : threads) t.join();
   for (auto &s : streams) CHECK(g_dev->StreamDestroy(s).ok());
   for (auto &c : comms) CHECK(infinicclCommDestroy(c) == infinicclSuccess);
+}
+
+#ifndef ITEST_DEVICE_VENDOR
+// Two communicators called alternately (A, B, A, B ... in the same order on
+// every rank, from one thread), each on its own stream behind a kernel whose
+// length differs by rank and by stream (rank 0's A kernels are long where
+// its B kernels are short, and the other way round on rank 1), no
+// synchronisation between calls; one-chunk and pipelined sizes. With gates
+// that are host functions run one at a time (INFINICCL_SIM_STREAM_MEMOPS=0,
+// the hostfn mode), a closed gate of one communicator holds back the
+// other's host functions; every call completes, exact (the rule the engine
+// keeps there, one communicator's gates closed at a time, is unit_strict's
+// TwoEnginesHostFunctionGatesAreNeverClosedAtOnce).
+void TestAlternatingSkewed(int rank) {
+  infinicclComm_t comms[2] = {nullptr, nullptr};
+  for (auto &c : comms) CHECK(infinicclCommInitAll(&c, 0, nullptr) == infinicclSuccess);
+  void *streams[2];
+  for (auto &s : streams) CHECK(g_dev->StreamCreate(&s).ok());
+  const int rounds = 6;
+  for (size_t count : {size_t{3000}, size_t{70000}}) {
+    std::vector<std::unique_ptr<DeviceBuffer>> bufs;
+    for (int r = 0; r < rounds; ++r) {
+      for (int which = 0; which < 2; ++which) {
+        const int tag = 500 + r * 2 + which;
+        bufs.push_back(std::make_unique<DeviceBuffer>(count * 4));
+        bufs.back()->Upload(ReduceInput(infinicclInt32, infinicclSum, tag, rank, count));
+      }
+    }
+    for (int r = 0; r < rounds; ++r) {
+      for (int which = 0; which < 2; ++which) {
+        // One stream of each rank runs ahead of the other, a different one
+        // on the next rank.
+        const bool long_one = ((rank + which) % 2) == 0;
+        CHECK(g_sim->Kernel(streams[which], long_one ? 20000 : 500).ok());
+        DeviceBuffer &b = *bufs[r * 2 + which];
+        CHECK(infinicclAllReduce(b.ptr, b.ptr, count, infinicclInt32, infinicclSum,
+                                 comms[which], streams[which]) == infinicclSuccess);
+      }
+    }
+    for (int r = 0; r < rounds; ++r) {
+      for (int which = 0; which < 2; ++which) {
+        const int tag = 500 + r * 2 + which;
+        const long wrong = CountWrongReduce(g_n, infinicclInt32, infinicclSum, tag,
+                                            DownloadOn(*bufs[r * 2 + which], streams[which]),
+                                            count);
+        CHECK(wrong == 0, "count %zu comm %d round %d: %ld wrong", count, which, r, wrong);
+      }
+    }
+  }
+  for (auto &s : streams) CHECK(g_dev->StreamDestroy(s).ok());
+  for (auto &c : comms) CHECK(infinicclCommDestroy(c) == infinicclSuccess);
+}
+#endif
+
+// CommSplit with a call queued on the parent behind a held stream (torch's
+// new_group after an asynchronous all_reduce): the split's MPI_Comm_split
+// comes after the queued MPI_Allreduce on every rank (the parent's queue is
+// finished first), never beside it on the engine's thread; then both the
+// queued call's result and the child are right.
+void TestSplitAfterQueued(infinicclComm_t comm, int rank) {
+  const size_t count = 4000;
+  DeviceBuffer buf(count * 4);
+  buf.Upload(ReduceInput(infinicclInt32, infinicclSum, 71, rank, count));
+  HeldStream held;
+  held.ReleaseLater();
+  CHECK(infinicclAllReduce(buf.ptr, buf.ptr, count, infinicclInt32, infinicclSum, comm,
+                           held.stream) == infinicclSuccess);
+  infinicclComm_t child = nullptr;
+  CHECK(infinicclCommSplit(comm, rank % 2, rank, &child) == infinicclSuccess);
+  // (One rank: the call is one copy on the stream, nothing queued.)
+  CHECK(g_n == 1 || held.released(), "CommSplit returned before the queued call could run");
+  held.Join();
+  CHECK(CountWrongReduce(g_n, infinicclInt32, infinicclSum, 71, DownloadOn(buf, held.stream),
+                         count) == 0,
+        "the call queued before CommSplit");
+  if (child != nullptr) {
+    int child_n = 0, one = 1, sum = 0;
+    infinicclCommCount(child, &child_n);
+    CHECK(infinicclAllReduce(&one, &sum, 1, infinicclInt32, infinicclSum, child, nullptr) ==
+              infinicclSuccess &&
+          sum == child_n,
+          "the child after the split: %d of %d", sum, child_n);
+    CHECK(infinicclCommDestroy(child) == infinicclSuccess);
+  }
 }
 
 // Every collective queued back to back on one stream, then one download each.
@@ -544,6 +633,7 @@ int main(int argc, char **argv) {
     TestReturnsWhileHeld(comm, rank, /*async=*/true, 4000);
     TestGroupWhileHeld(comm, rank, /*async=*/true);
     TestInterleaved(comm, rank);
+    TestSplitAfterQueued(comm, rank);
     TestTwoComms(rank);
     TestBackToBack(rank);
 #ifdef ITEST_DEVICE_VENDOR
@@ -558,6 +648,19 @@ int main(int argc, char **argv) {
 #ifndef ITEST_DEVICE_VENDOR
     TestEvictOnEngine(comm, rank);  // the emulated FreeHost waits for every stream
     TestQueuedWithinCap(comm, rank);
+#endif
+  } else if (mode == "hostfn") {
+#ifndef ITEST_DEVICE_VENDOR
+    // Run with INFINICCL_SIM_STREAM_MEMOPS=0: gates are host functions, run
+    // one at a time (two threads driving a communicator each in no agreed
+    // order are not supported there: docs/RELIABILITY.md).
+    TestReturnsWhileHeld(comm, rank, /*async=*/true, 300000);
+    TestReturnsWhileHeld(comm, rank, /*async=*/true, 4000);
+    TestGroupWhileHeld(comm, rank, /*async=*/true);
+    TestInterleaved(comm, rank);
+    TestSplitAfterQueued(comm, rank);
+    TestAlternatingSkewed(rank);
+    TestBackToBack(rank);
 #endif
   } else if (mode == "sync") {
     TestReturnsWhileHeld(comm, rank, /*async=*/false, 300000);
