@@ -313,7 +313,7 @@ def case_return_time():
             expect(0 < r["return_us"] <= r["time_us"] and r["wrong"] == 0 and
                    0 < r["return_median_us"] <= r["return_max_us"] and
                    r["return_us"] <= r["return_max_us"] and
-                   r["return_median_us"] <= r["sync_median_us"] and
+                   r["return_median_us"] <= r["sync_median_us"] <= r["sync_p90_us"] and
                    r["collective"] == "allreduce", str(r))
             expect(isinstance(r["return_switched"], int) and 0 <= r["return_switched"] <= 3 and
                    (r["return_unswitched_us"] is not None or r["return_switched"] == 3) and
@@ -326,8 +326,10 @@ def case_return_time():
                all(float(c["return_median_us"]) > 0 and
                    float(c["return_max_us"]) >= float(c["return_median_us"]) and
                    float(c["sync_median_us"]) >= float(c["return_median_us"]) and
+                   float(c["sync_p90_us"]) >= float(c["sync_median_us"]) and
                    0 <= int(c["return_switched"]) <= 3 for c in crow) and
-               all(c["return_median_us"] == "" == c["sync_median_us"] == c["return_switched"]
+               all(c["return_median_us"] == "" == c["sync_median_us"] == c["return_switched"] ==
+                   c["sync_p90_us"]
                    for c in crows if c["mode"] == "overlap"),
                str(crows))
         # Both kinds in one run: the overlap row comes after the sizes.

@@ -427,6 +427,7 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
         j["return_max_us"] = row.measured ? ordered_json(r.return_max_us) : ordered_json(nullptr);
         j["sync_median_us"] =
             row.measured ? ordered_json(r.sync_median_us) : ordered_json(nullptr);
+        j["sync_p90_us"] = row.measured ? ordered_json(r.sync_p90_us) : ordered_json(nullptr);
         j["return_switched"] = row.measured && Counted(r)
                                    ? ordered_json(r.return_switched)
                                    : ordered_json(nullptr);
@@ -450,7 +451,7 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
     csv_ << "mode,collective,device,bytes,count,dtype,op,root,inplace,nranks,time_us,"
             "algbw_gbps,busbw_gbps,wrong,staging_allocs,unavailable,return_us,compute_us,"
             "comm_us,both_us,overlap_efficiency,return_median_us,return_max_us,"
-            "sync_median_us,return_switched,return_unswitched_us\n";
+            "sync_median_us,return_switched,return_unswitched_us,sync_p90_us\n";
     for (const Result &r : rows) {
       const Row row = MakeRow(env, r);
       const bool loop = r.mode->family == Family::kOverlap;  // no bandwidth
@@ -474,7 +475,8 @@ bool OutputFiles::Write(const Env &env, const std::vector<Result> &rows,
            << (ret ? Fixed(r.return_max_us, 3) : "") << ','
            << (ret ? Fixed(r.sync_median_us, 3) : "") << ','
            << (ret && Counted(r) ? std::to_string(r.return_switched) : "") << ','
-           << (ret && HasUnswitched(r) ? Fixed(r.return_unswitched_us, 3) : "") << '\n';
+           << (ret && HasUnswitched(r) ? Fixed(r.return_unswitched_us, 3) : "") << ','
+           << (ret ? Fixed(r.sync_p90_us, 3) : "") << '\n';
     }
     csv_.close();
     if (!csv_) {

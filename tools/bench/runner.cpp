@@ -103,24 +103,30 @@ double TimeReturn(const Env &env, ModeRun &run, Result *res) {
     return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
   const double call_median = median(calls), total_median = median(totals);
+  // The 90th percentile (nearest rank) of call + synchronize, `totals`
+  // sorted by median() above.
+  const double total_p90 =
+      totals[(totals.size() * 9 + 9) / 10 - 1];
   // A rank whose every call was switched out has no unswitched mean: -1,
   // and none at all if that holds for every rank.
   const double clean =
       switched < o.iters ? unswitched / static_cast<double>(o.iters - switched) : -1.0;
-  const double mine[7] = {call / o.iters,
+  const double mine[8] = {call / o.iters,
                           total / o.iters,
                           call_median,
                           calls.back(),
                           total_median,
                           clean,
-                          static_cast<double>(switched)};
-  double slowest[7] = {};
-  CheckMpi(MPI_Allreduce(mine, slowest, 7, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
+                          static_cast<double>(switched),
+                          total_p90};
+  double slowest[8] = {};
+  CheckMpi(MPI_Allreduce(mine, slowest, 8, MPI_DOUBLE, MPI_MAX, env.mpi_comm),
            "MPI_Allreduce (timing)");
   res->return_us = std::min(res->return_us, slowest[0] * 1e6);
   res->return_median_us = std::min(res->return_median_us, slowest[2] * 1e6);
   res->return_max_us = std::min(res->return_max_us, slowest[3] * 1e6);
   res->sync_median_us = std::min(res->sync_median_us, slowest[4] * 1e6);
+  res->sync_p90_us = std::min(res->sync_p90_us, slowest[7] * 1e6);
   if (slowest[5] >= 0) {
     res->return_unswitched_us = std::min(res->return_unswitched_us, slowest[5] * 1e6);
   }

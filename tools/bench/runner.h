@@ -35,7 +35,8 @@ struct Result {
   bool staging_pinned = false;
   // return_allreduce: the slowest rank's mean, median and largest host time
   // of the call alone (until it returns), each the minimum over repeats;
-  // time_us is call + synchronize (mean), sync_median_us its median.
+  // time_us is call + synchronize (mean), sync_median_us its median and
+  // sync_p90_us its 90th percentile (each the slowest rank's).
   // return_switched: how many calls the scheduler switched the calling
   // thread out of (the most on any rank; INT_MAX: not counted here), and
   // return_unswitched_us the slowest rank's mean over the others (infinity:
@@ -46,6 +47,7 @@ struct Result {
   double return_median_us = std::numeric_limits<double>::infinity();
   double return_max_us = std::numeric_limits<double>::infinity();
   double sync_median_us = std::numeric_limits<double>::infinity();
+  double sync_p90_us = std::numeric_limits<double>::infinity();
   // overlap: one loop of each part, the median over loops of the slowest
   // rank's time, minimum over repeats (time_us is both_us).
   double compute_us = std::numeric_limits<double>::infinity();
