@@ -19,6 +19,7 @@
 #include "mpi/mpi_types.h"
 #include "core/log.h"
 #include "comm/watchdog.h"
+#include "progress/engine.h"
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
@@ -186,6 +187,8 @@ Status Runtime::Finalize() {
   }
   for (auto &entry : leftover) entry.second->NoteLeft(SeqBoard::kFinalized);
   leftover.clear();  // frees their MPI communicators while MPI is still up
+  // Aborted communicators' engines and topologies, still being destroyed.
+  ProgressEngine::WaitDestroyed();
   StagingPool::Global().Trim();
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);

@@ -188,8 +188,11 @@ Status ProgressEngine::Enqueue(QueuedOp op) {
                         e.what());
     }
   }
-  PerDevice &d = devices_[key];
-  d.host_function = host_function;
+  // Written once, before any operation for the device is queued: the
+  // engine's thread reads it when it opens a gate (under gate_mutex_ only).
+  const auto [entry, made] = devices_.try_emplace(key);
+  PerDevice &d = entry->second;
+  if (made) d.host_function = host_function;
   if (d.gate == nullptr) INFINICCL_RETURN_IF_ERROR(device.GateCreate(&d.gate));
   void *event = nullptr;
   if (!d.events.empty()) {
@@ -262,17 +265,43 @@ void ProgressEngine::OpenGate(const DeviceKey &key, PerDevice &d, uint32_t targe
   if (d.host_function) HostFunctionGates::Get().Release(key, this, opened);
 }
 
+namespace {
+// Engines DestroyLater has not finished destroying.
+struct Destroying {
+  std::mutex mutex;
+  std::condition_variable done;
+  int pending = 0;
+};
+Destroying &Pending() {
+  static auto *d = new Destroying();  // lives through exit
+  return *d;
+}
+}  // namespace
+
 void ProgressEngine::DestroyLater(std::unique_ptr<ProgressEngine> engine,
                                   std::function<void()> also) {
-  auto finish = [e = engine.release(), also = std::move(also)] {
+  Destroying &d = Pending();
+  {
+    std::lock_guard<std::mutex> lock(d.mutex);
+    ++d.pending;
+  }
+  auto finish = [e = engine.release(), also = std::move(also), &d] {
     delete e;
     if (also) also();
+    std::lock_guard<std::mutex> lock(d.mutex);
+    if (--d.pending == 0) d.done.notify_all();
   };
   try {
     std::thread(finish).detach();
   } catch (const std::exception &) {
     finish();
   }
+}
+
+void ProgressEngine::WaitDestroyed() {
+  Destroying &d = Pending();
+  std::unique_lock<std::mutex> lock(d.mutex);
+  d.done.wait(lock, [&] { return d.pending == 0; });
 }
 
 void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {

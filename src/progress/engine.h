@@ -106,6 +106,9 @@ class ProgressEngine {
   // aborting caller does not wait for it (as ncclCommAbort does not).
   static void DestroyLater(std::unique_ptr<ProgressEngine> engine,
                            std::function<void()> also = nullptr);
+  // Returns once every engine given to DestroyLater is destroyed (Finalize,
+  // before MPI and the device runtimes go).
+  static void WaitDestroyed();
 
   // What the engine's thread runs now, for the watchdog; `stage()` says
   // whether it still waits for the caller's stream to reach the call.

@@ -320,7 +320,7 @@ TEST_F(EngineStrict, CancelSkipsAnOperationWaitingBehindAKernel) {
     ProgressEngine::DestroyLater(std::move(engine));
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms);
     ASSERT_TRUE(sim.StreamSynchronize(stream).ok());
-    std::this_thread::sleep_for(20ms);
+    ProgressEngine::WaitDestroyed();  // before the device goes
     EXPECT_EQ(ran.load(), 0);
   });
 }
