@@ -34,11 +34,10 @@
 //   abort         - calls queued on a communicator behind a 2 s kernel on
 //                   every rank (the calls return within 1 s), and calls
 //                   queued on another communicator behind the rank-skewed
-//                   kernels; infinicclCommAbort of the
-//                   first returns within 1 s (steady_clock), its stream is
-//                   released once the kernel ends, the other communicator's
-//                   calls are exact, and a communicator made afterwards gives
-//                   exact AllReduces
+//                   kernels; infinicclCommAbort of the first returns within
+//                   1 s (steady_clock), its stream is released once the
+//                   kernel ends, the other communicator's calls are exact,
+//                   and a communicator made afterwards gives exact AllReduces
 // Every mode also runs under INFINICCL_SIM_STREAM_MEMOPS=0 (gates are host
 // functions, run one at a time).
 #include <mpi.h>
