@@ -48,8 +48,13 @@ for np in 2 3; do
       last=$(grep -oE '^seed [0-9]+' "$log" | tail -n 1 | cut -d' ' -f2 || true)
       if [ "$rc" -eq 137 ] || [ "$rc" -eq 124 ]; then
         failed=$(( ${last:-$((first - 1))} + 1 ))
-        echo "== $mpi, $np ranks: seed $failed did not finish within the limit" \
-             "(seeds $first..$((first + count - 1)), ${batch_timeout} s)"
+        if [ "$failed" -gt $((first + count - 1)) ]; then
+          echo "== $mpi, $np ranks: seeds $first..$((first + count - 1)) ended, but the" \
+               "launch did not end within ${batch_timeout} s (Finalize or exit)"
+        else
+          echo "== $mpi, $np ranks: seed $failed did not finish within the limit" \
+               "(seeds $first..$((first + count - 1)), ${batch_timeout} s)"
+        fi
       else
         failed=$(grep -oE '^seed [0-9]+: FAILED' "$log" | head -n 1 | cut -d' ' -f2 || true)
         echo "== $mpi, $np ranks: seed ${failed:-$((${last:-$((first - 1))} + 1))} FAILED" \
