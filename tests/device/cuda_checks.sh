@@ -108,12 +108,13 @@ step tests.nccl 40 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$b
 # Staged calls in pageable memory (one-chunk calls then go to the engine's
 # thread whole: a pageable slot cannot be copied around the gate), and the
 # engine's gates as host functions with two communicators queued at once
-# and an abort behind a long kernel (test_async: the emulated device's
-# scenarios, here beside the real CUDA runtime; the gate rule is the same).
+# and an abort behind a long kernel (test_async, test_user_next at 2 ranks:
+# the emulated device's scenarios, here beside the real CUDA runtime; the
+# gate rule is the same).
 step tests.pageable 40 env INFINICCL_STAGING_PINNED=0 ctest --test-dir "$build" -L mpi \
   -L device -R '_np2$' -E 'nccl_device|python' --output-on-failure --timeout 60
-step tests.hostfngates 40 env INFINICCL_DEVICE_WAIT=host_func ctest --test-dir "$build" \
-  -R 'mpi_async' --output-on-failure --timeout 60
+step tests.hostfngates 90 env INFINICCL_DEVICE_WAIT=host_func ctest --test-dir "$build" \
+  -R '(mpi_user_next|mpi_async).*_np2$' --output-on-failure --timeout 60
 py=(env PYTHONPATH=/tmp/iccl-gpu/src/python INFINICCL_LIBRARY="$build/src/libinfiniccl.so"
     python3 /tmp/iccl-gpu/src/tests/device/python_gpu_check.py)
 step tests.py1 30 "${mpi[@]}" -np 1 "${py[@]}"
