@@ -298,9 +298,11 @@ INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
  * infinicclSuccess, or to the error, whose message infinicclGetLastError(comm)
  * then gives. Never blocks and talks to no other rank, so a monitoring
  * thread may poll it while `comm` is in use and call infinicclCommAbort on an
- * error. Only the native CCL path queues device work that can fail later:
- * on MPI every call has finished (or failed) when it returns, so the answer
- * there is always infinicclSuccess. */
+ * error. Device work that can fail after its call returned: the native
+ * CCL's, and on MPI the calls on device buffers queued to the
+ * communicator's progress engine (INFINICCL_ASYNC, on by default), whose
+ * failure every later call on `comm` also returns. Host-buffer calls on MPI
+ * have finished (or failed) when they return. */
 INFINICCL_API infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
                                                            infinicclResult_t *asyncError);
 
