@@ -134,6 +134,7 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     // would wait for queued and possibly hung work; `c` goes here: backends
     // and staging buffers freed.
     if (Backend *ccl = c->ccl_backend()) ccl->Abort();
+    if (ShmBackend *shm = c->shm_backend()) shm->Abort();
     if (Topology *t = c->topology(); t != nullptr && t->group_ccl) t->group_ccl->Abort();
     return Status::Ok();
   });

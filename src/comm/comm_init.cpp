@@ -36,12 +36,13 @@ class CommFactory {
   }
   // Everything after the MPI communicator exists: error handler, rank,
   // size, the MPI backend, the check agreement, the node's sequence board,
-  // the watchdog. Collective over c.comm_ (the board is shared memory
-  // among the node's ranks).
+  // shared memory among the ranks, the watchdog. Collective over c.comm_
+  // (the board is shared memory among the node's ranks).
   static Status FinishUnderMpi(Communicator &c);
 
  private:
   static Status AgreeOnCheck(Communicator &c);
+  static Status AttachShm(Communicator &c);
 };
 
 namespace {
@@ -463,6 +464,7 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
         "name ranks that have not reached a call",
         why.c_str());
   }
+  INFINICCL_RETURN_IF_ERROR(AttachShm(c));
   Watchdog::Watch(&c);
   c.async_ = AsyncAllowed(&why);
   static std::once_flag said;
@@ -472,6 +474,32 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
                               "returns at once (INFINICCL_ASYNC)"
                             : "synchronous, ",
                    why.c_str());
+  });
+  return Status::Ok();
+}
+
+// Shared memory among the ranks, when they are all on this node: collective,
+// and every rank reaches the same answer (the node's size, and a segment
+// that every rank mapped).
+Status CommFactory::AttachShm(Communicator &c) {
+  if (GlobalConfig().shm == Tristate::kOff || c.size_ < 2) return Status::Ok();
+  std::string why;
+  INFINICCL_RETURN_IF_ERROR(ShmBackend::Create(c.comm_, c.rank_, c.size_, &c.shm_backend_, &why));
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    if (c.shm_backend_ != nullptr) {
+      if (GlobalConfig().shm == Tristate::kOn) {
+        INFINICCL_INFO("shared memory among the node's ranks: AllReduce, ReduceScatter, "
+                       "Reduce, AllGather and Broadcast at every size (INFINICCL_SHM=1)");
+      } else {
+        INFINICCL_INFO("shared memory among the node's ranks: AllReduce, ReduceScatter, "
+                       "Reduce, AllGather and Broadcast up to %zu bytes per rank, MPI above "
+                       "(INFINICCL_SHM, INFINICCL_SHM_MAX_BYTES)",
+                       ShmBackend::MaxBytes(CollKind::kAllReduce));
+      }
+    } else {
+      INFINICCL_INFO("no shared memory among the ranks (%s): MPI", why.c_str());
+    }
   });
   return Status::Ok();
 }

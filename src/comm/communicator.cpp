@@ -105,9 +105,10 @@ ProgressEngine &Communicator::engine() {
 }
 
 bool Communicator::FirstUse(int bit) {
-  const unsigned long long mask = 1ull << bit;
-  if (announced_.load(std::memory_order_relaxed) & mask) return false;
-  return (announced_.fetch_or(mask) & mask) == 0;
+  std::atomic<unsigned long long> &word = announced_[bit / 64];
+  const unsigned long long mask = 1ull << (bit % 64);
+  if (word.load(std::memory_order_relaxed) & mask) return false;
+  return (word.fetch_or(mask) & mask) == 0;
 }
 
 }  // namespace infiniccl

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/shm/shm_backend.h"
 #include "comm/binding.h"
 #include "core/coll_args.h"
 #include "comm/seq_board.h"
@@ -43,6 +44,9 @@ class Communicator {
   // The native CCL communicator of this communicator's devices, or nullptr.
   Backend *ccl_backend() { return ccl_backend_.get(); }
   void set_ccl_backend(std::unique_ptr<Backend> b) { ccl_backend_ = std::move(b); }
+  // Shared memory among the ranks, when all are on this node
+  // (INFINICCL_SHM), or nullptr.
+  ShmBackend *shm_backend() { return shm_backend_.get(); }
 
   // Groups and leaders (hier/topology.h); null when the communicator was
   // made without MPI. hierarchical() when the two-level path is on.
@@ -188,12 +192,13 @@ class Communicator {
   int rank_ = 0;
   int size_ = 0;
   std::unique_ptr<Backend> mpi_backend_;
+  std::unique_ptr<ShmBackend> shm_backend_;  // outlives the engine, which may run on it
   std::unique_ptr<Backend> ccl_backend_;  // destroyed first (declared last of the two)
   std::unique_ptr<Topology> topology_;
   Binding binding_;
   mutable std::mutex error_mutex_;
   std::string last_error_;
-  std::atomic<unsigned long long> announced_{0};
+  std::atomic<unsigned long long> announced_[2] = {0, 0};
   std::atomic<uint64_t> seq_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<bool> aborted_{false};

@@ -9,12 +9,8 @@
 // they are stopped, spinning elsewhere or dead. Ranks on other nodes have no
 // slot here and are reported as unknown.
 //
-// POSIX shared memory rather than an MPI shared window: an MPI window must
-// be freed collectively (MPI_Win_free synchronises), which would make
-// infinicclCommDestroy/CommAbort collective and could deadlock when ranks
-// destroy communicators in different orders. Here the segment is unlinked
-// as soon as every rank on the node has mapped it, and each rank unmaps its
-// view alone.
+// The slots live in a NodeSegment (mpi/node_segment.h: POSIX shared memory,
+// unlinked once mapped, so destroying a communicator stays local).
 #pragma once
 
 #include <mpi.h>
@@ -26,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "mpi/node_segment.h"
 
 namespace infiniccl {
 
@@ -35,7 +32,7 @@ class SeqBoard {
   // *why set when shared memory is unavailable (the watchdog then reports
   // every peer as unknown); an error status only for a failed MPI call.
   static Status Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::string *why);
-  ~SeqBoard();
+  ~SeqBoard() = default;
   SeqBoard(const SeqBoard &) = delete;
   SeqBoard &operator=(const SeqBoard &) = delete;
 
@@ -94,25 +91,27 @@ class SeqBoard {
 
  private:
   SeqBoard() = default;
-  // One cache line per slot, so ranks do not false-share on every call:
-  // entered seq (8 bytes), returned seq (8), kind, result, pid, left (4 each).
+  // One slot per rank's region of the segment (and the claim in its tail),
+  // so ranks do not false-share on every call: entered seq (8 bytes),
+  // returned seq (8), kind, result, pid, left (4 each).
   static constexpr size_t kSlotBytes = 64;
   static constexpr size_t kDoneOffset = 8, kKindOffset = 16, kResultOffset = 20,
                           kPidOffset = 24, kLeftOffset = 28;
   uint64_t *Slot(int i) const {
-    return reinterpret_cast<uint64_t *>(static_cast<char *>(base_) + i * kSlotBytes);
+    return reinterpret_cast<uint64_t *>(SlotBase(i));
   }
   uint64_t *Field64(int i, size_t offset) const {
-    return reinterpret_cast<uint64_t *>(static_cast<char *>(base_) + i * kSlotBytes +
-                                        offset);
+    return reinterpret_cast<uint64_t *>(SlotBase(i) + offset);
   }
   uint32_t *Field32(int i, size_t offset) const {
-    return reinterpret_cast<uint32_t *>(static_cast<char *>(base_) + i * kSlotBytes +
-                                        offset);
+    return reinterpret_cast<uint32_t *>(SlotBase(i) + offset);
+  }
+  // Slot `claim_slot_` (one past the node's ranks) is the tail.
+  char *SlotBase(int i) const {
+    return i == claim_slot_ ? segment_->tail() : segment_->region(i);
   }
 
-  void *base_ = nullptr;
-  size_t bytes_ = 0;
+  std::unique_ptr<NodeSegment> segment_;
   int my_slot_ = 0;
   int claim_slot_ = 0;
   std::vector<int> slot_of_rank_;  // -1: on another node

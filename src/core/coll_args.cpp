@@ -33,6 +33,8 @@ constexpr PathText kPathText[kNumPaths] = {
     {"local copy",
      "one-rank reduction of device buffers -> one device copy on the caller's stream "
      "(no CCL, no MPI)"},
+    {"shared memory",
+     "the node's ranks through a shared-memory segment (no MPI)"},
     {"hierarchical", "two levels: CCL (or MPI) inside each group of ranks, MPI between groups"},
 };
 

@@ -56,9 +56,12 @@ struct CollArgs {
 
 // The path the route chose for a call (route/route_decision.h decides it);
 // kNone until it has decided. Published to the watchdog while the call runs.
-enum class Path : int { kNone = 0, kHostMpi, kDirectMpi, kStagedMpi, kCcl, kLocalCopy, kHier };
-inline constexpr int kNumPaths = 7;
-const char *PathName(Path p);         // "host", "direct", "staged", "CCL", "local copy", "hierarchical"
+enum class Path : int {
+  kNone = 0, kHostMpi, kDirectMpi, kStagedMpi, kCcl, kLocalCopy, kShm, kHier
+};
+inline constexpr int kNumPaths = 8;
+// "host", "direct", "staged", "CCL", "local copy", "shared memory", "hierarchical"
+const char *PathName(Path p);
 const char *PathDescription(Path p);  // what the path does, for INFO
 
 inline bool IsReduction(CollKind k) {

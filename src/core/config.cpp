@@ -377,6 +377,17 @@ const std::vector<Config::Entry> &Config::Table() {
        "stream memory operation (`cuStreamWaitValue32`); `0` hides them, so its gates "
        "are host functions (`cudaLaunchHostFunc`), the only mechanism of runtimes "
        "without stream memory operations."},
+      {"INFINICCL_SHM", "auto", &Config::shm, {}, kTristate,
+       "Collectives among the ranks of a communicator that are all on one node, "
+       "through a shared-memory segment instead of MPI (AllReduce, ReduceScatter, "
+       "Reduce, AllGather, Broadcast; host buffers, and device buffers of a device "
+       "without a CCL). `auto`: calls up to `INFINICCL_SHM_MAX_BYTES`; `1`: every "
+       "such call, whatever its size; `0`: never (no segment is made)."},
+      {"INFINICCL_SHM_MAX_BYTES", "auto", &Config::shm_max_bytes, {0, kNoLimit, "bytes"},
+       kAutoIsMax,
+       "With `INFINICCL_SHM=auto`, the largest call (each rank's send buffer) that "
+       "takes shared memory. `auto`: each collective's own, measured in "
+       "docs/PERFORMANCE.md. Suffixes K, M, G."},
       {"INFINICCL_HIERARCHY", "auto", &Config::hierarchy, {}, kTristate,
        "Two-level collectives (docs/CCL.md): ranks grouped by node and device kind, a "
        "CCL inside each group, MPI between groups. `auto` when there are at least two "

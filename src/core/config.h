@@ -72,6 +72,8 @@ struct Config {
   bool sim_pageable_sync;       // INFINICCL_SIM_PAGEABLE_SYNC
   bool sim_implicit_sync;       // INFINICCL_SIM_IMPLICIT_SYNC
   bool sim_stream_memops;       // INFINICCL_SIM_STREAM_MEMOPS
+  Tristate shm;                 // INFINICCL_SHM
+  size_t shm_max_bytes;         // INFINICCL_SHM_MAX_BYTES (SIZE_MAX = auto)
   Tristate hierarchy;           // INFINICCL_HIERARCHY
   size_t hierarchy_min_bytes;   // INFINICCL_HIERARCHY_MIN_BYTES (SIZE_MAX = auto)
   bool sim_ccl;                 // INFINICCL_SIM_CCL

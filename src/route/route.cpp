@@ -22,7 +22,7 @@ namespace {
 // "the CCL could not take it" (kNone is never announced).
 // kHier (the last) announces its own forms (hier/), so it takes no bit.
 constexpr int kRoutedPaths = kNumPaths - 2;
-static_assert(kNumCollKinds * (kRoutedPaths + 1) <= 64, "FirstUse has 64 bits");
+static_assert(kNumCollKinds * (kRoutedPaths + 1) <= 128, "FirstUse has 128 bits");
 
 void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
   const int bit = static_cast<int>(a.kind) * kRoutedPaths + static_cast<int>(path) - 1;
@@ -83,6 +83,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
       comm.hierarchical() && !grouped &&
       a.count * DataTypeSize(a.dtype) >=
           HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
+  facts.shm = comm.shm_backend() != nullptr && !grouped && comm.shm_backend()->Takes(a);
   Path path = Path::kHostMpi;
   INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
   // The MPI path for device buffers: direct when the MPI reads them.
@@ -91,7 +92,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   }
   comm.inflight().SetPath(path);
   Announce(comm, a, path,
-           path == Path::kHostMpi || (path == Path::kHier && !facts.device_buffers) ? ""
+           !facts.device_buffers && (path == Path::kHostMpi || path == Path::kHier ||
+                                     path == Path::kShm)
+               ? ""
            : path != Path::kCcl   ? DeviceKindName(kind)
                                   : CclPathLabel(kind));
   // Why the CCL was passed over, once per kind of call (bits above the paths').
@@ -140,6 +143,11 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
       case Path::kDirectMpi:
         // Device buffers and an MPI that reads them.
         return RunDirect(c->mpi_backend(), *device, x);
+      case Path::kShm:
+        // The node's ranks through shared memory; device buffers copied
+        // into and out of it by the device runtime on the call's stream.
+        return c->shm_backend()->RunOn(x, device, placement.send_on_device,
+                                       placement.recv_on_device);
       case Path::kHier:
         // Two levels (hier/): the groups' CCLs inside, MPI across.
         return RunHierarchical(*c->topology(), device, x, placement, nranks, c);

@@ -13,6 +13,11 @@ Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
     *out = Path::kHier;
     return Status::Ok();
   }
+  const bool ccl_takes = choice != BackendChoice::kMpi && f.has_ccl && f.ccl_unsupported == nullptr;
+  if (f.shm && choice != BackendChoice::kCcl && !(f.device_buffers && ccl_takes)) {
+    *out = Path::kShm;
+    return Status::Ok();
+  }
   if (!f.device_buffers) {
     if (choice == BackendChoice::kCcl) {
       return Status(
@@ -36,7 +41,7 @@ Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
     *out = Path::kLocalCopy;
     return Status::Ok();
   }
-  if (choice != BackendChoice::kMpi && f.has_ccl && f.ccl_unsupported == nullptr) {
+  if (ccl_takes) {
     *out = Path::kCcl;
     return Status::Ok();
   }

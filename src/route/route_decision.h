@@ -23,6 +23,10 @@ struct RouteFacts {
   // INFINICCL_HIERARCHY_MIN_BYTES and the topology). The same on every rank
   // whatever its buffers are, so host-only ranks take the path too.
   bool hierarchical = false;
+  // The communicator's ranks share a node's memory (ShmBackend) and it takes
+  // this call (kind, size, INFINICCL_SHM: the same on every rank whatever its
+  // buffers are), which is not a grouped Send/Recv.
+  bool shm = false;
 };
 
 // Picks the path, or says why there is none. kDirectMpi is never returned:
@@ -30,6 +34,8 @@ struct RouteFacts {
 // kLocalCopy: a reduction on one rank with device buffers is a copy (x op
 // nothing is x; Avg divides by 1): no CCL kernel, no staging, no MPI.
 // kHier: whenever facts.hierarchical (every rank of the call takes it).
+// kShm: whenever facts.shm, but for device buffers that a CCL of their
+// device takes (and never under INFINICCL_BACKEND=ccl).
 Status DecidePath(BackendChoice choice, const RouteFacts &facts, Path *out);
 
 }  // namespace infiniccl

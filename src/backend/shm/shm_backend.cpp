@@ -1,0 +1,416 @@
+#include "backend/shm/shm_backend.h"
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <ctime>
+#include <new>
+
+#include "core/config.h"
+#include "core/dtype.h"
+#include "core/reduce.h"
+#include "device/spin_wait.h"
+#include "mpi/mpi_error.h"
+
+namespace infiniccl {
+
+namespace {
+
+constexpr size_t kLine = 64;
+// A waiter polls this long before it sleeps on the futex: longer than a
+// hand-over between running ranks, short enough that ranks sharing a core
+// give it up to the rank they wait for.
+constexpr std::chrono::microseconds kPollBeforeSleep{20};
+// A sleeping waiter wakes at least this often to look for CommAbort and for
+// peers that exited.
+constexpr long kSleepSliceNs = 10 * 1000 * 1000;
+constexpr std::chrono::milliseconds kPeerCheckEvery{200};
+
+bool Reached(uint32_t value, uint32_t target) {
+  return static_cast<int32_t>(value - target) >= 0;
+}
+
+void FutexWait(std::atomic<uint32_t> *word, uint32_t seen) {
+  timespec slice{0, kSleepSliceNs};
+  // Not FUTEX_PRIVATE: the word is in memory shared between processes.
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT, seen, &slice, nullptr, 0);
+}
+
+void FutexWakeAll(std::atomic<uint32_t> *word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+          0);
+}
+
+// The copies of one phase: memcpy between host buffers, the device runtime's
+// copies on the call's stream otherwise, all finished by Finish().
+class Copies {
+ public:
+  Copies(DeviceRuntime *device, void *stream) : device_(device), stream_(stream) {}
+  Status Copy(void *dst, const void *src, size_t bytes, bool dst_dev, bool src_dev) {
+    if (bytes == 0 || dst == src) return Status::Ok();
+    if (!dst_dev && !src_dev) {
+      std::memcpy(dst, src, bytes);
+      return Status::Ok();
+    }
+    const CopyKind kind = dst_dev ? (src_dev ? CopyKind::kDeviceToDevice : CopyKind::kHostToDevice)
+                                  : CopyKind::kDeviceToHost;
+    pending_ = true;
+    return device_->MemcpyAsync(dst, src, bytes, kind, stream_);
+  }
+  Status Finish() {
+    if (!pending_) return Status::Ok();
+    pending_ = false;
+    return device_->StreamSynchronize(stream_);
+  }
+
+ private:
+  DeviceRuntime *device_;
+  void *stream_;
+  bool pending_ = false;
+};
+
+}  // namespace
+
+// At the start of each rank's region: one counter per phase, each on its own
+// cache line with the number of ranks sleeping on it; then the rank's pid.
+struct ShmBackend::Control {
+  struct alignas(kLine) Counter {
+    std::atomic<uint32_t> value;
+    std::atomic<uint32_t> sleepers;
+  };
+  Counter phase[kNumPhases];
+  alignas(kLine) std::atomic<int32_t> pid;
+};
+
+namespace {
+constexpr size_t kControlBytes = 4 * kLine;
+}  // namespace
+
+Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
+                          std::string *why) {
+  static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
+  out->reset();
+  std::unique_ptr<NodeSegment> segment;
+  INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 2 * kStageBytes, 0, "shm",
+                                                &segment, why));
+  if (segment == nullptr) return Status::Ok();
+  if (segment->node_size() != size) {
+    *why = "the communicator's ranks are on more than one node";
+    return Status::Ok();
+  }
+  std::unique_ptr<ShmBackend> b(new ShmBackend());
+  b->rank_ = rank;
+  b->size_ = size;
+  b->segment_ = std::move(segment);
+  b->sources_.resize(static_cast<size_t>(size));
+  Control *mine = new (b->segment_->region(b->segment_->node_rank())) Control();
+  mine->pid.store(static_cast<int32_t>(getpid()), std::memory_order_release);
+  // Every rank's control is constructed before any rank posts to one.
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Barrier(comm), "MPI_Barrier"));
+  *out = std::move(b);
+  return Status::Ok();
+}
+
+ShmBackend::Control *ShmBackend::ControlOf(int rank) const {
+  return reinterpret_cast<Control *>(
+      segment_->region(segment_->node_rank_of()[static_cast<size_t>(rank)]));
+}
+
+char *ShmBackend::Stage(int rank, uint32_t chunk) const {
+  return segment_->region(segment_->node_rank_of()[static_cast<size_t>(rank)]) +
+         kControlBytes + (chunk & 1u) * kStageBytes;
+}
+
+void ShmBackend::Post(Phase phase, uint32_t value) {
+  Control::Counter &c = ControlOf(rank_)->phase[phase];
+  c.value.store(value, std::memory_order_seq_cst);
+  if (c.sleepers.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&c.value);
+}
+
+void ShmBackend::PostAll(uint32_t value) {
+  for (int p = 0; p < kNumPhases; ++p) {
+    Control::Counter &c = ControlOf(rank_)->phase[p];
+    if (!Reached(c.value.load(std::memory_order_relaxed), value)) {
+      Post(static_cast<Phase>(p), value);
+    }
+  }
+}
+
+Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a) {
+  Control *peer = ControlOf(rank);
+  Control::Counter &c = peer->phase[phase];
+  const auto reached = [&] { return Reached(c.value.load(std::memory_order_acquire), target); };
+  if (SpinFor(reached, kPollBeforeSleep)) return Status::Ok();
+  auto checked = std::chrono::steady_clock::now();
+  for (;;) {
+    c.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = c.value.load(std::memory_order_seq_cst);
+    if (!Reached(seen, target)) FutexWait(&c.value, seen);
+    c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (reached()) return Status::Ok();
+    if (aborted_.load(std::memory_order_relaxed)) {
+      return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - checked >= kPeerCheckEvery) {
+      checked = now;
+      const int pid = peer->pid.load(std::memory_order_acquire);
+      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+        return MakeStatus(infinicclRemoteError,
+                          "rank %d (pid %d) exited while rank %d waited for it in %s over "
+                          "shared memory",
+                          rank, pid, rank_, CollKindName(a.kind));
+      }
+    }
+  }
+}
+
+Status ShmBackend::WaitAll(Phase phase, uint32_t target, const CollArgs &a) {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) INFINICCL_RETURN_IF_ERROR(WaitOne(r, phase, target, a));
+  }
+  return Status::Ok();
+}
+
+const char *ShmBackend::Unsupported(const CollArgs &a) const {
+  switch (a.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kReduceScatter:
+    case CollKind::kReduce:
+    case CollKind::kAllGather:
+    case CollKind::kBroadcast:
+      return nullptr;
+    default:
+      return "shared memory runs AllReduce, ReduceScatter, Reduce, AllGather and Broadcast";
+  }
+}
+
+size_t ShmBackend::MaxBytes(CollKind kind) {
+  const size_t set = GlobalConfig().shm_max_bytes;
+  if (set != SIZE_MAX) return set;
+  switch (kind) {
+    case CollKind::kAllReduce: return size_t{1} << 20;
+    default: return size_t{1} << 20;
+  }
+}
+
+bool ShmBackend::Takes(const CollArgs &a) const {
+  if (Unsupported(a) != nullptr) return false;
+  if (GlobalConfig().shm == Tristate::kOn) return true;
+  return a.count * DataTypeSize(a.dtype) <= MaxBytes(a.kind);
+}
+
+Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,
+                         bool recv_dev) {
+  switch (a.kind) {
+    case CollKind::kAllReduce: return AllReduce(a, device, send_dev, recv_dev);
+    case CollKind::kReduceScatter: return ReduceScatter(a, device, send_dev, recv_dev);
+    case CollKind::kReduce: return Reduce(a, device, send_dev, recv_dev);
+    case CollKind::kAllGather: return AllGather(a, device, send_dev, recv_dev);
+    case CollKind::kBroadcast: return Broadcast(a, device, send_dev, recv_dev);
+    default: break;
+  }
+  return Status(infinicclInternalError, Unsupported(a));
+}
+
+namespace {
+
+// Slices of a chunk of n elements among `size` ranks: whole cache lines,
+// the last ones possibly short or empty.
+struct Slices {
+  size_t n, q;
+  Slices(size_t elems, int size, size_t elem) : n(elems) {
+    const size_t align = std::max<size_t>(1, kLine / elem);
+    q = (elems + static_cast<size_t>(size) - 1) / static_cast<size_t>(size);
+    q = (q + align - 1) / align * align;
+  }
+  size_t lo(int j) const { return std::min(n, q * static_cast<size_t>(j)); }
+  size_t len(int j) const { return lo(j + 1) - lo(j); }
+};
+
+}  // namespace
+
+// Each chunk: copy in (all but the own slice, which the rank reads from its
+// own buffer, unless that is device memory), each rank reduces its slice
+// over every rank's copy into its own stage, then every rank copies all the
+// reduced slices out.
+Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
+                             bool recv_dev) {
+  const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
+  const char *in = static_cast<const char *>(a.sendbuff);
+  char *out = static_cast<char *>(a.recvbuff);
+  const int divisor = a.avg_divisor > 0 ? a.avg_divisor : size_;
+  Copies copies(dev, a.stream);
+  for (size_t at = 0; at < a.count; at += cap) {
+    const size_t n = std::min(cap, a.count - at), off = at * elem;
+    const uint32_t g = next_chunk_++;
+    const Slices s(n, size_, elem);
+    char *mine = Stage(rank_, g);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
+    if (send_dev) {
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(mine, in + off, n * elem, false, true));
+    } else {
+      const size_t lo = s.lo(rank_) * elem, hi = s.lo(rank_ + 1) * elem;
+      std::memcpy(mine, in + off, lo);
+      std::memcpy(mine + hi, in + off + hi, n * elem - hi);
+    }
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    Post(kArrived, g + 1);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    const size_t slice = s.lo(rank_) * elem;
+    for (int j = 0; j < size_; ++j) {
+      sources_[static_cast<size_t>(j)] =
+          j == rank_ && !send_dev ? in + off + slice : Stage(j, g) + slice;
+    }
+    ReduceInto(mine + slice, sources_.data(), size_, s.len(rank_), a.dtype, a.op, divisor);
+    Post(kReduced, g + 1);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kReduced, g + 1, a));
+    for (int j = 0; j < size_; ++j) {
+      const size_t lo = s.lo(j) * elem;
+      INFINICCL_RETURN_IF_ERROR(
+          copies.Copy(out + off + lo, Stage(j, g) + lo, s.len(j) * elem, recv_dev, false));
+    }
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    PostAll(g + 1);
+  }
+  return Status::Ok();
+}
+
+// Each chunk holds the same range of every block: rank j reduces block j over
+// every rank's copy, straight into its recvbuff when that is host memory.
+Status ShmBackend::ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
+                                 bool recv_dev) {
+  const size_t elem = DataTypeSize(a.dtype);
+  const size_t cap = kStageBytes / elem / static_cast<size_t>(size_);
+  const char *in = static_cast<const char *>(a.sendbuff);
+  char *out = static_cast<char *>(a.recvbuff);
+  const int divisor = a.avg_divisor > 0 ? a.avg_divisor : size_;
+  Copies copies(dev, a.stream);
+  for (size_t at = 0; at < a.count; at += cap) {
+    const size_t n = std::min(cap, a.count - at);
+    const uint32_t g = next_chunk_++;
+    char *mine = Stage(rank_, g);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
+    for (int j = 0; j < size_; ++j) {
+      if (j == rank_ && !send_dev) continue;
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(mine + static_cast<size_t>(j) * cap * elem,
+                                            in + (static_cast<size_t>(j) * a.count + at) * elem,
+                                            n * elem, false, send_dev));
+    }
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    Post(kArrived, g + 1);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    const size_t block = static_cast<size_t>(rank_) * cap * elem;
+    for (int j = 0; j < size_; ++j) {
+      sources_[static_cast<size_t>(j)] =
+          j == rank_ && !send_dev
+              ? in + (static_cast<size_t>(rank_) * a.count + at) * elem
+              : Stage(j, g) + block;
+    }
+    char *dst = recv_dev ? mine + block : out + at * elem;
+    ReduceInto(dst, sources_.data(), size_, n, a.dtype, a.op, divisor);
+    INFINICCL_RETURN_IF_ERROR(copies.Copy(out + at * elem, dst, n * elem, recv_dev, false));
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    PostAll(g + 1);
+  }
+  return Status::Ok();
+}
+
+// Every rank copies in; the root reduces all copies into its recvbuff.
+Status ShmBackend::Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev) {
+  const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
+  const bool root = rank_ == a.root;
+  const char *in = static_cast<const char *>(a.sendbuff);
+  char *out = static_cast<char *>(a.recvbuff);
+  const int divisor = a.avg_divisor > 0 ? a.avg_divisor : size_;
+  Copies copies(dev, a.stream);
+  for (size_t at = 0; at < a.count; at += cap) {
+    const size_t n = std::min(cap, a.count - at), off = at * elem;
+    const uint32_t g = next_chunk_++;
+    char *mine = Stage(rank_, g);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
+    if (!root || send_dev) {
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(mine, in + off, n * elem, false, send_dev));
+      INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    }
+    Post(kArrived, g + 1);
+    if (root) {
+      INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+      for (int j = 0; j < size_; ++j) {
+        sources_[static_cast<size_t>(j)] = j == rank_ && !send_dev ? in + off : Stage(j, g);
+      }
+      char *dst = recv_dev ? mine : out + off;
+      ReduceInto(dst, sources_.data(), size_, n, a.dtype, a.op, divisor);
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, dst, n * elem, recv_dev, false));
+      INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    }
+    PostAll(g + 1);
+  }
+  return Status::Ok();
+}
+
+// Each rank copies its block in; every rank copies the others' out.
+Status ShmBackend::AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
+                             bool recv_dev) {
+  const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
+  const char *in = static_cast<const char *>(a.sendbuff);
+  char *out = static_cast<char *>(a.recvbuff);
+  Copies copies(dev, a.stream);
+  for (size_t at = 0; at < a.count; at += cap) {
+    const size_t n = std::min(cap, a.count - at), off = at * elem;
+    const uint32_t g = next_chunk_++;
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
+    INFINICCL_RETURN_IF_ERROR(copies.Copy(Stage(rank_, g), in + off, n * elem, false, send_dev));
+    INFINICCL_RETURN_IF_ERROR(
+        copies.Copy(out + (static_cast<size_t>(rank_) * a.count + at) * elem, in + off,
+                    n * elem, recv_dev, send_dev));
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    Post(kArrived, g + 1);
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    for (int j = 0; j < size_; ++j) {
+      if (j == rank_) continue;
+      INFINICCL_RETURN_IF_ERROR(
+          copies.Copy(out + (static_cast<size_t>(j) * a.count + at) * elem, Stage(j, g),
+                      n * elem, recv_dev, false));
+    }
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    PostAll(g + 1);
+  }
+  return Status::Ok();
+}
+
+// The root copies in; every other rank copies out.
+Status ShmBackend::Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
+                             bool recv_dev) {
+  const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
+  const bool root = rank_ == a.root;
+  const char *in = static_cast<const char *>(a.sendbuff);
+  char *out = static_cast<char *>(a.recvbuff);
+  Copies copies(dev, a.stream);
+  for (size_t at = 0; at < a.count; at += cap) {
+    const size_t n = std::min(cap, a.count - at), off = at * elem;
+    const uint32_t g = next_chunk_++;
+    INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
+    if (root) {
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(Stage(rank_, g), in + off, n * elem, false, send_dev));
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, in + off, n * elem, recv_dev, send_dev));
+      INFINICCL_RETURN_IF_ERROR(copies.Finish());
+      Post(kArrived, g + 1);
+    } else {
+      INFINICCL_RETURN_IF_ERROR(WaitOne(a.root, kArrived, g + 1, a));
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, Stage(a.root, g), n * elem, recv_dev, false));
+      INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    }
+    PostAll(g + 1);
+  }
+  return Status::Ok();
+}
+
+}  // namespace infiniccl

@@ -1,0 +1,90 @@
+// ShmBackend: collectives among the ranks of a communicator that all share
+// one node, through a shared-memory segment (mpi/node_segment.h) instead of
+// MPI's transport: each rank copies its part into its own region of the
+// segment, the ranks reduce in place there (each its own slice, over every
+// rank's copy), and each copies the results out. MPI is not called at all.
+//
+// AllReduce, ReduceScatter, Reduce, AllGather and Broadcast; every dtype and
+// op (float16 and bfloat16 reduced in float). Buffers of any size run in
+// chunks through two stages per rank, so a rank copies chunk k+1 in while
+// slower ranks still read chunk k. Buffers in device memory (the staged path
+// of a device without a CCL) are copied by the device runtime straight into
+// and out of the segment, on the call's stream.
+//
+// Ranks step through chunks in lockstep on counters in the segment, one per
+// phase per rank (arrived, reduced, done). A waiter polls briefly, then
+// sleeps on the counter's futex; a poster wakes only when someone sleeps.
+// So four ranks on two cores do not take the core from the rank they wait
+// for. A waiter notices a peer process that exited, and CommAbort.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "device/device_runtime.h"
+#include "mpi/node_segment.h"
+
+namespace infiniccl {
+
+class ShmBackend final : public Backend {
+ public:
+  // Collective over `comm`: a backend when every rank of `comm` is on this
+  // node and the segment could be made on all of them, else null with *why.
+  // An error status only for a failed MPI call.
+  static Status Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
+                       std::string *why);
+
+  const char *Name() const override { return "shared memory"; }
+  // Host buffers.
+  Status Run(const CollArgs &a) override { return RunOn(a, nullptr, false, false); }
+  // Buffers of which those on the device (send_dev, recv_dev) are memory of
+  // `device`, copied through it on a.stream (finished before return).
+  Status RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev, bool recv_dev);
+  const char *Unsupported(const CollArgs &a) const override;
+  void Abort() override { aborted_.store(true, std::memory_order_relaxed); }
+
+  // Whether the route takes `a` here rather than MPI: what is equal on every
+  // rank only (kind, count, dtype, settings), so all ranks decide alike.
+  // INFINICCL_SHM=1: every call it supports; auto: calls whose per-rank
+  // bytes are at most MaxBytes (measured, docs/PERFORMANCE.md).
+  bool Takes(const CollArgs &a) const;
+  static size_t MaxBytes(CollKind kind);
+  // Bytes of each stage of a rank's region.
+  static constexpr size_t kStageBytes = size_t{256} << 10;
+
+ private:
+  ShmBackend() = default;
+  enum Phase { kArrived = 0, kReduced = 1, kDone = 2, kNumPhases = 3 };
+  struct Control;
+  Control *ControlOf(int rank) const;
+  char *Stage(int rank, uint32_t chunk) const;
+  void Post(Phase phase, uint32_t value);
+  // Posts `value` to every phase still below it: at the end of each chunk,
+  // so a phase a collective does not use never falls behind (the counters
+  // are compared wrapping, 2^31 chunks apart at most).
+  void PostAll(uint32_t value);
+  // Waits until every rank's counter of `phase` has reached `target`
+  // (wrapping compare).
+  Status WaitAll(Phase phase, uint32_t target, const CollArgs &a);
+  Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
+
+  Status AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
+  Status ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
+  Status Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
+  Status AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
+  Status Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
+
+  std::unique_ptr<NodeSegment> segment_;
+  int rank_ = 0, size_ = 1;
+  uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
+  std::atomic<bool> aborted_{false};
+  std::vector<const void *> sources_;  // one per rank, kept: no allocation per call
+};
+
+}  // namespace infiniccl

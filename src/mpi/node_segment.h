@@ -1,0 +1,56 @@
+// NodeSegment: one POSIX shared-memory segment mapped by the ranks of an MPI
+// communicator that share a node (MPI_COMM_TYPE_SHARED), with one region per
+// rank of the node and an optional shared tail.
+//
+// POSIX shared memory rather than an MPI shared window: an MPI window must be
+// freed collectively (MPI_Win_free synchronises), which would make
+// infinicclCommDestroy and CommAbort collective and could deadlock when ranks
+// destroy communicators in different orders. Here the node's first rank
+// unlinks the segment as soon as every rank of the node has mapped it, so
+// nothing is left in /dev/shm once Create returns, whether the job then ends
+// or is killed; each rank unmaps its view alone.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace infiniccl {
+
+class NodeSegment {
+ public:
+  // Collective over `comm`. Each rank of the node gets `region_bytes`
+  // (rounded up to whole pages, so regions start page-aligned), then
+  // `tail_bytes` follow for all. On success *out is the segment, or null with
+  // *why set when shared memory is unavailable on some rank of the node (all
+  // of them agree); an error status only for a failed MPI call. `tag` names
+  // the segment while it exists ("/infiniccl-<tag>-<pid>-<n>").
+  static Status Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes, const char *tag,
+                       std::unique_ptr<NodeSegment> *out, std::string *why);
+  ~NodeSegment();
+  NodeSegment(const NodeSegment &) = delete;
+  NodeSegment &operator=(const NodeSegment &) = delete;
+
+  int node_rank() const { return node_rank_; }
+  int node_size() const { return node_size_; }
+  // The region of node rank `i`, and the shared tail.
+  char *region(int i) const { return base_ + static_cast<size_t>(i) * region_bytes_; }
+  char *tail() const { return region(node_size_); }
+  size_t region_bytes() const { return region_bytes_; }
+  // The node rank of each rank of `comm` (-1: on another node).
+  const std::vector<int> &node_rank_of() const { return node_rank_of_; }
+
+ private:
+  NodeSegment() = default;
+  char *base_ = nullptr;
+  size_t bytes_ = 0, region_bytes_ = 0;
+  int node_rank_ = 0, node_size_ = 1;
+  std::vector<int> node_rank_of_;
+};
+
+}  // namespace infiniccl
