@@ -3,6 +3,10 @@
 # Registers one ctest test per rank count, named <name>_np<n>, that runs the
 # target under the selected MPI's launcher. Flags that root and an
 # oversubscribed 2-core machine need are added here, not left to the user.
+# A test that does not set INFINICCL_SHM runs with INFINICCL_SHM=0: the MPI
+# paths it was written for. The shared-memory transport has its own tests
+# (tests/mpi/CMakeLists.txt: mpi_collectives_shm*, mpi_*_shm_*), at `1` and
+# at the default, `auto`.
 set(INFINICCL_MPIEXEC_FLAGS "")
 if(INFINICCL_MPI STREQUAL "openmpi")
   list(APPEND INFINICCL_MPIEXEC_FLAGS --allow-run-as-root --oversubscribe
@@ -14,6 +18,9 @@ function(infiniccl_add_mpi_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 600)
   endif()
+  if(NOT T_ENV MATCHES "INFINICCL_SHM=")
+    list(PREPEND T_ENV INFINICCL_SHM=0)
+  endif()
   foreach(np IN LISTS T_RANKS)
     set(test_name ${T_NAME}_np${np})
     add_test(NAME ${test_name}
@@ -21,8 +28,6 @@ function(infiniccl_add_mpi_test)
                      ${INFINICCL_MPIEXEC_FLAGS} $<TARGET_FILE:${T_COMMAND}> ${T_ARGS})
     set_tests_properties(${test_name} PROPERTIES TIMEOUT ${T_TIMEOUT}
                          PROCESSORS 2 LABELS "mpi;${T_LABELS}")
-    if(T_ENV)
-      set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${T_ENV}")
-    endif()
+    set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${T_ENV}")
   endforeach()
 endfunction()

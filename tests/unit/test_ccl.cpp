@@ -169,6 +169,39 @@ TEST(RouteDecision, HostBuffersGoToMpiUnlessForcedToTheCcl) {
   }
 }
 
+// Shared memory among a node's ranks: host buffers, and device buffers that
+// no CCL of their device takes; never under INFINICCL_BACKEND=ccl.
+TEST(RouteDecision, SharedMemoryTakesWhatNoCclTakes) {
+  Path p;
+  RouteFacts f;
+  f.shm = true;
+  for (BackendChoice c : {BackendChoice::kAuto, BackendChoice::kMpi}) {
+    f.device_buffers = false;
+    f.has_ccl = true;
+    ASSERT_TRUE(DecidePath(c, f, &p).ok());
+    EXPECT_EQ(p, Path::kShm);
+    f.device_buffers = true;
+    f.has_ccl = false;
+    ASSERT_TRUE(DecidePath(c, f, &p).ok());
+    EXPECT_EQ(p, Path::kShm);
+  }
+  f.has_ccl = true;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kCcl);
+  ASSERT_TRUE(DecidePath(BackendChoice::kMpi, f, &p).ok());
+  EXPECT_EQ(p, Path::kShm);
+  f.ccl_unsupported = "not this op";
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kShm);
+  ASSERT_TRUE(DecidePath(BackendChoice::kCcl, f, &p).ok() == false);
+  f.device_buffers = false;
+  EXPECT_EQ(DecidePath(BackendChoice::kCcl, f, &p).code(), infinicclInvalidUsage);
+  // Two levels come first: every rank of a hierarchical communicator takes them.
+  f.hierarchical = true;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kHier);
+}
+
 TEST(RouteDecision, HostBuffersOnACommWithoutMpiAreNotSupported) {
   Path p;
   for (BackendChoice c : {BackendChoice::kAuto, BackendChoice::kMpi}) {
