@@ -160,6 +160,15 @@ def main():
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
 
+    # Shared-memory segments (the sequence board's, the shared-memory
+    # transport's) are unlinked once every rank has mapped them: none of
+    # this job's may be left in /dev/shm, killed or not.
+    job_pids |= set(pids.values())
+    leaked = [name for name in os.listdir("/dev/shm") if name.startswith("infiniccl-")
+              and any(f"-{p}-" in name for p in job_pids)]
+    if leaked:
+        failures.append(f"left in /dev/shm: {sorted(leaked)}")
+
     text = "\n".join(t for _, t in lines)
     if args.mode == "kill":
         if not re.search(r"signal 9|Killed|KILLED|failed:|exited on signal", text):
