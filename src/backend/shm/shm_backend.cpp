@@ -24,10 +24,38 @@ namespace infiniccl {
 namespace {
 
 constexpr size_t kLine = 64;
-// A waiter polls this long before it sleeps on the futex: longer than a
-// hand-over between running ranks, short enough that ranks sharing a core
-// give it up to the rank they wait for.
-constexpr std::chrono::microseconds kPollBeforeSleep{20};
+// How a rank waits for another, in three steps:
+// - it spins, never leaving its core, for kSpin: a rank that shares its core
+//   with another busy process keeps its time slice, so a hand-over from a
+//   rank running on another core costs no scheduling. Skipped when the
+//   node's ranks outnumber its cores: the rank waited for may need this core.
+// - it polls, yielding the core between polls, up to kPollBeforeSleep: it
+//   stays runnable, so it is back within a time slice, while the rank it
+//   waits for gets the core whenever it needs it (four ranks on two cores).
+// - it sleeps on the counter's futex, woken by the post (a long wait: a
+//   rank still computing, or one that skipped the call).
+constexpr std::chrono::microseconds kSpin{50};
+constexpr std::chrono::microseconds kPollBeforeSleep{1000};
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// True once done() held within `limit`, without leaving the core.
+template <class Done>
+bool SpinOnCore(Done done, std::chrono::microseconds limit) {
+  if (limit.count() <= 0) return done();
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (unsigned polls = 1;; ++polls) {
+    if (done()) return true;
+    CpuRelax();
+    if ((polls & 63) == 0 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
 // A sleeping waiter wakes at least this often to look for CommAbort and for
 // peers that exited.
 constexpr long kSleepSliceNs = 10 * 1000 * 1000;
@@ -110,6 +138,8 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   b->size_ = size;
   b->segment_ = std::move(segment);
   b->sources_.resize(static_cast<size_t>(size));
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  b->spin_ = cores > 0 && size > cores ? std::chrono::microseconds(0) : kSpin;
   Control *mine = new (b->segment_->region(b->segment_->node_rank())) Control();
   mine->pid.store(static_cast<int32_t>(getpid()), std::memory_order_release);
   // Every rank's control is constructed before any rank posts to one.
@@ -147,7 +177,7 @@ Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArg
   Control *peer = ControlOf(rank);
   Control::Counter &c = peer->phase[phase];
   const auto reached = [&] { return Reached(c.value.load(std::memory_order_acquire), target); };
-  if (SpinFor(reached, kPollBeforeSleep)) return Status::Ok();
+  if (SpinOnCore(reached, spin_) || SpinFor(reached, kPollBeforeSleep)) return Status::Ok();
   auto checked = std::chrono::steady_clock::now();
   for (;;) {
     c.sleepers.fetch_add(1, std::memory_order_seq_cst);

@@ -12,7 +12,8 @@
 // and out of the segment, on the call's stream.
 //
 // Ranks step through chunks in lockstep on counters in the segment, one per
-// phase per rank (arrived, reduced, done). A waiter polls briefly, then
+// phase per rank (arrived, reduced, done). A waiter spins briefly (not when
+// the node's ranks outnumber its cores), polls yielding its core, then
 // sleeps on the counter's futex; a poster wakes only when someone sleeps.
 // So four ranks on two cores do not take the core from the rank they wait
 // for. A waiter notices a peer process that exited, and CommAbort.
@@ -21,6 +22,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -84,6 +86,7 @@ class ShmBackend final : public Backend {
   int rank_ = 0, size_ = 1;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
   std::atomic<bool> aborted_{false};
+  std::chrono::microseconds spin_{0};  // the first step of a wait (shm_backend.cpp)
   std::vector<const void *> sources_;  // one per rank, kept: no allocation per call
 };
 
