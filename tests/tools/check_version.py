@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The Python package carries CMake's project version.
+"""The Python package and the README carry CMake's project version.
 
-usage: check_version.py VERSION PYTHON_DIR
-Checks `version = "..."` in PYTHON_DIR/pyproject.toml and
-`__version__ = "..."` in PYTHON_DIR/infiniccl/__init__.py (read as text:
-importing the package would need the library).
+usage: check_version.py VERSION SOURCE_DIR
+Checks `version = "..."` in python/pyproject.toml, `__version__ = "..."` in
+python/infiniccl/__init__.py (read as text: importing the package would
+need the library) and the README's "Version X.Y.Z" line.
 """
 import os
 import re
@@ -18,10 +18,12 @@ def find(path, pattern):
 
 
 def main():
-    want, pydir = sys.argv[1], sys.argv[2]
+    want, src = sys.argv[1], sys.argv[2]
     checks = [
-        (os.path.join(pydir, "pyproject.toml"), r'^version\s*=\s*"([^"]+)"'),
-        (os.path.join(pydir, "infiniccl", "__init__.py"), r'^__version__\s*=\s*"([^"]+)"'),
+        (os.path.join(src, "python", "pyproject.toml"), r'^version\s*=\s*"([^"]+)"'),
+        (os.path.join(src, "python", "infiniccl", "__init__.py"),
+         r'^__version__\s*=\s*"([^"]+)"'),
+        (os.path.join(src, "README.md"), r'^Version (\d+\.\d+\.\d+)\b'),
     ]
     bad = 0
     for path, pattern in checks:
