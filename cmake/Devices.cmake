@@ -52,7 +52,7 @@ set(INFINICCL_DEVICE_DEFINITIONS "")
 
 # Sets _iccl_req_<vendor> to ON or OFF (given by the user), AUTO (to detect) or
 # NOAUTO (not given, detection off). A value equal to the one detection wrote
-# last time counts as not given.
+# at the previous configure counts as not given.
 macro(_iccl_device_request vendor)
   set(_iccl_auto_key _INFINICCL_AUTO_WITH_${vendor})
   if(DEFINED WITH_${vendor} AND NOT (DEFINED ${_iccl_auto_key}

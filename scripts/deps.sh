@@ -3,12 +3,13 @@
 # defines the mpirun wrapper flags root and a small machine need.
 # clang: the libFuzzer stage; valgrind: memcheck of every collective;
 # nlohmann-json3-dev: the tools' JSON output (never a dependency of the library).
+# doxygen: the API reference, checked with warnings as errors (docs_doxygen).
 # python3-*: the Python package's tests (tests/python), run by Debian's own
 # /usr/bin/python3; pip and setuptools install it offline.
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
                     libgtest-dev python3-matplotlib clang valgrind nlohmann-json3-dev
                     python3-numpy python3-pytest python3-mpi4py python3-torch
-                    python3-setuptools python3-pip)
+                    python3-setuptools python3-pip doxygen)
 
 infiniccl_install_deps() {
   local missing=()

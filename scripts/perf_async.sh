@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The progress engine's figures (docs/PERFORMANCE.md §9), on the EMULATED
+# The progress engine's figures (docs/PERFORMANCE.md, "Device buffers on the emulated device"), on the EMULATED
 # device, side by side in one run per MPI and rank count:
 #   return time and latency: infiniccl-bench return_allreduce with the engine
 #     (INFINICCL_ASYNC=auto) and without (=0), copies at 2 GB/s, and again
-#     with copies as fast as the H200's (the calibration of §4: 13 GB/s and
+#     with copies as fast as the H200's (the calibration in docs/PERFORMANCE.md: 13 GB/s and
 #     4 us each; on two cores the emulated copies then take the cores'
 #     time, which a GPU's copy engines do not);
 #   overlap: the DDP-like loop (8 buckets of 4 MiB, each after a 4 ms

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures the two-level (hierarchical) collectives against the flat staged
-# path, as recorded in docs/PERFORMANCE.md §7: 2 EMULATED nodes x 2 ranks (NODES=3,3: other sizes)
+# path, as recorded in docs/PERFORMANCE.md, "Two-level collectives": 2 EMULATED nodes x 2 ranks (NODES=3,3: other sizes)
 # (tests/nodes/run_on_nodes.sh; needs root for the UTS namespaces), the
 # EMULATED device's copies at 16 GB/s and the EMULATED CCL's links at
 # 100 GB/s inside each node. The same benchmark runs with

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Latency of a staged call with the progress engine against the blocking
-# path (docs/PERFORMANCE.md §9), on the EMULATED device (copies at GBPS,
+# path (docs/PERFORMANCE.md, "Device buffers on the emulated device"), on the EMULATED device (copies at GBPS,
 # default 2 GB/s, with LATENCY_US per copy, default the device's): one
 # AllReduce + stream synchronize per call (infiniccl-bench return_allreduce,
 # 100 calls per size), INFINICCL_ASYNC=0 and =auto alternating PAIRS times

@@ -23,7 +23,11 @@
 # The openmpi and mpich stages keep WITH_HIP=OFF, so they test what they
 # did before HIP existed whatever is installed.
 # Installs what a fresh Debian machine lacks first.
-# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan|hip|standin]...   (default: all seven)
+# quick (not part of the default): for day-to-day work, the unit tests and the
+# MPI tests at 1-4 ranks (host and emulated-device buffers) of the openmpi
+# stage's build, without the soak, large counts, emulated nodes, valgrind
+# and Python (about 4 minutes of tests on 2 cores, plus the build).
+# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan|hip|standin|quick]...   (default: the first seven)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -79,6 +83,10 @@ for stage in "${stages[@]}"; do
     openmpi)
       build build-ci-openmpi -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF
       run_ctest build-ci-openmpi
+      ;;
+    quick)
+      build build-ci-openmpi -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF
+      run_ctest build-ci-openmpi -L "unit|mpi" -LE "soak|large|nodes|valgrind|python"
       ;;
     mpich)
       build build-ci-mpich -DINFINICCL_MPI=mpich -DWITH_NVIDIA=OFF -DWITH_HIP=OFF
@@ -148,7 +156,7 @@ for stage in "${stages[@]}"; do
       TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_(engine|strict)$'
       ;;
     *)
-      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip or standin)" >&2
+      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip, standin or quick)" >&2
       exit 2
       ;;
   esac

@@ -1,5 +1,5 @@
 """Per-call overhead of the Python package over the C call, for a 4-byte
-AllReduce (docs/PERFORMANCE.md, section "Python"):
+AllReduce (docs/PERFORMANCE.md, "Python and torch"):
 
     mpirun -np 2 /usr/bin/python3 examples/python/overhead.py [calls per round, default 5000]
 

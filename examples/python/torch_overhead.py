@@ -1,5 +1,5 @@
 """The torch.distributed backend "infiniccl" against the C call and gloo
-(docs/PERFORMANCE.md, section "torch.distributed backend"), in one run:
+(docs/PERFORMANCE.md, "Python and torch"), in one run:
 
     mpirun -np 2 /usr/bin/python3 examples/python/torch_overhead.py [calls, default 3000] [--no-ddp]
         [--rounds=N]

@@ -1,5 +1,6 @@
-/*
- * InfiniCCL: one NCCL-like collective communication API over MPI and native
+/**
+ * @file infiniccl.h
+ * @brief InfiniCCL: one NCCL-like collective communication API over MPI and native
  * accelerator collective libraries.
  *
  * Source-compatible with the upstream InfiniCCL header: same names, argument
@@ -20,14 +21,20 @@
  *    nearest even on every combination step.
  *  - On host buffers a call is blocking: when it returns, recvbuff holds the
  *    result. `stream` is ignored for host buffers.
- *  - On device buffers staged through host memory (an MPI that cannot read
- *    device memory), the device-to-host copies are issued on `stream`, so
- *    they run after the work already queued there (the kernels that produced
- *    sendbuff); the call returns when recvbuff holds the result, which later
- *    work on `stream` sees. stream NULL is the runtime's default stream.
- *    All ranks of one call must pass the same kind of memory (all host or
- *    all device): large staged operations run in chunks, identically on
- *    every device-memory rank.
+ *  - On device buffers through MPI (staged through host memory, or given to
+ *    a GPU-aware MPI directly, or two-level), the call is queued to the
+ *    communicator's progress engine and returns at once, ordered on
+ *    `stream` as in NCCL: it runs after the work already queued there (the
+ *    kernels that produced sendbuff), and work queued on `stream` after the
+ *    call sees recvbuff's result. The buffers must stay valid and unmodified
+ *    until `stream` has reached the call; synchronize `stream` before
+ *    reading recvbuff on the host. Where the runtime has no device-side
+ *    wait, with INFINICCL_ASYNC=0, or with MPI below MPI_THREAD_MULTIPLE,
+ *    the call returns when recvbuff holds the result instead
+ *    (infiniccl-info says which). stream NULL is the runtime's default
+ *    stream. All ranks of one call must pass the same kind of memory (all
+ *    host or all device): large staged operations run in chunks,
+ *    identically on every device-memory rank.
  *  - On device buffers of a communicator with a native CCL (NCCL on NVIDIA,
  *    MCCL on MetaX), the call is enqueued on `stream` and returns without
  *    waiting, as in NCCL: recvbuff holds the result for work queued after it
@@ -48,84 +55,117 @@
 extern "C" {
 #endif
 
+/** Major version (CMake's project(VERSION), checked at configure time). */
 #define INFINICCL_MAJOR 0
+/** Minor version. */
 #define INFINICCL_MINOR 1
+/** Patch version. */
 #define INFINICCL_PATCH 0
-/* Same encoding as NCCL_VERSION_CODE: major*10000 + minor*100 + patch. */
+/** Same encoding as NCCL_VERSION_CODE: major*10000 + minor*100 + patch. */
 #define INFINICCL_VERSION_CODE \
   (INFINICCL_MAJOR * 10000 + INFINICCL_MINOR * 100 + INFINICCL_PATCH)
 
+/** Size of infinicclUniqueId in bytes (NCCL's ncclUniqueId fits). */
 #define INFINICCL_UNIQUE_ID_BYTES 128
 
+/** @cond INTERNAL */
 /* The library is built with hidden visibility; only the API is exported. */
 #if defined(__GNUC__) || defined(__clang__)
 #define INFINICCL_API __attribute__((visibility("default")))
 #else
 #define INFINICCL_API
 #endif
+/** @endcond */
 
+/** Result code of every call; infinicclGetLastError() gives the message. */
 typedef enum {
-  infinicclSuccess = 0,
-  infinicclUnhandledError = 1,
-  infinicclSystemError = 2,
-  infinicclInternalError = 3,
-  infinicclInvalidArgument = 4,
-  infinicclInvalidUsage = 5,
-  infinicclRemoteError = 6,
-  infinicclInProgress = 7,
-  infinicclNotSupported = 8,
-  infinicclNumResults = 9
+  infinicclSuccess = 0,          /**< The call succeeded. */
+  infinicclUnhandledError = 1,   /**< An error of a lower layer with no better code. */
+  infinicclSystemError = 2,      /**< MPI, the device runtime or the OS failed. */
+  infinicclInternalError = 3,    /**< A bug in InfiniCCL. */
+  infinicclInvalidArgument = 4,  /**< A bad argument; the message names it. */
+  infinicclInvalidUsage = 5,     /**< A call out of order (before Init, on a destroyed comm, ...). */
+  infinicclRemoteError = 6,      /**< Another rank disagreed or failed (mismatched counts, say). */
+  infinicclInProgress = 7,       /**< A CCL operation still in progress (the CCL's own code, passed on). */
+  infinicclNotSupported = 8,     /**< Not possible with this build, device or communicator; the message says why. */
+  infinicclNumResults = 9        /**< The number of result codes. */
 } infinicclResult_t;
 
+/** Element type of a buffer (upstream's values; aliases share a value). */
 typedef enum {
-  infinicclChar = 0,
-  infinicclInt8 = 0,
-  infinicclInt16 = 1,
-  infinicclInt = 2,
-  infinicclInt32 = 2,
-  infinicclInt64 = 3,
-  infinicclUInt8 = 4,
-  infinicclUInt16 = 5,
-  infinicclUInt32 = 6,
-  infinicclUInt64 = 7,
-  infinicclHalf = 8,
-  infinicclFloat16 = 8,
-  infinicclBFloat16 = 9,
-  infinicclFloat = 10,
-  infinicclFloat32 = 10,
-  infinicclDouble = 11,
-  infinicclFloat64 = 11,
-  infinicclNumTypes = 12
+  infinicclChar = 0,       /**< signed char (same as infinicclInt8). */
+  infinicclInt8 = 0,       /**< int8_t. */
+  infinicclInt16 = 1,      /**< int16_t. */
+  infinicclInt = 2,        /**< int (same as infinicclInt32). */
+  infinicclInt32 = 2,      /**< int32_t. */
+  infinicclInt64 = 3,      /**< int64_t. */
+  infinicclUInt8 = 4,      /**< uint8_t. */
+  infinicclUInt16 = 5,     /**< uint16_t. */
+  infinicclUInt32 = 6,     /**< uint32_t. */
+  infinicclUInt64 = 7,     /**< uint64_t. */
+  infinicclHalf = 8,       /**< IEEE half (same as infinicclFloat16). */
+  infinicclFloat16 = 8,    /**< IEEE half; reduced in float. */
+  infinicclBFloat16 = 9,   /**< bfloat16; reduced in float. */
+  infinicclFloat = 10,     /**< float (same as infinicclFloat32). */
+  infinicclFloat32 = 10,   /**< float. */
+  infinicclDouble = 11,    /**< double (same as infinicclFloat64). */
+  infinicclFloat64 = 11,   /**< double. */
+  infinicclNumTypes = 12   /**< The number of data types. */
 } infinicclDataType_t;
 
+/** Reduction operation. */
 typedef enum {
-  infinicclSum = 0,
-  infinicclProd = 1,
-  infinicclMax = 2,
-  infinicclMin = 3,
-  infinicclAvg = 4,
-  infinicclNumOps
+  infinicclSum = 0,   /**< Sum. */
+  infinicclProd = 1,  /**< Product. */
+  infinicclMax = 2,   /**< Maximum. */
+  infinicclMin = 3,   /**< Minimum. */
+  infinicclAvg = 4,   /**< Sum divided by the number of ranks (integer types: truncated). */
+  infinicclNumOps     /**< The number of operations. */
 } infinicclRedOp_t;
 
+/** Opaque communicator handle. */
 typedef void *infinicclComm_t;
 
+/** NCCL-style bootstrap id (infinicclGetUniqueId, infinicclCommInitRank). */
 typedef struct {
-  char internal[INFINICCL_UNIQUE_ID_BYTES];
+  char internal[INFINICCL_UNIQUE_ID_BYTES]; /**< Opaque bytes; copy as a whole. */
 } infinicclUniqueId;
 
-/* Initialisation. Init starts MPI (MPI_Init_thread) only if it is not yet
- * initialised; Finalize finalises MPI only if Init started it. Every other
- * call before Init or after Finalize returns infinicclInvalidUsage, except
- * the error/version queries and the NCCL-style bootstrap (GetUniqueId,
- * CommInitRank), which needs no Init. */
+/** @brief Initialises the library.
+ *
+ * Init starts MPI (MPI_Init_thread, MPI_THREAD_MULTIPLE requested) only if
+ * it is not yet initialised; infinicclFinalize finalises MPI only if Init
+ * started it. Every other call before Init or after Finalize returns
+ * infinicclInvalidUsage, except the error/version queries, the emulated
+ * device (infiniccl_sim.h) and the NCCL-style bootstrap (GetUniqueId,
+ * CommInitRank), which needs no Init.
+ * @param argc the program's argc (may be NULL), passed to MPI.
+ * @param argv the program's argv (may be NULL), passed to MPI.
+ * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclInit(int *argc, char ***argv);
+/** @brief Finishes queued work, frees the library's state, and finalises MPI
+ * if infinicclInit started it.
+ * @return infinicclSuccess; infinicclInvalidUsage inside a group. */
 INFINICCL_API infinicclResult_t infinicclFinalize(void);
 
-/* Rank and size in the world (MPI_COMM_WORLD), as upstream. */
+/** @brief Rank in the world (MPI_COMM_WORLD), as upstream.
+ * @param rank receives the rank.
+ * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclGetRank(int *rank);
+/** @brief Size of the world (MPI_COMM_WORLD), as upstream.
+ * @param size receives the number of ranks.
+ * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclGetSize(int *size);
 
-/* Communicators. CommInitAll duplicates MPI_COMM_WORLD and binds each rank to
+/** @brief Makes the id of a new CCL communicator (NCCL's ncclGetUniqueId);
+ * one rank calls it and passes the id to the others.
+ * @param id receives the id.
+ * @return infinicclSuccess; infinicclNotSupported without a CCL or device. */
+INFINICCL_API infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
+/** @brief A communicator over all ranks (MPI_COMM_WORLD duplicated), each
+ * rank bound to a device.
+ *
+ * CommInitAll duplicates MPI_COMM_WORLD and binds each rank to
  * a device, with upstream's meaning of ndev/devlist: devlist == NULL (any
  * ndev, e.g. upstream's CommInitAll(&comm, size, NULL)) binds the local
  * rank's own device (modulo the count, with a WARN, when there are fewer);
@@ -139,91 +179,217 @@ INFINICCL_API infinicclResult_t infinicclGetSize(int *size);
  * the calling thread's current device, whose device collectives go to the
  * CCL; host buffers on it return infinicclNotSupported (they are not staged
  * through the device). Without a CCL built, or without a device of its kind,
- * both return infinicclNotSupported with the reason. */
-INFINICCL_API infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
+ * both return infinicclNotSupported with the reason.
+ * @param comm receives the new communicator.
+ * @param ndev number of entries in devlist (ignored when devlist is NULL).
+ * @param devlist device per local rank, or NULL for the local rank's own.
+ * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
                                        const int *devlist);
+/** @brief Joins a CCL-only communicator (NCCL's ncclCommInitRank) on the
+ * calling thread's current device; needs no MPI and no Init. See
+ * infinicclCommInitAll for what it supports.
+ * @param comm receives the new communicator.
+ * @param nranks number of ranks.
+ * @param id the id from infinicclGetUniqueId, the same on every rank.
+ * @param rank this rank, 0 to nranks-1.
+ * @return infinicclSuccess; infinicclNotSupported without a CCL or device. */
 INFINICCL_API infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank);
-/* Extension: a communicator over the caller's own MPI communicator, given as
+/** @brief Extension: a communicator over the caller's own MPI communicator, given as
  * its Fortran handle (MPI_Comm_c2f(c) in C, comm.py2f() in mpi4py) so this
  * header needs no mpi.h. Collective over that communicator. It is duplicated
  * (the caller may free its own afterwards) and gets the device binding and
  * native CCL of CommInitAll. A handle that is not a valid intra-communicator
- * (MPI_COMM_NULL, an inter-communicator) returns infinicclInvalidArgument. */
+ * (MPI_COMM_NULL, an inter-communicator) returns infinicclInvalidArgument.
+ * @param comm receives the new communicator.
+ * @param mpi_comm_fint the MPI communicator's Fortran handle.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommInitMpi(infinicclComm_t *comm, long mpi_comm_fint);
-/* Extension: a communicator among `nranks` ranks of `parent`, listed in
+/** @brief Extension: a communicator among `nranks` ranks of `parent`, listed in
  * ranks[] (parent ranks, in the order of the new communicator: ranks[i]
  * becomes rank i). Collective over the listed ranks only; the others do not
  * call it (MPI_Comm_create_group; torch.distributed's new_group creates a
  * group on its members alone). Each rank keeps the device of its binding in
  * `parent`. A rank not listed, a rank listed twice or out of range, or
  * nranks < 1 returns infinicclInvalidArgument; a parent without MPI
- * (infinicclCommInitRank) infinicclNotSupported. */
+ * (infinicclCommInitRank) infinicclNotSupported.
+ * @param parent the communicator the ranks are numbered in.
+ * @param nranks number of entries in ranks.
+ * @param ranks parent ranks, in the new communicator's order.
+ * @param newcomm receives the new communicator.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommInitRanks(infinicclComm_t parent, int nranks,
                                                        const int *ranks,
                                                        infinicclComm_t *newcomm);
+/** @brief Destroys a communicator after its queued work has finished;
+ * later use of the handle returns infinicclInvalidUsage.
+ * @param comm the communicator.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommDestroy(infinicclComm_t comm);
 
-/* Collectives. */
+/** @brief Reduces `count` elements across all ranks; every rank receives the result.
+ * @param sendbuff input, `count` elements.
+ * @param recvbuff output, `count` elements (may equal sendbuff).
+ * @param count elements per rank.
+ * @param op reduction.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclAllReduce(const void *sendbuff, void *recvbuff,
                                      size_t count, infinicclDataType_t datatype,
                                      infinicclRedOp_t op, infinicclComm_t comm,
                                      void *stream);
 
+/** @brief Copies the root's `count` elements to every rank (NCCL's
+ * out-of-place form: the root's recvbuff is filled too).
+ * @param sendbuff input at the root (ignored elsewhere).
+ * @param recvbuff output, `count` elements, on every rank.
+ * @param count elements.
+ * @param root the sending rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclBroadcast(const void *sendbuff, void *recvbuff,
                                      size_t count, infinicclDataType_t datatype,
                                      int root, infinicclComm_t comm,
                                      void *stream);
 
+/** @brief In-place Broadcast (NCCL's ncclBcast).
+ * @param buff input at the root, output elsewhere.
+ * @param count elements.
+ * @param root the sending rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclBcast(void *buff, size_t count,
                                  infinicclDataType_t datatype, int root,
                                  infinicclComm_t comm, void *stream);
 
+/** @brief Reduces `count` elements across all ranks into the root's recvbuff.
+ * @param sendbuff input, `count` elements.
+ * @param recvbuff output at the root (ignored elsewhere).
+ * @param count elements per rank.
+ * @param op reduction.
+ * @param root the receiving rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclReduce(const void *sendbuff, void *recvbuff,
                                   size_t count, infinicclDataType_t datatype,
                                   infinicclRedOp_t op, int root,
                                   infinicclComm_t comm, void *stream);
 
-/* count is per rank: recvbuff holds nranks*count elements. */
+/** @brief Gathers every rank's `count` elements on every rank, in rank order.
+ * @param sendbuff input, `count` elements.
+ * @param recvbuff output, nranks*count elements.
+ * @param count elements per rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclAllGather(const void *sendbuff, void *recvbuff,
                                      size_t count, infinicclDataType_t datatype,
                                      infinicclComm_t comm, void *stream);
 
-/* count is per rank: recvbuff (at the root) holds nranks*count elements. */
+/** @brief Gathers every rank's `count` elements at the root, in rank order.
+ * @param sendbuff input, `count` elements.
+ * @param recvbuff output at the root, nranks*count elements.
+ * @param count elements per rank.
+ * @param root the receiving rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclGather(const void *sendbuff, void *recvbuff,
                                   size_t count, infinicclDataType_t datatype,
                                   int root, infinicclComm_t comm, void *stream);
 
-/* count is per rank: sendbuff (at the root) holds nranks*count elements. */
+/** @brief Sends block r of the root's sendbuff to rank r.
+ * @param sendbuff input at the root, nranks*count elements.
+ * @param recvbuff output, `count` elements.
+ * @param count elements per rank.
+ * @param root the sending rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclScatter(const void *sendbuff, void *recvbuff,
                                    size_t count, infinicclDataType_t datatype,
                                    int root, infinicclComm_t comm,
                                    void *stream);
 
-/* sendbuff holds nranks*recvcount elements; rank r receives block r. */
+/** @brief Reduces nranks*recvcount elements across ranks; rank r receives
+ * block r of the result.
+ * @param sendbuff input, nranks*recvcount elements.
+ * @param recvbuff output, `recvcount` elements.
+ * @param recvcount elements each rank receives.
+ * @param op reduction.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclReduceScatter(const void *sendbuff, void *recvbuff,
                                          size_t recvcount,
                                          infinicclDataType_t datatype,
                                          infinicclRedOp_t op,
                                          infinicclComm_t comm, void *stream);
 
-/* count is per peer: both buffers hold nranks*count elements. */
+/** @brief Sends block p of sendbuff to rank p; block p of recvbuff comes from
+ * rank p.
+ * @param sendbuff input, nranks*count elements.
+ * @param recvbuff output, nranks*count elements.
+ * @param count elements per peer.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclAllToAll(const void *sendbuff, void *recvbuff,
                                     size_t count, infinicclDataType_t datatype,
                                     infinicclComm_t comm, void *stream);
 
-/* Point to point. Outside a group peer must differ from the caller's rank;
- * inside a group it may equal it. */
+/** @brief Sends `count` elements to `peer` (blocking outside a group, until
+ * matched; inside a group it completes at infinicclGroupEnd). Outside a
+ * group `peer` must differ from the caller's rank; inside one it may equal it.
+ * @param sendbuff input, `count` elements.
+ * @param count elements.
+ * @param peer the receiving rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclSend(const void *sendbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
 
+/** @brief Receives `count` elements from `peer` (as infinicclSend).
+ * @param recvbuff output, `count` elements.
+ * @param count elements.
+ * @param peer the sending rank.
+ * @param datatype element type.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
 
-/* Group calls (extension: not in the upstream header), with NCCL's
+/** @brief Starts a group: group calls (extension: not in the upstream header), with NCCL's
  * semantics (ncclGroupStart/ncclGroupEnd).
  *  - The group state belongs to the calling thread. Groups nest: only the
  *    outermost infinicclGroupEnd completes the group. They need no Init.
@@ -250,39 +416,58 @@ INFINICCL_API infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
  *  - infinicclGroupEnd without infinicclGroupStart returns
  *    infinicclInvalidUsage. infinicclCommDestroy of a communicator used in a
  *    group not yet ended, and infinicclFinalize inside a group, return
- *    infinicclInvalidUsage. */
+ *    infinicclInvalidUsage.
+ * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclGroupStart(void);
+/** @brief Ends a group; the outermost GroupEnd completes it (see
+ * infinicclGroupStart).
+ * @return infinicclSuccess, or the first error of the group's calls. */
 INFINICCL_API infinicclResult_t infinicclGroupEnd(void);
 
 /* ---- Extensions (not in the upstream header) ---- */
 
-/* A static, human-readable name for a result code. Never NULL. */
+/** @brief A static, human-readable name for a result code. Never NULL.
+ * @param result the code.
+ * @return the name. */
 INFINICCL_API const char *infinicclGetErrorString(infinicclResult_t result);
 
-/* The message of the last failed call on `comm`, or of the last failed call
+/** @brief The message of the last failed call on `comm`, or of the last failed call
  * on the calling thread when comm is NULL. Empty string when there was none;
  * "unknown communicator" for a handle never issued; for a destroyed or
  * aborted one, a message saying so.
  * The pointer stays valid until the next failing call on the same comm or
- * thread. Never NULL. */
+ * thread. Never NULL.
+ * @param comm a communicator, or NULL for the calling thread.
+ * @return the message. */
 INFINICCL_API const char *infinicclGetLastError(infinicclComm_t comm);
 
-/* INFINICCL_VERSION_CODE of the library actually loaded. Works before Init. */
+/** @brief INFINICCL_VERSION_CODE of the library actually loaded. Works
+ * before Init.
+ * @param version receives the code (major*10000 + minor*100 + patch).
+ * @return infinicclSuccess; infinicclInvalidArgument for NULL. */
 INFINICCL_API infinicclResult_t infinicclGetVersion(int *version);
 
-/* A new communicator from the ranks of `comm` that pass the same color
+/** Color that takes part in infinicclCommSplit without joining a
+ * communicator. */
+#define INFINICCL_SPLIT_NOCOLOR (-1)
+/** @brief A new communicator from the ranks of `comm` that pass the same color
  * (NCCL's ncclCommSplit; collective over `comm`: every rank must call it).
  * Ranks are ordered by key, then by their rank in `comm`. A negative color
  * (INFINICCL_SPLIT_NOCOLOR) still takes part and sets *newcomm to NULL. The
  * new communicator keeps the device binding of `comm` and shares the
  * process's staging memory; it is independent of `comm` afterwards (either
  * may be destroyed first). A rank passing newcomm == NULL takes part without
- * a color and returns infinicclInvalidArgument. */
-#define INFINICCL_SPLIT_NOCOLOR (-1)
+ * a color and returns infinicclInvalidArgument.
+ * @param comm the parent communicator.
+ * @param color ranks with the same color join one communicator; negative:
+ *        none.
+ * @param key orders the ranks in the new communicator.
+ * @param newcomm receives the new communicator (NULL for a negative color).
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int color, int key,
                                                    infinicclComm_t *newcomm);
 
-/* Gives up `comm` without talking to other ranks: usable after an error, or
+/** @brief Gives up `comm` without talking to other ranks: usable after an error, or
  * from another thread while a call on `comm` is blocked. Later calls on the
  * handle return infinicclInvalidUsage saying it was aborted. The library's
  * resources for it are freed; its MPI communicator is not (MPI_Comm_free and
@@ -290,10 +475,12 @@ INFINICCL_API infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int col
  * A call still running on `comm` cannot be cancelled in MPI: CommAbort waits
  * up to one second for it to return, and if it has not, logs which call it
  * is and ends the job with MPI_Abort on the communicator (where NCCL's abort
- * would make the blocked call return an error). */
+ * would make the blocked call return an error).
+ * @param comm the communicator.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
 
-/* Whether work already handed to the device for `comm` has failed since
+/** @brief Whether work already handed to the device for `comm` has failed since
  * (NCCL's ncclCommGetAsyncError; an extension): sets *asyncError to
  * infinicclSuccess, or to the error, whose message infinicclGetLastError(comm)
  * then gives. Never blocks and talks to no other rank, so a monitoring
@@ -302,32 +489,48 @@ INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
  * CCL's, and on MPI the calls on device buffers queued to the
  * communicator's progress engine (INFINICCL_ASYNC, on by default), whose
  * failure every later call on `comm` also returns. Host-buffer calls on MPI
- * have finished (or failed) when they return. */
+ * have finished (or failed) when they return.
+ * @param comm the communicator.
+ * @param asyncError receives infinicclSuccess or the error.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
                                                            infinicclResult_t *asyncError);
 
-/* Number of ranks in, and the caller's rank within, a communicator. */
+/** @brief Number of ranks in a communicator.
+ * @param comm the communicator.
+ * @param count receives the number of ranks.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommCount(infinicclComm_t comm, int *count);
+/** @brief The caller's rank within a communicator.
+ * @param comm the communicator.
+ * @param rank receives the rank.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommUserRank(infinicclComm_t comm, int *rank);
 
-/* Host staging of device buffers (extensions). Counters are process-wide and
+/** Host staging of device buffers (extension). Counters are process-wide and
  * cumulative since infinicclInit, except bytes_held (now). */
 typedef struct {
-  unsigned long long allocations;      /* staging buffers allocated */
-  unsigned long long frees;            /* staging buffers freed */
-  unsigned long long bytes_held;       /* host staging bytes held now (idle + in use) */
-  unsigned long long peak_bytes_held;  /* high-water mark of bytes_held */
-  int pinned;                          /* 1 if the buffers held now are all pinned */
-  unsigned long long d2h_copies, d2h_bytes;
-  unsigned long long h2d_copies, h2d_bytes;
-  unsigned long long staged_calls;     /* device calls staged through host memory */
-  unsigned long long pipelined_calls;  /* of those, split into several chunks */
-  unsigned long long direct_calls;     /* device calls given to MPI directly */
+  unsigned long long allocations;      /**< staging buffers allocated */
+  unsigned long long frees;            /**< staging buffers freed */
+  unsigned long long bytes_held;       /**< host staging bytes held now (idle + in use) */
+  unsigned long long peak_bytes_held;  /**< high-water mark of bytes_held */
+  int pinned;                          /**< 1 if the buffers held now are all pinned */
+  unsigned long long d2h_copies, /**< device-to-host staging copies */
+      d2h_bytes;                  /**< bytes copied device to host */
+  unsigned long long h2d_copies,  /**< host-to-device staging copies */
+      h2d_bytes;                  /**< bytes copied host to device */
+  unsigned long long staged_calls;     /**< device calls staged through host memory */
+  unsigned long long pipelined_calls;  /**< of those, split into several chunks */
+  unsigned long long direct_calls;     /**< device calls given to MPI directly */
 } infinicclStagingStats;
 
-/* Between Init and Finalize only (infinicclInvalidUsage otherwise). */
+/** @brief The staging counters. Between Init and Finalize only
+ * (infinicclInvalidUsage otherwise).
+ * @param stats receives the counters.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclGetStagingStats(infinicclStagingStats *stats);
-/* Frees all idle cached staging memory now. */
+/** @brief Frees all idle cached staging memory now.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclMemTrim(void);
 
 #ifdef __cplusplus

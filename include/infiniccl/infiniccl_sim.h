@@ -1,5 +1,6 @@
-/*
- * InfiniCCL's EMULATED device ("sim"), usable from outside the library.
+/**
+ * @file infiniccl_sim.h
+ * @brief InfiniCCL's EMULATED device ("sim"), usable from outside the library.
  *
  * Programs without an accelerator can allocate emulated device memory, copy
  * to and from it, order work on emulated streams with events, and queue
@@ -40,43 +41,75 @@
 extern "C" {
 #endif
 
-/* Emulated device memory on the current emulated device, 256-byte aligned.
- * bytes == 0 succeeds with *ptr = NULL. */
+/** @brief Emulated device memory on the current emulated device, 256-byte
+ * aligned. bytes == 0 succeeds with *ptr = NULL.
+ * @param ptr receives the pointer.
+ * @param bytes size.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimMalloc(void **ptr, size_t bytes);
-/* Frees what infinicclSimMalloc returned (NULL: nothing to do). Like
+/** @brief Frees what infinicclSimMalloc returned (NULL: nothing to do). Like
  * cudaFree it first waits for the work queued on the default stream and on
  * every stream made by infinicclSimStreamCreate, so a copy still queued
  * never touches freed memory. A pointer into the middle of an allocation,
- * or one freed already, is refused. */
+ * or one freed already, is refused.
+ * @param ptr the allocation, or NULL.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimFree(void *ptr);
-/* Copies `bytes` bytes in any direction (host to device, device to host,
+/** @brief Copies `bytes` bytes in any direction (host to device, device to host,
  * device to device), inferred from which side lies in emulated memory; a
  * copy between two host pointers is refused. Ordered on `stream` after the
  * work queued there; a NULL stream copies now (returns when done). Each
- * device side must lie wholly inside one allocation. */
+ * device side must lie wholly inside one allocation.
+ * @param dst destination.
+ * @param src source.
+ * @param bytes size.
+ * @param stream emulated stream, or NULL to copy now.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimMemcpy(void *dst, const void *src, size_t bytes,
                                                    void *stream);
 
+/** @brief A new emulated stream (a worker thread of its own).
+ * @param stream receives the handle.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimStreamCreate(void **stream);
-/* Waits for the work queued on the stream, then destroys it. */
+/** @brief Waits for the work queued on the stream, then destroys it.
+ * @param stream the stream (not NULL: the default stream stays).
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimStreamDestroy(void *stream);
-/* Returns when everything queued on the stream so far has run. */
+/** @brief Returns when everything queued on the stream so far has run.
+ * @param stream the stream, or NULL for the default stream.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimStreamSynchronize(void *stream);
 
+/** @brief A new emulated event.
+ * @param event receives the handle.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimEventCreate(void **event);
-/* The event completes when the stream reaches this point. Recording again
- * moves it to the new point (as cudaEventRecord). */
+/** @brief The event completes when the stream reaches this point. Recording
+ * again moves it to the new point (as cudaEventRecord).
+ * @param event the event.
+ * @param stream the stream, or NULL for the default stream.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimEventRecord(void *event, void *stream);
-/* Work queued on `stream` after this waits for the event's last record
- * (none yet: no wait). */
+/** @brief Work queued on `stream` after this waits for the event's last
+ * record (none yet: no wait).
+ * @param stream the waiting stream, or NULL for the default stream.
+ * @param event the event.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event);
-/* May be called while a record of, or a wait for, the event is still
- * queued: its memory is released once the streams have passed them. */
+/** @brief Destroys an event. May be called while a record of, or a wait
+ * for, the event is still queued: its memory is released once the streams
+ * have passed them.
+ * @param event the event.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimEventDestroy(void *event);
 
-/* An emulated kernel: holds `stream` for `microseconds` (at least that
- * long; a sleeping worker, no CPU used). Work queued after it on the stream,
- * including collectives and events, runs only once it ends. */
+/** @brief An emulated kernel: holds `stream` for `microseconds` (at least
+ * that long; a sleeping worker, no CPU used). Work queued after it on the
+ * stream, including collectives and events, runs only once it ends.
+ * @param stream the stream, or NULL for the default stream.
+ * @param microseconds how long.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds);
 
 #ifdef __cplusplus

@@ -10,6 +10,7 @@ errors and adds no logic of its own. Arrays come through the buffer protocol
 (NumPy, bytearray), __cuda_array_interface__ (CuPy, Numba, PyTorch CUDA) or
 DLPack (PyTorch, JAX). Every argument error is raised before any MPI call.
 """
+__version__ = "0.1.0"  # the package version: CMake's project(VERSION), checked by ctest
 import atexit as _atexit
 import contextlib as _contextlib
 import ctypes as _ctypes

@@ -119,7 +119,7 @@ py=(env PYTHONPATH=/tmp/iccl-gpu/src/python INFINICCL_LIBRARY="$build/src/libinf
     python3 /tmp/iccl-gpu/src/tests/device/python_gpu_check.py)
 step tests.py1 30 "${mpi[@]}" -np 1 "${py[@]}"
 step tests.py2 30 "${mpi[@]}" -np 2 "${py[@]}"
-# DDP on CUDA tensors (issue 27): 1 rank (NCCL) and 2 ranks sharing the GPU
+# DDP on CUDA tensors: 1 rank (NCCL) and 2 ranks sharing the GPU
 # (staged through MPI), weights against gloo's on the CPU.
 step tests.pyddp 45 env PYTHONPATH=/tmp/iccl-gpu/src/python \
   INFINICCL_LIBRARY="$build/src/libinfiniccl.so" \
@@ -139,7 +139,7 @@ for np in 4 2; do
     --modes host_allreduce,stage_reuse,infiniccl_allreduce,copy_d2h,copy_h2d \
     -b 64K -e 64M -f 4 --warmup 5 --iters 20 --repeat 2 --validate
 done
-# The progress engine (issue 26, docs/PERFORMANCE.md §9) on the real stream:
+# The progress engine (docs/PERFORMANCE.md) on the real stream:
 # return time and call + synchronize per size, and the DDP-like overlap loop
 # with busy kernels on the GPU, with the engine and with ASYNC=0.
 for async in auto 0; do

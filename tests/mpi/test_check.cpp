@@ -199,7 +199,7 @@ void SkippedCollective() {
   }
 }
 
-// The loop of issue 19: the last rank skips iteration 3 of ten identical
+// A loop in which the last rank skips iteration 3 of ten identical
 // AllReduces. MPI matches each rank's n-th call with the others' n-th, and
 // those look alike (same operation, count, dtype and sequence number: each
 // rank numbers the calls it makes), so iterations 3-8 are summed across
