@@ -492,10 +492,15 @@ Status CommFactory::AttachShm(Communicator &c) {
         INFINICCL_INFO("shared memory among the node's ranks: AllReduce, ReduceScatter, "
                        "Reduce, AllGather and Broadcast at every size (INFINICCL_SHM=1)");
       } else {
-        INFINICCL_INFO("shared memory among the node's ranks: AllReduce, ReduceScatter, "
-                       "Reduce, AllGather and Broadcast up to %zu bytes per rank, MPI above "
-                       "(INFINICCL_SHM, INFINICCL_SHM_MAX_BYTES)",
-                       ShmBackend::MaxBytes(CollKind::kAllReduce));
+        INFINICCL_INFO("shared memory among the node's ranks, MPI above, per rank: "
+                       "AllReduce to %zu bytes, ReduceScatter to %zu, Reduce to %zu, "
+                       "AllGather to %zu, Broadcast to %zu (INFINICCL_SHM, "
+                       "INFINICCL_SHM_MAX_BYTES)",
+                       ShmBackend::MaxBytes(CollKind::kAllReduce),
+                       ShmBackend::MaxBytes(CollKind::kReduceScatter),
+                       ShmBackend::MaxBytes(CollKind::kReduce),
+                       ShmBackend::MaxBytes(CollKind::kAllGather),
+                       ShmBackend::MaxBytes(CollKind::kBroadcast));
       }
     } else {
       INFINICCL_INFO("no shared memory among the ranks (%s): MPI", why.c_str());

@@ -26,7 +26,7 @@ struct PathText {
 };
 constexpr PathText kPathText[kNumPaths] = {
     {"not yet routed", "not yet routed"},
-    {"host", "host buffers -> MPI (zero copy)"},
+    {"host", "host buffers -> MPI, on the buffers themselves"},
     {"direct", "device buffers -> GPU-aware MPI (direct, no staging)"},
     {"staged", "device buffers -> pooled host staging -> MPI"},
     {"CCL", "device buffers -> native CCL on the caller's stream"},

@@ -284,8 +284,8 @@ const std::vector<Config::Entry> &Config::Table() {
        "Staged operations larger than this are cut into equal chunks of at most this "
        "many bytes (of the widest buffer), two in flight, so device copies overlap "
        "MPI. `auto`: the device runtime's own default, `1M` on CUDA-like devices "
-       "(measured on an H200, docs/PERFORMANCE.md §5), `4M` on the emulated device "
-       "(its own sweep, §4)."},
+       "(measured on an H200, docs/PERFORMANCE.md, \"Real GPU (one NVIDIA H200)\"), `4M` on the emulated device "
+       "(its own sweep, same page)."},
       {"INFINICCL_HOST_PIECE_BYTES", "16M", &Config::host_piece_bytes,
        {0, kNoLimit, "bytes"}, {},
        "Host-buffer AllReduce and Reduce through MPI larger than "
@@ -297,7 +297,7 @@ const std::vector<Config::Entry> &Config::Table() {
        "from 4 MiB anyway), and so does Open MPI's AllGather (3+ ranks). "
        "The MPI libraries allocate a message-sized temporary per call; above "
        "glibc's 32 MiB mmap limit it is mapped and page-faulted in again on every "
-       "call, which pieces avoid (docs/PERFORMANCE.md §1). `0`: never cut (except MPICH's "
+       "call, which pieces avoid (docs/PERFORMANCE.md, \"Host buffers against MPI\"). `0`: never cut (except MPICH's "
        "Scatter of 2 GiB or more at the root: 1 GiB columns, as MPI_Scatter crashes "
        "there). Staged "
        "device buffers are not cut again (their chunks are "
@@ -347,7 +347,7 @@ const std::vector<Config::Entry> &Config::Table() {
        {0, 1e6, "microseconds"}, {},
        "Emulated device only: fixed cost of each host<->device copy in microseconds, "
        "added to the bandwidth term. `4` with `INFINICCL_SIM_COPY_GBPS=13` is the "
-       "calibration against one H200 (docs/PERFORMANCE.md §4)."},
+       "calibration against one H200 (docs/PERFORMANCE.md, \"Device buffers on the emulated device\")."},
       {"INFINICCL_SIM_COPY_GBPS", "0", &Config::sim_copy_gbps, {0, kNoLimit, "GB/s"}, {},
        "Emulated device only: copy-engine bandwidth in GB/s. Copies then take "
        "bytes/bandwidth (a simulation of a PCIe link): the copy thread sleeps, then "
@@ -397,7 +397,7 @@ const std::vector<Config::Entry> &Config::Table() {
        {0, kNoLimit, "bytes"}, kAutoIsMax,
        "Two-level collectives only from this many bytes (each rank's send buffer); "
        "smaller calls keep the flat path. `auto`: each collective's own threshold, "
-       "measured in docs/PERFORMANCE.md §7: `64K` for Broadcast, Reduce, AllGather and "
+       "measured in docs/PERFORMANCE.md, \"Two-level collectives (emulated)\": `64K` for Broadcast, Reduce, AllGather and "
        "ReduceScatter, `16M` for AllReduce, and AllReduce never when the groups are "
        "consecutive ranks, of one power-of-two size, and a power-of-two number of them "
        "(MPI's own AllReduce then already crosses between groups no more than the "

@@ -15,7 +15,7 @@
 // the thread is not SCHED_OTHER (an application that set a real-time policy)
 // or the kernel refuses. (One nice step below the application at all times,
 // tried first for the engine, made it a victim of priority inversion;
-// docs/PERFORMANCE.md §9.)
+// docs/PERFORMANCE.md, "Device buffers on the emulated device".)
 #pragma once
 
 #ifdef __linux__

@@ -61,7 +61,7 @@ class DeviceRuntime {
   virtual bool emulated() const { return false; }
   // Staging pipeline chunk when INFINICCL_PIPELINE_CHUNK_BYTES is auto. 1 MiB
   // for a real GPU: on an H200 it beat 512K, 2M and 4M by 10-22% from 4 MiB
-  // messages up at 2 and 4 ranks (docs/PERFORMANCE.md §5).
+  // messages up at 2 and 4 ranks (docs/PERFORMANCE.md, "Real GPU (one NVIDIA H200)").
   virtual size_t DefaultChunkBytes() const { return size_t{1} << 20; }
 
   // Number of usable devices; 0 when the driver or device is missing (the

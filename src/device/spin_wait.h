@@ -19,7 +19,7 @@ namespace infiniccl {
 // How long a waiter polls before it sleeps: longer than a hand-over between
 // threads that are running, short enough that a thread waiting for a long
 // copy, MPI call or emulated kernel costs next to nothing. 30, 50 and 100 us
-// measured alike (docs/PERFORMANCE.md §9, "Polling before sleeping").
+// measured alike (docs/PERFORMANCE.md, "Device buffers on the emulated device").
 constexpr std::chrono::microseconds kSpinBeforeSleep{30};
 
 // How long a host thread's synchronize (StreamSynchronize, EventSynchronize)
@@ -27,7 +27,7 @@ constexpr std::chrono::microseconds kSpinBeforeSleep{30};
 // (cudaDeviceScheduleAuto, with fewer contexts than cores), so a thread
 // waiting for a call's results is running when they arrive. Waking one
 // instead added 5-8 us to a queued staged call + synchronize at 64 KiB
-// (medians, docs/PERFORMANCE.md §9, "Waiting as CUDA waits"). Bounded,
+// (medians, docs/PERFORMANCE.md, "Device buffers on the emulated device"). Bounded,
 // unlike CUDA: the emulated device's copy engines are threads that need the
 // cores, and a wait that outlasts this (a kernel, a long copy) is not a
 // hand-over.

@@ -143,7 +143,7 @@ inline constexpr size_t kHierMinBytesAuto = SIZE_MAX;
 // why, or its flat path is measured to be as good). `configured`: the value
 // of INFINICCL_HIERARCHY_MIN_BYTES, every form's threshold unless it is
 // kHierMinBytesAuto, which gives each form the threshold measured in
-// docs/PERFORMANCE.md §7:
+// docs/PERFORMANCE.md, "Two-level collectives (emulated)":
 // - Broadcast, Reduce, AllGather, ReduceScatter: 64 KiB (over a slow link,
 //   1.03-5.75x faster than the flat path from there at 2 nodes x 2 ranks, up
 //   to 6.5x at 2 x 3; below 64 KiB three steps' latency can lose);
@@ -159,7 +159,7 @@ size_t HierMinBytes(CollKind kind, const Topology &t, size_t configured);
 // log2(k) steps stay inside the groups and the others cross with
 // 2(m-1)/(mk) of the buffer per rank: what the sharded two-level form sends.
 // Then the two-level form can only save staging copies, and measured
-// 0.92-1.01x of the flat path at 2 x 2 (docs/PERFORMANCE.md §7).
+// 0.92-1.01x of the flat path at 2 x 2 (docs/PERFORMANCE.md, "Two-level collectives (emulated)").
 bool FlatAllReduceIsTwoLevel(const Topology &t);
 
 // Counters of the two-level forms that ran in this process (for tests).

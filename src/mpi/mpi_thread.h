@@ -46,7 +46,7 @@ int LaunchersRanksOnNode();
 // would differ (nodes_*_1_2_3 hung when they did). Never with Open MPI: its
 // waits yield by themselves once its launcher sees more ranks than slots,
 // and its nonblocking collectives are slower than its blocking ones at
-// small sizes (docs/PERFORMANCE.md §8).
+// small sizes (docs/PERFORMANCE.md, "Python and torch").
 bool PollsWhenOversubscribed(int world_size, int ranks_on_node, unsigned cores);
 
 // Held around MPI calls that have no nonblocking form (communicator creation

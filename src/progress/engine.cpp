@@ -324,7 +324,7 @@ void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {
   // Not under mutex_: the gate wakes the caller's stream (and through it
   // the caller, whose next call needs mutex_), which may preempt this
   // thread at once; the caller then waited, lock held by a thread not
-  // running, up to a time slice (docs/PERFORMANCE.md §9, "Return time").
+  // running, up to a time slice (docs/PERFORMANCE.md, "Device buffers on the emulated device").
   // Under gate_mutex_: once Cancel has returned, no `done` runs (an aborted
   // communicator is freed without waiting for this thread).
   std::lock_guard<std::mutex> lock(gate_mutex_);

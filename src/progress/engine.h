@@ -19,7 +19,7 @@
 // operation: operations of one communicator reach MPI in call order on every
 // rank, and two communicators driven by two threads in different orders on
 // different ranks cannot block each other, which one thread per process
-// would (docs/PERFORMANCE.md §9).
+// would (docs/PERFORMANCE.md, "Device buffers on the emulated device").
 #pragma once
 
 #include <atomic>

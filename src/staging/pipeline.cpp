@@ -183,7 +183,7 @@ class Breakdown {
 
 // One chunk, all on the caller's stream: copy in, wait, MPI, copy out,
 // wait. No events and no second stream: at 256 KiB on an H200 with four
-// ranks every fixed cost shows (docs/PERFORMANCE.md §5).
+// ranks every fixed cost shows (docs/PERFORMANCE.md, "Real GPU (one NVIDIA H200)").
 Status RunOneChunk(Backend &host_backend, DeviceRuntime &device, StagingPool &pool,
                    const CollArgs &a, const Plan &p, BufferPlacement placement,
                    const void *owner) {

@@ -16,7 +16,7 @@
 # collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
 # ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; DDP on
 # CUDA tensors at 1 and 2 ranks against gloo (tests/python/ddp_check.py); and the
-# benchmark tables of docs/PERFORMANCE.md §5 (ranks share the GPU, so staged
+# benchmark tables of docs/PERFORMANCE.md, "Real GPU (one NVIDIA H200)" (ranks share the GPU, so staged
 # MPI): copy costs, AllReduce next to host MPI and the bare copies, the
 # progress engine's return time and overlap loop (busy kernels), its small
 # calls with ranks bound to cores, the chunk sweep, Broadcast/AllGather/
@@ -125,7 +125,7 @@ step tests.pyddp 45 env PYTHONPATH=/tmp/iccl-gpu/src/python \
   INFINICCL_LIBRARY="$build/src/libinfiniccl.so" \
   python3 /tmp/iccl-gpu/src/tests/python/ddp_check.py --device=cuda 1,2 "${mpi[@]}"
 
-# ---- benchmark tables (docs/PERFORMANCE.md §5) ------------------------------------
+# ---- benchmark tables (docs/PERFORMANCE.md, "Real GPU (one NVIDIA H200)") ------------------------------------
 bench=("$build/tools/bench/infiniccl-bench" --device cuda)
 # Copy costs: one rank alone, four at once.
 for np in 1 4; do
@@ -151,7 +151,7 @@ done
 # (turned off above): the caller's cudaStreamSynchronize, which spins by
 # default, then shares that core with the engine's thread, which must run
 # MPI meanwhile; the emulated device cannot show what that costs
-# (docs/PERFORMANCE.md §9, "Waiting as CUDA waits").
+# (docs/PERFORMANCE.md, "Device buffers on the emulated device").
 for async in auto 0; do
   step bench.bound 15 env INFINICCL_ASYNC=$async "${mpi[@]/none/core}" -np 2 "${bench[@]}" \
     --modes return_allreduce -b 16K -e 1M -f 4 -w 5 -n 40 -q
@@ -175,7 +175,7 @@ step bench.collchunk 25 env INFINICCL_PIPELINE_CHUNK_BYTES=4M "${mpi[@]}" -np 4 
   -b 4M -e 64M -f 4 --warmup 2 --iters 5 --validate
 # Where a staged call's time goes: one TRACE line per call, averaged. A
 # blocking call (and a pipelined one, on the engine's thread) writes
-# "staged ..."; a queued call writes "queued ..." (docs/PERFORMANCE.md §9):
+# "staged ..."; a queued call writes "queued ..." (docs/PERFORMANCE.md, "Device buffers on the emulated device"):
 # from the call to the engine taking it, to the caller's stream reaching it
 # (a one-chunk call's copies in), MPI, and the gate opened. Each call alone
 # (return_allreduce: call, synchronize), 4 ranks as in the tables above,

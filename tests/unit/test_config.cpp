@@ -375,6 +375,8 @@ TEST(ConfigTable, EachDefaultAsShown) {
       {"INFINICCL_SIM_PAGEABLE_SYNC", {"1", "1"}},
       {"INFINICCL_SIM_IMPLICIT_SYNC", {"1", "1"}},
       {"INFINICCL_SIM_STREAM_MEMOPS", {"1", "1"}},
+      {"INFINICCL_SHM", {"auto", "auto"}},
+      {"INFINICCL_SHM_MAX_BYTES", {"auto", "auto"}},
       {"INFINICCL_HIERARCHY", {"auto", "auto"}},
       {"INFINICCL_HIERARCHY_MIN_BYTES", {"auto", "auto"}},
       {"INFINICCL_SIM_CCL", {"0", "0"}},
@@ -438,6 +440,7 @@ TEST(ConfigTable, NumbersOutOfRangeNameTheRange) {
        "(0 to 1000000 microseconds)"},
       {"INFINICCL_SIM_COPY_GBPS", "0", "1e9", "-0.5", "(at least 0 GB/s)"},
       {"INFINICCL_SIM_DEVICE_COUNT", "1", "1024", "1025", "(1 to 1024 devices)"},
+      {"INFINICCL_SHM_MAX_BYTES", "0", "16G", "-1", ""},
       {"INFINICCL_HIERARCHY_MIN_BYTES", "0", "16G", "-1", ""},
       {"INFINICCL_SIM_LINK_GBPS", "0", "1e9", "-1", "(at least 0 GB/s)"},
   };

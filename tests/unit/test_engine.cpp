@@ -128,7 +128,7 @@ TEST_F(EngineTest, CancelReleasesQueuedWork) {
 }
 
 // INFINICCL_DEBUG=TRACE: one line per queued call saying where its time
-// went (docs/PERFORMANCE.md §9 reads them; the GPU script averages them).
+// went (docs/PERFORMANCE.md, "Device buffers on the emulated device" reads them; the GPU script averages them).
 // Here the caller's stream is held 3 ms by a gate of the test's own and the
 // operation takes 2 ms: the first is the stream's wait, the second the run.
 TEST_F(EngineTest, TracesWhereAQueuedCallsTimeWent) {
@@ -200,7 +200,7 @@ TEST_F(EngineTest, DestructionFinishesTheQueue) {
 // its staging slot back in `retire`. With the next call already queued, that
 // retire waited for the queue to empty, which back-to-back calls never let
 // happen: each call leased a new slot (a fresh pinned buffer per call, 5-20x
-// the blocking call's time with fast copies, docs/PERFORMANCE.md §9). Now a
+// the blocking call's time with fast copies, docs/PERFORMANCE.md, "Device buffers on the emulated device"). Now a
 // call's retire runs before the next operation on the same stream starts
 // (whose work follows it there, so the wait costs nothing), and waits for
 // the queue to empty only for other streams.

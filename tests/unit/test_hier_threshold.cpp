@@ -1,6 +1,6 @@
 // From how many bytes each collective takes its two-level form
 // (HierMinBytes): INFINICCL_HIERARCHY_MIN_BYTES=auto gives each form the
-// threshold measured in docs/PERFORMANCE.md §7, and keeps AllReduce flat where
+// threshold measured in docs/PERFORMANCE.md, "Two-level collectives (emulated)", and keeps AllReduce flat where
 // MPI's own AllReduce already sends the least across groups; a number applies
 // to every form. Pure function of the topology: no MPI.
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Large host-buffer reductions through MPI run as a sequence of MPI calls on
 // pieces of the buffers instead of one call on the whole.
 //
-// Why (measured, docs/PERFORMANCE.md section 1): Open MPI 4.1 and MPICH 4.0
+// Why (measured, docs/PERFORMANCE.md, "Host buffers against MPI"): Open MPI 4.1 and MPICH 4.0
 // allocate a temporary as large as the message inside every MPI_Allreduce
 // (and Open MPI's MPI_Reduce at 3+ ranks, MPICH's MPI_Reduce_scatter_block;
 // MPICH's binomial MPI_Scatter, at every even relative rank but the root, one

@@ -23,7 +23,7 @@ size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // On a loaded machine a sleep ends 100-150 us after it was due (thread
 // wake-up and timer slack), which made every short emulated copy cost about
 // 100 us. A copy thread therefore sleeps only for the part of a wait beyond
-// this margin and spins for the rest (docs/PERFORMANCE.md §4).
+// this margin and spins for the rest (docs/PERFORMANCE.md, "Device buffers on the emulated device").
 constexpr auto kSpinMargin = std::chrono::microseconds(150);
 
 void WaitUntil(std::chrono::steady_clock::time_point due) {

@@ -63,7 +63,7 @@ class SimRuntime : public DeviceRuntime {
   DeviceKind kind() const override { return DeviceKind::kSim; }
   const char *description() const override { return "sim (emulated device)"; }
   bool emulated() const override { return true; }
-  // Its own chunk sweep (docs/PERFORMANCE.md §4) chose 4 MiB.
+  // Its own chunk sweep (docs/PERFORMANCE.md, "Device buffers on the emulated device") chose 4 MiB.
   size_t DefaultChunkBytes() const override { return size_t{4} << 20; }
 
   int DeviceCount() override { return device_count_; }
