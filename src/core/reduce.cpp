@@ -1,6 +1,7 @@
 #include "core/reduce.h"
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "core/float16.h"
@@ -41,7 +42,7 @@ inline T Combine(T a, T b) {
 // Acc: the type the sum is kept in (T, or float for 16-bit floats); Load and
 // Store convert.
 template <typename T, typename Acc, Acc (*Load)(T), T (*Store)(Acc), infinicclRedOp_t kOp>
-void ReduceBlocks(T *dst, const T *const *srcs, int n, size_t count, int divisor) {
+void ReduceBlocks(T *dst, const T *const *srcs, int n, size_t count, int divisor, T *copy) {
   Acc acc[kBlock];
   for (size_t at = 0; at < count; at += kBlock) {
     const size_t len = count - at < kBlock ? count - at : kBlock;
@@ -58,6 +59,7 @@ void ReduceBlocks(T *dst, const T *const *srcs, int n, size_t count, int divisor
     } else {
       for (size_t i = 0; i < len; ++i) d[i] = Store(acc[i]);
     }
+    if (copy != nullptr) std::memcpy(copy + at, d, len * sizeof(T));
   }
 }
 
@@ -69,49 +71,50 @@ T Same(T x) {
 // Integer Avg divides the wrapped sum as the type (DivideInPlace's rule).
 template <typename T, typename Acc, Acc (*Load)(T), T (*Store)(Acc)>
 void ReduceTyped(void *dst, const void *const *srcs, int n, size_t count, infinicclRedOp_t op,
-                 int divisor) {
+                 int divisor, void *copy_to) {
   T *d = static_cast<T *>(dst);
+  T *c = static_cast<T *>(copy_to);
   const T *const *s = reinterpret_cast<const T *const *>(srcs);
   switch (op) {
-    case infinicclSum: return ReduceBlocks<T, Acc, Load, Store, infinicclSum>(d, s, n, count, 1);
-    case infinicclProd: return ReduceBlocks<T, Acc, Load, Store, infinicclProd>(d, s, n, count, 1);
-    case infinicclMax: return ReduceBlocks<T, Acc, Load, Store, infinicclMax>(d, s, n, count, 1);
-    case infinicclMin: return ReduceBlocks<T, Acc, Load, Store, infinicclMin>(d, s, n, count, 1);
+    case infinicclSum: return ReduceBlocks<T, Acc, Load, Store, infinicclSum>(d, s, n, count, 1, c);
+    case infinicclProd: return ReduceBlocks<T, Acc, Load, Store, infinicclProd>(d, s, n, count, 1, c);
+    case infinicclMax: return ReduceBlocks<T, Acc, Load, Store, infinicclMax>(d, s, n, count, 1, c);
+    case infinicclMin: return ReduceBlocks<T, Acc, Load, Store, infinicclMin>(d, s, n, count, 1, c);
     case infinicclAvg:
-      return ReduceBlocks<T, Acc, Load, Store, infinicclAvg>(d, s, n, count, divisor);
+      return ReduceBlocks<T, Acc, Load, Store, infinicclAvg>(d, s, n, count, divisor, c);
     default: return;
   }
 }
 
 template <typename T>
 void ReducePlain(void *dst, const void *const *srcs, int n, size_t count, infinicclRedOp_t op,
-                 int divisor) {
-  ReduceTyped<T, T, &Same<T>, &Same<T>>(dst, srcs, n, count, op, divisor);
+                 int divisor, void *copy) {
+  ReduceTyped<T, T, &Same<T>, &Same<T>>(dst, srcs, n, count, op, divisor, copy);
 }
 
 }  // namespace
 
 void ReduceInto(void *dst, const void *const *srcs, int n, size_t count,
-                infinicclDataType_t dtype, infinicclRedOp_t op, int avg_divisor) {
+                infinicclDataType_t dtype, infinicclRedOp_t op, int avg_divisor, void *copy) {
   if (count == 0 || n < 1) return;
   const int div = avg_divisor > 0 ? avg_divisor : 1;
   switch (dtype) {
-    case infinicclInt8: return ReducePlain<int8_t>(dst, srcs, n, count, op, div);
-    case infinicclInt16: return ReducePlain<int16_t>(dst, srcs, n, count, op, div);
-    case infinicclInt32: return ReducePlain<int32_t>(dst, srcs, n, count, op, div);
-    case infinicclInt64: return ReducePlain<int64_t>(dst, srcs, n, count, op, div);
-    case infinicclUInt8: return ReducePlain<uint8_t>(dst, srcs, n, count, op, div);
-    case infinicclUInt16: return ReducePlain<uint16_t>(dst, srcs, n, count, op, div);
-    case infinicclUInt32: return ReducePlain<uint32_t>(dst, srcs, n, count, op, div);
-    case infinicclUInt64: return ReducePlain<uint64_t>(dst, srcs, n, count, op, div);
-    case infinicclFloat32: return ReducePlain<float>(dst, srcs, n, count, op, div);
-    case infinicclFloat64: return ReducePlain<double>(dst, srcs, n, count, op, div);
+    case infinicclInt8: return ReducePlain<int8_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclInt16: return ReducePlain<int16_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclInt32: return ReducePlain<int32_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclInt64: return ReducePlain<int64_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclUInt8: return ReducePlain<uint8_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclUInt16: return ReducePlain<uint16_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclUInt32: return ReducePlain<uint32_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclUInt64: return ReducePlain<uint64_t>(dst, srcs, n, count, op, div, copy);
+    case infinicclFloat32: return ReducePlain<float>(dst, srcs, n, count, op, div, copy);
+    case infinicclFloat64: return ReducePlain<double>(dst, srcs, n, count, op, div, copy);
     case infinicclFloat16:
       return ReduceTyped<uint16_t, float, &HalfToFloat, &FloatToHalf>(dst, srcs, n, count, op,
-                                                                      div);
+                                                                      div, copy);
     case infinicclBFloat16:
       return ReduceTyped<uint16_t, float, &BFloat16ToFloat, &FloatToBFloat16>(dst, srcs, n,
-                                                                              count, op, div);
+                                                                              count, op, div, copy);
     default: return;
   }
 }

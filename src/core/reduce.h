@@ -14,7 +14,10 @@ namespace infiniccl {
 // rounded once. Avg is the sum divided by `avg_divisor` (DivideInPlace's
 // rules: C integer division for integer types). Vectorised: the sources are
 // combined a block at a time through a small buffer in cache.
+// `copy`, when not null, receives the result too (a second destination, not
+// overlapping dst), written from cache block by block.
 void ReduceInto(void *dst, const void *const *srcs, int n, size_t count,
-                infinicclDataType_t dtype, infinicclRedOp_t op, int avg_divisor);
+                infinicclDataType_t dtype, infinicclRedOp_t op, int avg_divisor,
+                void *copy = nullptr);
 
 }  // namespace infiniccl

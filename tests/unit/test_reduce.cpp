@@ -122,7 +122,13 @@ TEST_P(ReduceInto_, EveryOpSourceCountAndLayoutIsExact) {
           for (auto &s : src) ptrs.push_back(s.data());
           std::vector<char> out(count * elem, 0x5a);
           void *dst = in_place ? src[0].data() : out.data();
-          ReduceInto(dst, ptrs.data(), n, count, t, op, n);
+          // Out of place, the result goes to a second destination as well.
+          std::vector<char> copy(count * elem, 0x33);
+          ReduceInto(dst, ptrs.data(), n, count, t, op, n, in_place ? nullptr : copy.data());
+          if (!in_place) {
+            ASSERT_EQ(std::memcmp(copy.data(), dst, count * elem), 0)
+                << infiniccl::DataTypeName(t) << " n=" << n << " count=" << count;
+          }
           for (size_t i = 0; i < count; ++i) {
             double want = Expected(t, op, n, i, n);
             if (op == infinicclAvg && IsFloat(t)) want = Rounded(t, want);

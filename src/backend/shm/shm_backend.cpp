@@ -307,10 +307,13 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
       sources_[static_cast<size_t>(j)] =
           j == rank_ && !send_dev ? in + off + slice : Stage(j, g) + slice;
     }
-    ReduceInto(mine + slice, sources_.data(), size_, s.len(rank_), a.dtype, a.op, divisor);
+    // Into the own stage for the others; a host recvbuff gets it at once.
+    ReduceInto(mine + slice, sources_.data(), size_, s.len(rank_), a.dtype, a.op, divisor,
+               recv_dev ? nullptr : out + off + slice);
     Post(kReduced, g + 1);
     INFINICCL_RETURN_IF_ERROR(WaitAll(kReduced, g + 1, a));
     for (int j = 0; j < size_; ++j) {
+      if (j == rank_ && !recv_dev) continue;
       const size_t lo = s.lo(j) * elem;
       INFINICCL_RETURN_IF_ERROR(
           copies.Copy(out + off + lo, Stage(j, g) + lo, s.len(j) * elem, recv_dev, false));
