@@ -123,6 +123,9 @@ def case_launcher(icclrun, info, flavor):
                "rank %d: local rank from %r, expected %s" %
                (r["rank"], r["local_rank_source"], LAUNCHER_VAR[flavor]))
         expect(r["settings"]["INFINICCL_DEBUG"] == "", "INFINICCL_DEBUG unset")
+        # Four ranks on one node share memory at the default: the limits.
+        expect(r.get("shm", "").startswith("AllReduce to ") and "MPI above" in r["shm"],
+               "rank %d: shared memory %r" % (r["rank"], r.get("shm")))
 
 
 def case_sim(icclrun, info, flavor):

@@ -85,6 +85,7 @@ std::string FormatJson(const RankReport &r) {
       {"ccl", r.ccl},
       {"ccl_why_not", r.ccl_why_not},
       {"topology", r.topology},
+      {"shm", r.shm},
       {"settings", settings},
       {"setting_defaults", defaults},
       {"warnings", r.warnings},
@@ -146,6 +147,7 @@ std::string FormatHumanRank(const RankReport &r) {
             r.ccl_formed ? "yes (" + r.ccl + ": device buffers go to it)"
                          : "no: " + r.ccl_why_not + " (device buffers go to MPI)");
   for (const std::string &line : r.topology) s += Line("groups:", line);
+  s += Line("shared memory:", r.shm);
   s += Line("GPU-aware MPI (CUDA):", std::string(r.mpi_gpu_aware ? "yes" : "no") + " (" +
                                          r.mpi_gpu_aware_how + ")");
   std::vector<std::string> changed;

@@ -200,6 +200,30 @@ std::string MpiVersionFromLibraryVersion(const std::string &library_version) {
   return "";
 }
 
+// "AllReduce to 4 MiB, ..." with the limits of INFINICCL_SHM=auto.
+static std::string ShmLine(infiniccl::Communicator *c) {
+  using infiniccl::CollKind;
+  const infiniccl::Config &cfg = infiniccl::GlobalConfig();
+  if (cfg.shm == infiniccl::Tristate::kOff) return "no (INFINICCL_SHM=0): MPI";
+  if (c->shm_backend() == nullptr) {
+    return c->size() < 2 ? "no (one rank)" : "no (the ranks span nodes, or no segment): MPI";
+  }
+  if (cfg.shm == infiniccl::Tristate::kOn) {
+    return "AllReduce, ReduceScatter, Reduce, AllGather, Broadcast at every size "
+           "(INFINICCL_SHM=1)";
+  }
+  const auto mib = [](size_t b) {
+    return b >= (size_t{1} << 20) ? std::to_string(b >> 20) + " MiB"
+                                  : std::to_string(b >> 10) + " KiB";
+  };
+  using S = infiniccl::ShmBackend;
+  return "AllReduce to " + mib(S::MaxBytes(CollKind::kAllReduce)) + ", ReduceScatter to " +
+         mib(S::MaxBytes(CollKind::kReduceScatter)) + ", Reduce to " +
+         mib(S::MaxBytes(CollKind::kReduce)) + ", AllGather to " +
+         mib(S::MaxBytes(CollKind::kAllGather)) + ", Broadcast to " +
+         mib(S::MaxBytes(CollKind::kBroadcast)) + " per rank; MPI above";
+}
+
 bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
   *out = RankReport{};
   CollectBuild(out);
@@ -231,6 +255,7 @@ bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
     out->ccl_why_not = WhyNoCcl(*out, b);
   }
   if (const infiniccl::Topology *t = c->topology()) out->topology = t->Describe();
+  out->shm = ShmLine(c.get());
   return true;
 }
 

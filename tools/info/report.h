@@ -74,6 +74,9 @@ struct RankReport {
   // leader; the emulated CCL says "emulated CCL") and whether it is
   // hierarchical, one line each (hier/topology.h: Describe).
   std::vector<std::string> topology;
+  // Shared memory among the communicator's ranks (INFINICCL_SHM): which
+  // collectives take it up to what size, or why there is none.
+  std::string shm;
 
   std::vector<Setting> settings;      // Config::Table() order
   std::vector<std::string> warnings;  // config parse warnings
