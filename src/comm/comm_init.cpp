@@ -494,8 +494,8 @@ Status CommFactory::AttachShm(Communicator &c) {
       } else {
         INFINICCL_INFO("shared memory among the node's ranks, MPI above, per rank: "
                        "AllReduce to %zu bytes, ReduceScatter to %zu, Reduce to %zu, "
-                       "AllGather to %zu, Broadcast to %zu (INFINICCL_SHM, "
-                       "INFINICCL_SHM_MAX_BYTES)",
+                       "AllGather to %zu, Broadcast to %zu; every size where every rank "
+                       "drives a device without a CCL (INFINICCL_SHM, INFINICCL_SHM_MAX_BYTES)",
                        ShmBackend::MaxBytes(CollKind::kAllReduce),
                        ShmBackend::MaxBytes(CollKind::kReduceScatter),
                        ShmBackend::MaxBytes(CollKind::kReduce),

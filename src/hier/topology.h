@@ -33,6 +33,14 @@ struct Topology {
   };
   // The same on every rank.
   int nodes = 1;
+  // Every rank drives a device and no group has a CCL: device buffers of
+  // this communicator go through host memory (staged, or shared memory).
+  bool DevicesWithoutCcl() const {
+    for (const Group &g : groups) {
+      if (!g.has_device || !g.ccl.empty()) return false;
+    }
+    return !groups.empty();
+  }
   std::vector<Group> groups;
   // All groups of one size: the shard communicators exist and AllReduce
   // takes ReduceScatter / AllReduce by shard / AllGather.

@@ -83,7 +83,9 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
       comm.hierarchical() && !grouped &&
       a.count * DataTypeSize(a.dtype) >=
           HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
-  facts.shm = comm.shm_backend() != nullptr && !grouped && comm.shm_backend()->Takes(a);
+  facts.shm = comm.shm_backend() != nullptr && !grouped &&
+              comm.shm_backend()->Takes(a, comm.topology() != nullptr &&
+                                               comm.topology()->DevicesWithoutCcl());
   Path path = Path::kHostMpi;
   INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
   // The MPI path for device buffers: direct when the MPI reads them.

@@ -208,9 +208,13 @@ static std::string ShmLine(infiniccl::Communicator *c) {
   if (c->shm_backend() == nullptr) {
     return c->size() < 2 ? "no (one rank)" : "no (the ranks span nodes, or no segment): MPI";
   }
-  if (cfg.shm == infiniccl::Tristate::kOn) {
-    return "AllReduce, ReduceScatter, Reduce, AllGather, Broadcast at every size "
-           "(INFINICCL_SHM=1)";
+  const infiniccl::Topology *topo = c->topology();
+  if (cfg.shm == infiniccl::Tristate::kOn ||
+      (cfg.shm_max_bytes == SIZE_MAX && topo != nullptr && topo->DevicesWithoutCcl())) {
+    return std::string("AllReduce, ReduceScatter, Reduce, AllGather, Broadcast at every size (") +
+           (cfg.shm == infiniccl::Tristate::kOn ? "INFINICCL_SHM=1"
+                                                : "every rank drives a device without a CCL") +
+           ")";
   }
   const auto mib = [](size_t b) {
     return b >= (size_t{1} << 20) ? std::to_string(b >> 20) + " MiB"

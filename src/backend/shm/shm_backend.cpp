@@ -222,9 +222,10 @@ const char *ShmBackend::Unsupported(const CollArgs &a) const {
   }
 }
 
-size_t ShmBackend::MaxBytes(CollKind kind) {
+size_t ShmBackend::MaxBytes(CollKind kind, bool devices) {
   const size_t set = GlobalConfig().shm_max_bytes;
   if (set != SIZE_MAX) return set;
+  if (devices) return SIZE_MAX;
   // Where shared memory beat MPI at 2 ranks on one node (host float32,
   // Open MPI 4.1 and MPICH 4.0; docs/PERFORMANCE.md, "Shared memory on a
   // node"): AllReduce to 4 MiB, Reduce to 16 MiB, ReduceScatter at every
@@ -239,10 +240,10 @@ size_t ShmBackend::MaxBytes(CollKind kind) {
   }
 }
 
-bool ShmBackend::Takes(const CollArgs &a) const {
+bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
   if (Unsupported(a) != nullptr) return false;
   if (GlobalConfig().shm == Tristate::kOn) return true;
-  return a.count * DataTypeSize(a.dtype) <= MaxBytes(a.kind);
+  return a.count * DataTypeSize(a.dtype) <= MaxBytes(a.kind, devices);
 }
 
 Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,

@@ -52,11 +52,15 @@ class ShmBackend final : public Backend {
   void Abort() override { aborted_.store(true, std::memory_order_relaxed); }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
-  // rank only (kind, count, dtype, settings), so all ranks decide alike.
-  // INFINICCL_SHM=1: every call it supports; auto: calls whose per-rank
-  // bytes are at most MaxBytes (measured, docs/PERFORMANCE.md).
-  bool Takes(const CollArgs &a) const;
-  static size_t MaxBytes(CollKind kind);
+  // rank only (kind, count, dtype, settings, and `devices`: every rank of
+  // the communicator drives a device without a CCL), so all ranks decide
+  // alike. INFINICCL_SHM=1: every call it supports; auto: calls whose
+  // per-rank bytes are at most MaxBytes (measured, docs/PERFORMANCE.md).
+  bool Takes(const CollArgs &a, bool devices) const;
+  // Host buffers through MPI beat a copy in and out of the segment past
+  // these; device buffers are copied through host memory either way, so
+  // on communicators of devices without a CCL every size takes it.
+  static size_t MaxBytes(CollKind kind, bool devices = false);
   // Bytes of each stage of a rank's region.
   static constexpr size_t kStageBytes = size_t{256} << 10;
 
