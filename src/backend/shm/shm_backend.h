@@ -62,7 +62,7 @@ class ShmBackend final : public Backend {
   // on communicators of devices without a CCL every size takes it.
   static size_t MaxBytes(CollKind kind, bool devices = false);
   // Bytes of each stage of a rank's region.
-  static constexpr size_t kStageBytes = size_t{256} << 10;
+  static constexpr size_t kStageBytes = size_t{1} << 20;
 
  private:
   ShmBackend() = default;
