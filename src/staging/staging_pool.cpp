@@ -18,7 +18,7 @@ namespace {
 constexpr size_t kGranule = 4096;
 size_t RoundUp(size_t n) { return (std::max<size_t>(n, 1) + kGranule - 1) / kGranule * kGranule; }
 
-thread_local bool t_defers_frees = false;
+thread_local bool t_no_device_wait = false;
 
 }  // namespace
 
@@ -53,7 +53,7 @@ StagingBlock StagingPool::Allocate(size_t bytes, DeviceRuntime &runtime, Status 
   // A thread that must not wait for the device allocates pageable memory:
   // cudaMallocHost may wait for it (the CUDA guide's implicit
   // synchronisation). It asks the memory thread for the pinned block instead.
-  if (policy != Tristate::kOff && t_defers_frees) {
+  if (policy != Tristate::kOff && t_no_device_wait) {
     std::lock_guard<std::mutex> lock(mutex_);
     // (warned_pinned_ is set where pinned memory failed: none to ask for.)
     const bool asked = std::any_of(wanted_.begin(), wanted_.end(), [&](const Wanted &w) {
@@ -96,10 +96,10 @@ StagingBlock StagingPool::Allocate(size_t bytes, DeviceRuntime &runtime, Status 
   return b;
 }
 
-void StagingPool::DeferFreesOnThisThread() { t_defers_frees = true; }
+void StagingPool::DeferFreesOnThisThread() { t_no_device_wait = true; }
 
-StagingPool::NoDeviceWait::NoDeviceWait() : saved_(t_defers_frees) { t_defers_frees = true; }
-StagingPool::NoDeviceWait::~NoDeviceWait() { t_defers_frees = saved_; }
+StagingPool::NoDeviceWait::NoDeviceWait() : saved_(t_no_device_wait) { t_no_device_wait = true; }
+StagingPool::NoDeviceWait::~NoDeviceWait() { t_no_device_wait = saved_; }
 
 void StagingPool::WakeMemoryThreadLocked() {
   memory_work_ = true;
@@ -146,11 +146,11 @@ void StagingPool::Quiesce() {
       memory_work_ = false;
     }
   }
-  if (inline_work && !t_defers_frees) Replenish();
+  if (inline_work && !t_no_device_wait) Replenish();
 }
 
 void StagingPool::TakeDeferredLocked(std::vector<StagingBlock> *to_free) {
-  if (t_defers_frees || deferred_.empty()) return;
+  if (t_no_device_wait || deferred_.empty()) return;
   for (const StagingBlock &b : deferred_) DetachLocked(b, to_free);
   deferred_.clear();
   deferred_bytes_.store(0, std::memory_order_relaxed);
@@ -158,7 +158,7 @@ void StagingPool::TakeDeferredLocked(std::vector<StagingBlock> *to_free) {
 
 void StagingPool::FreeDeferred(bool over_cap_only) {
   const size_t bytes = deferred_bytes_.load(std::memory_order_relaxed);
-  if (bytes == 0 || t_defers_frees || (over_cap_only && bytes < cap_bytes())) return;
+  if (bytes == 0 || t_no_device_wait || (over_cap_only && bytes < cap_bytes())) return;
   std::vector<StagingBlock> to_free;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -168,7 +168,7 @@ void StagingPool::FreeDeferred(bool over_cap_only) {
 }
 
 void StagingPool::Prime(size_t bytes, DeviceRuntime &runtime) {
-  if (GlobalConfig().staging_pinned == Tristate::kOff || t_defers_frees) return;
+  if (GlobalConfig().staging_pinned == Tristate::kOff || t_no_device_wait) return;
   bytes = std::min(RoundUp(bytes), cap_bytes());
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -183,7 +183,7 @@ void StagingPool::Prime(size_t bytes, DeviceRuntime &runtime) {
 }
 
 void StagingPool::Replenish() {
-  if (t_defers_frees) return;
+  if (t_no_device_wait) return;
   std::vector<Wanted> wanted;
   std::vector<StagingBlock> to_free;
   {
@@ -208,7 +208,7 @@ void StagingPool::Replenish() {
 }
 
 void StagingPool::DetachLocked(const StagingBlock &b, std::vector<StagingBlock> *to_free) {
-  if (b.pinned && t_defers_frees) {
+  if (b.pinned && t_no_device_wait) {
     // Still held (and counted) until a thread that may wait for the device
     // frees it: the memory thread, once they reach the cap.
     deferred_.push_back(b);

@@ -60,15 +60,19 @@ struct DeviceBuffer {
     UploadAsync(h, stream);
     CHECK(g_dev->StreamSynchronize(stream).ok());
   }
-  std::vector<unsigned char> Download() {
+  // Downloads on `stream` (after whatever the stream holds) and waits.
+  std::vector<unsigned char> Download(void *stream = nullptr) const {
     std::vector<unsigned char> h(bytes);
     using infiniccl::CopyKind;
-    CHECK(
-        g_dev->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, nullptr).ok());
-    CHECK(g_dev->StreamSynchronize(nullptr).ok());
+    CHECK(g_dev->MemcpyAsync(h.data(), ptr, bytes, CopyKind::kDeviceToHost, stream).ok());
+    CHECK(g_dev->StreamSynchronize(stream).ok());
     return h;
   }
 };
+
+inline std::vector<unsigned char> DownloadOn(const DeviceBuffer &b, void *stream) {
+  return b.Download(stream);
+}
 
 }  // namespace itest
 #endif

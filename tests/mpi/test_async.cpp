@@ -61,15 +61,6 @@ int g_n = 0;
 using Clock = std::chrono::steady_clock;
 
 
-// Downloads `b` on `stream` (after whatever the stream holds) and waits.
-std::vector<unsigned char> DownloadOn(const DeviceBuffer &b, void *stream) {
-  std::vector<unsigned char> h(b.bytes);
-  CHECK(g_dev->MemcpyAsync(h.data(), b.ptr, b.bytes, infiniccl::CopyKind::kDeviceToHost,
-                           stream)
-            .ok());
-  CHECK(g_dev->StreamSynchronize(stream).ok());
-  return h;
-}
 
 // A stream held by a gate of the test's own until Release(): what an
 // unfinished kernel is to a real stream.

@@ -49,15 +49,6 @@ namespace {
 
 using Bytes = std::vector<unsigned char>;
 
-// Downloads `b` on `stream` (after whatever the stream holds) and waits.
-Bytes DownloadOn(const DeviceBuffer &b, void *stream) {
-  Bytes h(b.bytes);
-  CHECK(g_dev->MemcpyAsync(h.data(), b.ptr, b.bytes, infiniccl::CopyKind::kDeviceToHost,
-                           stream)
-            .ok());
-  CHECK(g_dev->StreamSynchronize(stream).ok());
-  return h;
-}
 
 // Rank `rank`'s input of tag `tag`: ReduceValue (|v| <= 5) of the elements
 // [first, first + count), as Int32 bytes.

@@ -67,15 +67,6 @@ constexpr size_t kLarge = 70000;
 // The rank-skewed kernel length: rank r's stream is held (r+1)*10 ms.
 unsigned SkewUs(int rank) { return unsigned(rank + 1) * 10000u; }
 
-// Downloads `b` on `stream` (after whatever the stream holds) and waits.
-std::vector<unsigned char> DownloadOn(const DeviceBuffer &b, void *stream) {
-  std::vector<unsigned char> h(b.bytes);
-  CHECK(g_dev->MemcpyAsync(h.data(), b.ptr, b.bytes, infiniccl::CopyKind::kDeviceToHost,
-                           stream)
-            .ok());
-  CHECK(g_dev->StreamSynchronize(stream).ok());
-  return h;
-}
 
 // One queued AllReduce of Int32 sums on `n` ranks, this rank being `rank`
 // there, with input ReduceInput(tag), in place or out of place.
