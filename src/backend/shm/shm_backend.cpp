@@ -279,29 +279,45 @@ struct Slices {
 // Each chunk: copy in (all but the own slice, which the rank reads from its
 // own buffer, unless that is device memory), each rank reduces its slice
 // over every rank's copy into its own stage, then every rank copies all the
-// reduced slices out.
+// reduced slices out. Pipelined one chunk deep: the copy in of chunk k+1 is
+// issued before chunk k is reduced, and chunk k's copies out finish while
+// chunk k+1 is reduced, so device copies overlap the reduction.
 Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
                              bool recv_dev) {
   const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
   const int divisor = a.avg_divisor > 0 ? a.avg_divisor : size_;
+  const size_t chunks = (a.count + cap - 1) / cap;
+  const uint32_t first = next_chunk_;
+  next_chunk_ += static_cast<uint32_t>(chunks);
   Copies copies(dev, a.stream);
-  for (size_t at = 0; at < a.count; at += cap) {
-    const size_t n = std::min(cap, a.count - at), off = at * elem;
-    const uint32_t g = next_chunk_++;
+  const auto copy_in = [&](size_t k) -> Status {
+    const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
+    char *stage = Stage(rank_, first + static_cast<uint32_t>(k));
+    if (send_dev) return copies.Copy(stage, in + off, n * elem, false, true);
+    const Slices s(n, size_, elem);
+    const size_t lo = s.lo(rank_) * elem, hi = s.lo(rank_ + 1) * elem;
+    std::memcpy(stage, in + off, lo);
+    std::memcpy(stage + hi, in + off + hi, n * elem - hi);
+    return Status::Ok();
+  };
+  INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, first - 1, a));
+  INFINICCL_RETURN_IF_ERROR(copy_in(0));
+  for (size_t k = 0; k < chunks; ++k) {
+    const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
+    const uint32_t g = first + static_cast<uint32_t>(k);
     const Slices s(n, size_, elem);
     char *mine = Stage(rank_, g);
-    INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
-    if (send_dev) {
-      INFINICCL_RETURN_IF_ERROR(copies.Copy(mine, in + off, n * elem, false, true));
-    } else {
-      const size_t lo = s.lo(rank_) * elem, hi = s.lo(rank_ + 1) * elem;
-      std::memcpy(mine, in + off, lo);
-      std::memcpy(mine + hi, in + off + hi, n * elem - hi);
-    }
+    // Chunk k is in; chunk k-1's copies out are done.
     INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    if (k > 0) Post(kDone, g);
     Post(kArrived, g + 1);
+    if (k + 1 < chunks) {
+      // The next chunk's stage is free once every rank is done with k-1.
+      INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g, a));
+      INFINICCL_RETURN_IF_ERROR(copy_in(k + 1));
+    }
     INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
     const size_t slice = s.lo(rank_) * elem;
     for (int j = 0; j < size_; ++j) {
@@ -319,9 +335,9 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
       INFINICCL_RETURN_IF_ERROR(
           copies.Copy(out + off + lo, Stage(j, g) + lo, s.len(j) * elem, recv_dev, false));
     }
-    INFINICCL_RETURN_IF_ERROR(copies.Finish());
-    PostAll(g + 1);
   }
+  INFINICCL_RETURN_IF_ERROR(copies.Finish());
+  PostAll(first + static_cast<uint32_t>(chunks));
   return Status::Ok();
 }
 
