@@ -519,7 +519,7 @@ typedef struct {
       d2h_bytes;                  /**< bytes copied device to host */
   unsigned long long h2d_copies,  /**< host-to-device staging copies */
       h2d_bytes;                  /**< bytes copied host to device */
-  unsigned long long staged_calls;     /**< device calls staged through host memory */
+  unsigned long long staged_calls;     /**< device calls staged through host memory (pooled buffers or the node's shared-memory segment) */
   unsigned long long pipelined_calls;  /**< of those, split into several chunks */
   unsigned long long direct_calls;     /**< device calls given to MPI directly */
 } infinicclStagingStats;

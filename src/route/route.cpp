@@ -37,6 +37,21 @@ void Announce(Communicator &comm, const CollArgs &a, Path path, const char *devi
                   a.in_place ? " in-place" : "", PathDescription(path), device);
 }
 
+// Device buffers through the segment are staged through host memory too:
+// counted as staged calls and copies (infinicclGetStagingStats).
+Status RunShm(ShmBackend &shm, const CollArgs &x, DeviceRuntime *device,
+              const BufferPlacement &placement) {
+  ShmBackend::CopyCounts n;
+  const Status st =
+      shm.RunOn(x, device, placement.send_on_device, placement.recv_on_device, &n);
+  if (device == nullptr || !st.ok()) return st;
+  StagingPool &pool = StagingPool::Global();
+  if (n.d2h > 0) pool.CountCopy(CopyKind::kDeviceToHost, n.d2h_bytes, n.d2h);
+  if (n.h2d > 0) pool.CountCopy(CopyKind::kHostToDevice, n.h2d_bytes, n.h2d);
+  pool.CountCall(x.count * DataTypeSize(x.dtype) > ShmBackend::kStageBytes);
+  return st;
+}
+
 }  // namespace
 
 Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
@@ -148,8 +163,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
       case Path::kShm:
         // The node's ranks through shared memory; device buffers copied
         // into and out of it by the device runtime on the call's stream.
-        return c->shm_backend()->RunOn(x, device, placement.send_on_device,
-                                       placement.recv_on_device);
+        return RunShm(*c->shm_backend(), x, device, placement);
       case Path::kHier:
         // Two levels (hier/): the groups' CCLs inside, MPI across.
         return RunHierarchical(*c->topology(), device, x, placement, nranks, c);

@@ -343,12 +343,12 @@ void StagingPool::ReleaseOwner(const void *owner) {
   Release(to_free);
 }
 
-void StagingPool::CountCopy(CopyKind kind, size_t bytes) {
+void StagingPool::CountCopy(CopyKind kind, size_t bytes, size_t copies) {
   if (kind == CopyKind::kDeviceToHost) {
-    d2h_copies_.fetch_add(1, std::memory_order_relaxed);
+    d2h_copies_.fetch_add(copies, std::memory_order_relaxed);
     d2h_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   } else {
-    h2d_copies_.fetch_add(1, std::memory_order_relaxed);
+    h2d_copies_.fetch_add(copies, std::memory_order_relaxed);
     h2d_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
 }

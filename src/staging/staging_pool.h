@@ -122,7 +122,7 @@ class StagingPool {
   size_t cap_bytes() const;
 
   // Counters kept by the pipeline.
-  void CountCopy(CopyKind kind, size_t bytes);
+  void CountCopy(CopyKind kind, size_t bytes, size_t copies = 1);
   void CountCall(bool pipelined);
   void CountDirect();
   infinicclStagingStats Stats();

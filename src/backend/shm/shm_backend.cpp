@@ -80,7 +80,8 @@ void FutexWakeAll(std::atomic<uint32_t> *word) {
 // copies on the call's stream otherwise, all finished by Finish().
 class Copies {
  public:
-  Copies(DeviceRuntime *device, void *stream) : device_(device), stream_(stream) {}
+  Copies(DeviceRuntime *device, void *stream, ShmBackend::CopyCounts *counts)
+      : device_(device), stream_(stream), counts_(counts) {}
   Status Copy(void *dst, const void *src, size_t bytes, bool dst_dev, bool src_dev) {
     if (bytes == 0 || dst == src) return Status::Ok();
     if (!dst_dev && !src_dev) {
@@ -89,6 +90,13 @@ class Copies {
     }
     const CopyKind kind = dst_dev ? (src_dev ? CopyKind::kDeviceToDevice : CopyKind::kHostToDevice)
                                   : CopyKind::kDeviceToHost;
+    if (counts_ != nullptr && kind == CopyKind::kDeviceToHost) {
+      ++counts_->d2h;
+      counts_->d2h_bytes += bytes;
+    } else if (counts_ != nullptr && kind == CopyKind::kHostToDevice) {
+      ++counts_->h2d;
+      counts_->h2d_bytes += bytes;
+    }
     pending_ = true;
     return device_->MemcpyAsync(dst, src, bytes, kind, stream_);
   }
@@ -101,6 +109,7 @@ class Copies {
  private:
   DeviceRuntime *device_;
   void *stream_;
+  ShmBackend::CopyCounts *counts_;
   bool pending_ = false;
 };
 
@@ -247,13 +256,13 @@ bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
 }
 
 Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,
-                         bool recv_dev) {
+                         bool recv_dev, CopyCounts *counts) {
   switch (a.kind) {
-    case CollKind::kAllReduce: return AllReduce(a, device, send_dev, recv_dev);
-    case CollKind::kReduceScatter: return ReduceScatter(a, device, send_dev, recv_dev);
-    case CollKind::kReduce: return Reduce(a, device, send_dev, recv_dev);
-    case CollKind::kAllGather: return AllGather(a, device, send_dev, recv_dev);
-    case CollKind::kBroadcast: return Broadcast(a, device, send_dev, recv_dev);
+    case CollKind::kAllReduce: return AllReduce(a, device, send_dev, recv_dev, counts);
+    case CollKind::kReduceScatter: return ReduceScatter(a, device, send_dev, recv_dev, counts);
+    case CollKind::kReduce: return Reduce(a, device, send_dev, recv_dev, counts);
+    case CollKind::kAllGather: return AllGather(a, device, send_dev, recv_dev, counts);
+    case CollKind::kBroadcast: return Broadcast(a, device, send_dev, recv_dev, counts);
     default: break;
   }
   return Status(infinicclInternalError, Unsupported(a));
@@ -283,7 +292,7 @@ struct Slices {
 // issued before chunk k is reduced, and chunk k's copies out finish while
 // chunk k+1 is reduced, so device copies overlap the reduction.
 Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
-                             bool recv_dev) {
+                             bool recv_dev, CopyCounts *counts) {
   const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
@@ -291,7 +300,7 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
   const size_t chunks = (a.count + cap - 1) / cap;
   const uint32_t first = next_chunk_;
   next_chunk_ += static_cast<uint32_t>(chunks);
-  Copies copies(dev, a.stream);
+  Copies copies(dev, a.stream, counts);
   const auto copy_in = [&](size_t k) -> Status {
     const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
     char *stage = Stage(rank_, first + static_cast<uint32_t>(k));
@@ -344,13 +353,13 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
 // Each chunk holds the same range of every block: rank j reduces block j over
 // every rank's copy, straight into its recvbuff when that is host memory.
 Status ShmBackend::ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
-                                 bool recv_dev) {
+                                 bool recv_dev, CopyCounts *counts) {
   const size_t elem = DataTypeSize(a.dtype);
   const size_t cap = kStageBytes / elem / static_cast<size_t>(size_);
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
   const int divisor = a.avg_divisor > 0 ? a.avg_divisor : size_;
-  Copies copies(dev, a.stream);
+  Copies copies(dev, a.stream, counts);
   for (size_t at = 0; at < a.count; at += cap) {
     const size_t n = std::min(cap, a.count - at);
     const uint32_t g = next_chunk_++;
@@ -382,13 +391,13 @@ Status ShmBackend::ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool sen
 }
 
 // Every rank copies in; the root reduces all copies into its recvbuff.
-Status ShmBackend::Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev) {
+Status ShmBackend::Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev, CopyCounts *counts) {
   const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
   const bool root = rank_ == a.root;
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
   const int divisor = a.avg_divisor > 0 ? a.avg_divisor : size_;
-  Copies copies(dev, a.stream);
+  Copies copies(dev, a.stream, counts);
   for (size_t at = 0; at < a.count; at += cap) {
     const size_t n = std::min(cap, a.count - at), off = at * elem;
     const uint32_t g = next_chunk_++;
@@ -416,11 +425,11 @@ Status ShmBackend::Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, 
 
 // Each rank copies its block in; every rank copies the others' out.
 Status ShmBackend::AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
-                             bool recv_dev) {
+                             bool recv_dev, CopyCounts *counts) {
   const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
-  Copies copies(dev, a.stream);
+  Copies copies(dev, a.stream, counts);
   for (size_t at = 0; at < a.count; at += cap) {
     const size_t n = std::min(cap, a.count - at), off = at * elem;
     const uint32_t g = next_chunk_++;
@@ -446,12 +455,12 @@ Status ShmBackend::AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_de
 
 // The root copies in; every other rank copies out.
 Status ShmBackend::Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
-                             bool recv_dev) {
+                             bool recv_dev, CopyCounts *counts) {
   const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
   const bool root = rank_ == a.root;
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
-  Copies copies(dev, a.stream);
+  Copies copies(dev, a.stream, counts);
   for (size_t at = 0; at < a.count; at += cap) {
     const size_t n = std::min(cap, a.count - at), off = at * elem;
     const uint32_t g = next_chunk_++;

@@ -45,9 +45,15 @@ class ShmBackend final : public Backend {
   const char *Name() const override { return "shared memory"; }
   // Host buffers.
   Status Run(const CollArgs &a) override { return RunOn(a, nullptr, false, false); }
+  // The device copies one call made (for the staging statistics).
+  struct CopyCounts {
+    size_t d2h = 0, d2h_bytes = 0, h2d = 0, h2d_bytes = 0;
+  };
   // Buffers of which those on the device (send_dev, recv_dev) are memory of
-  // `device`, copied through it on a.stream (finished before return).
-  Status RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev, bool recv_dev);
+  // `device`, copied through it on a.stream (finished before return);
+  // `counts`, when given, gets the device copies made.
+  Status RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev, bool recv_dev,
+               CopyCounts *counts = nullptr);
   const char *Unsupported(const CollArgs &a) const override;
   void Abort() override { aborted_.store(true, std::memory_order_relaxed); }
 
@@ -80,11 +86,16 @@ class ShmBackend final : public Backend {
   Status WaitAll(Phase phase, uint32_t target, const CollArgs &a);
   Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
 
-  Status AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
-  Status ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
-  Status Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
-  Status AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
-  Status Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev);
+  Status AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
+                         CopyCounts *counts);
+  Status ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
+                             CopyCounts *counts);
+  Status Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
+                      CopyCounts *counts);
+  Status AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
+                         CopyCounts *counts);
+  Status Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
+                         CopyCounts *counts);
 
   std::unique_ptr<NodeSegment> segment_;
   int rank_ = 0, size_ = 1;
