@@ -80,6 +80,15 @@ class DeviceRuntime {
   // (callers then fall back to pageable memory).
   virtual Status MallocHost(void **ptr, size_t bytes) = 0;
   virtual Status FreeHost(void *ptr) = 0;
+  // Page-locks host memory the caller allocated (cudaHostRegister and its
+  // kin), so that copies to and from it are asynchronous DMA as from
+  // MallocHost memory; HostUnregister undoes it. NotSupported where the
+  // runtime has no such call: the memory then stays pageable, and copies
+  // through it still work (synchronously).
+  virtual Status HostRegister(void * /*ptr*/, size_t /*bytes*/) {
+    return Status(infinicclNotSupported, "this device runtime cannot page-lock host memory");
+  }
+  virtual Status HostUnregister(void * /*ptr*/) { return Status::Ok(); }
 
   // Asynchronous copy ordered on `stream` after all work already queued on it.
   virtual Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,

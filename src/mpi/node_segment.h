@@ -42,6 +42,9 @@ class NodeSegment {
   char *region(int i) const { return base_ + static_cast<size_t>(i) * region_bytes_; }
   char *tail() const { return region(node_size_); }
   size_t region_bytes() const { return region_bytes_; }
+  // The whole mapping (every region and the tail), as this rank sees it.
+  char *base() const { return base_; }
+  size_t bytes() const { return bytes_; }
   // The node rank of each rank of `comm` (-1: on another node).
   const std::vector<int> &node_rank_of() const { return node_rank_of_; }
 

@@ -20,7 +20,8 @@
 # MPI): copy costs, AllReduce next to host MPI and the bare copies, the
 # progress engine's return time and overlap loop (busy kernels), its small
 # calls with ranks bound to cores, the chunk sweep, Broadcast/AllGather/
-# AllToAll (default and 4 MiB chunks), and the per-call breakdown (TRACE).
+# AllToAll (default and 4 MiB chunks), staged calls through the shared-memory
+# segment against MPI staging, and the per-call breakdown (TRACE).
 # Every step runs even when an earlier one failed; each step's output goes
 # to <out>/<step>.log (at most 8 files come back from the device tool, so
 # steps share logs by prefix) and its exit code to <out>/summary.txt.
@@ -167,6 +168,16 @@ done
 step bench.coll 40 "${mpi[@]}" -np 4 "${bench[@]}" \
   --modes host_broadcast,infiniccl_broadcast,host_allgather,infiniccl_allgather,host_alltoall,infiniccl_alltoall \
   -b 1M -e 64M -f 4 --warmup 3 --iters 10 --validate
+# Staged device buffers through the shared-memory segment (page-locked with
+# cudaHostRegister at the first device call: the INFO line says so) against
+# MPI staging, 2 and 4 ranks, results validated.
+for np in 2 4; do
+  for shm in 0 1; do
+    step bench.shm 30 env INFINICCL_SHM=$shm INFINICCL_DEBUG=INFO "${mpi[@]}" -np "$np" \
+      "${bench[@]}" --modes infiniccl_allreduce,infiniccl_reduce_scatter,infiniccl_allgather \
+      -b 64K -e 64M -f 4 --warmup 3 --iters 10 --validate
+  done
+done
 # The same with 4 MiB chunks: on a GPU that four processes time-slice, fewer,
 # larger copies may pay for the collectives that move no reduction (the
 # 1 MiB default came from the AllReduce sweep only).

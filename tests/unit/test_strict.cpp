@@ -107,6 +107,41 @@ TEST(SimStrict, PageableCopiesBehaveAsCudas) {
   ASSERT_TRUE(sim.StreamDestroy(s).ok());
 }
 
+// HostRegister (cudaHostRegister) turns the caller's own memory into pinned
+// memory for the copy rules until HostUnregister; overlapping ranges and
+// unknown pointers are refused, and INFINICCL_SIM_PINNED=0 refuses it all.
+TEST(SimStrict, RegisteredHostMemoryCopiesAsPinned) {
+  SimRuntime sim(1, 0, true, 0, Strict());
+  void *s = nullptr, *dev = nullptr;
+  ASSERT_TRUE(sim.StreamCreate(&s).ok());
+  ASSERT_TRUE(sim.Malloc(&dev, sizeof(int)).ok());
+  std::vector<int> host(1024, 0);
+  ASSERT_TRUE(sim.HostRegister(host.data(), host.size() * sizeof(int)).ok());
+  EXPECT_FALSE(sim.HostRegister(host.data() + 8, sizeof(int)).ok());
+  // Read when the stream reaches the copy, behind the kernel, as pinned.
+  host[5] = 1;
+  ASSERT_TRUE(sim.Kernel(s, 30000).ok());
+  ASSERT_TRUE(sim.MemcpyAsync(dev, &host[5], sizeof(int), CopyKind::kHostToDevice, s).ok());
+  host[5] = 2;
+  // A copy into it returns before the stream reaches it.
+  host[9] = -1;
+  ASSERT_TRUE(sim.Kernel(s, 30000).ok());
+  ASSERT_TRUE(sim.MemcpyAsync(&host[9], dev, sizeof(int), CopyKind::kDeviceToHost, s).ok());
+  EXPECT_EQ(host[9], -1);
+  ASSERT_TRUE(sim.StreamSynchronize(s).ok());
+  EXPECT_EQ(host[9], 2);
+  ASSERT_TRUE(sim.HostUnregister(host.data()).ok());
+  EXPECT_FALSE(sim.HostUnregister(host.data()).ok());
+  // Pageable again: a copy into it is done when the call returns.
+  ASSERT_TRUE(sim.Kernel(s, 30000).ok());
+  ASSERT_TRUE(sim.MemcpyAsync(&host[10], dev, sizeof(int), CopyKind::kDeviceToHost, s).ok());
+  EXPECT_EQ(host[10], 2);
+  sim.SetPinnedAvailable(false);
+  EXPECT_EQ(sim.HostRegister(host.data(), sizeof(int)).code(), infinicclNotSupported);
+  ASSERT_TRUE(sim.Free(dev).ok());
+  ASSERT_TRUE(sim.StreamDestroy(s).ok());
+}
+
 TEST(SimStrict, AllocationsAndFreesWaitForTheDevice) {
   SimRuntime sim(1, 0, true, 0, Strict());
   void *s = nullptr;

@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/dtype.h"
+#include "core/log.h"
 #include "core/reduce.h"
 #include "device/spin_wait.h"
 #include "mpi/mpi_error.h"
@@ -255,8 +256,29 @@ bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
   return a.count * DataTypeSize(a.dtype) <= MaxBytes(a.kind, devices);
 }
 
+ShmBackend::~ShmBackend() {
+  // Errors ignored: at process exit the runtime may already be torn down.
+  if (registered_with_ != nullptr) (void)registered_with_->HostUnregister(segment_->base());
+}
+
+void ShmBackend::RegisterWith(DeviceRuntime *device) {
+  register_tried_ = true;
+  const Status st = device->HostRegister(segment_->base(), segment_->bytes());
+  if (st.ok()) {
+    registered_with_ = device;
+    INFINICCL_INFO("shared memory: the segment (%zu bytes) is page-locked with %s: device "
+                   "copies into and out of it are DMA",
+                   segment_->bytes(), device->description());
+  } else {
+    INFINICCL_INFO("shared memory: the segment stays pageable for %s (%s): device copies "
+                   "through it are synchronous",
+                   device->description(), st.message().c_str());
+  }
+}
+
 Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,
                          bool recv_dev, CopyCounts *counts) {
+  if (device != nullptr && (send_dev || recv_dev) && !register_tried_) RegisterWith(device);
   switch (a.kind) {
     case CollKind::kAllReduce: return AllReduce(a, device, send_dev, recv_dev, counts);
     case CollKind::kReduceScatter: return ReduceScatter(a, device, send_dev, recv_dev, counts);

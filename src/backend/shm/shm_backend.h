@@ -9,7 +9,8 @@
 // chunks through two stages per rank, so a rank copies chunk k+1 in while
 // slower ranks still read chunk k. Buffers in device memory (the staged path
 // of a device without a CCL) are copied by the device runtime straight into
-// and out of the segment, on the call's stream.
+// and out of the segment, on the call's stream; the segment is page-locked
+// with that runtime at the first such call (cudaHostRegister and its kin).
 //
 // Ranks step through chunks in lockstep on counters in the segment, one per
 // phase per rank (arrived, reduced, done). A waiter spins briefly (not when
@@ -42,6 +43,7 @@ class ShmBackend final : public Backend {
   static Status Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
                        std::string *why);
 
+  ~ShmBackend() override;
   const char *Name() const override { return "shared memory"; }
   // Host buffers.
   Status Run(const CollArgs &a) override { return RunOn(a, nullptr, false, false); }
@@ -97,7 +99,13 @@ class ShmBackend final : public Backend {
   Status Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
                          CopyCounts *counts);
 
+  // Page-locks the segment with `device` (first device call): its copies
+  // into and out of the segment are then DMA, asynchronous both ways.
+  void RegisterWith(DeviceRuntime *device);
+
   std::unique_ptr<NodeSegment> segment_;
+  DeviceRuntime *registered_with_ = nullptr;  // the runtime it is page-locked with
+  bool register_tried_ = false;
   int rank_ = 0, size_ = 1;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
   std::atomic<bool> aborted_{false};

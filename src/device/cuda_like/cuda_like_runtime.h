@@ -72,6 +72,9 @@
   static Error Free(void *ptr) { return p##Free(ptr); }                                \
   static Error MallocHost(void **ptr, size_t n) { return p##MallocHost(ptr, n); }      \
   static Error FreeHost(void *ptr) { return p##FreeHost(ptr); }                        \
+  /* flags 0: the vendors' HostRegisterDefault */                                      \
+  static Error HostRegister(void *ptr, size_t n) { return p##HostRegister(ptr, n, 0); }  \
+  static Error HostUnregister(void *ptr) { return p##HostUnregister(ptr); }            \
   static Error MemcpyAsync(void *dst, const void *src, size_t n, MemcpyKind k,         \
                            Stream s) {                                                 \
     return p##MemcpyAsync(dst, src, n, k, s);                                          \
@@ -214,6 +217,15 @@ class CudaLikeRuntime final : public DeviceRuntime {
   Status FreeHost(void *ptr) override {
     if (ptr == nullptr) return Status::Ok();
     return INFINICCL_CUDA_LIKE_CALL(FreeHost, ptr);
+  }
+
+  Status HostRegister(void *ptr, size_t bytes) override {
+    if (DeviceCount() == 0) return NoDevice(infinicclNotSupported, "HostRegister");
+    return INFINICCL_CUDA_LIKE_CALL(HostRegister, ptr, bytes);
+  }
+  Status HostUnregister(void *ptr) override {
+    if (ptr == nullptr || DeviceCount() == 0) return Status::Ok();
+    return INFINICCL_CUDA_LIKE_CALL(HostUnregister, ptr);
   }
 
   Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,

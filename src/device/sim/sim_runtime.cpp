@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -174,6 +175,48 @@ Status SimRuntime::FreeHost(void *ptr) {
   return Status::Ok();
 }
 
+namespace {
+// Whether [x, x + bytes) lies within one range of `ranges` (base -> bytes).
+bool Within(const std::map<uintptr_t, size_t> &ranges, uintptr_t x, size_t bytes) {
+  auto it = ranges.upper_bound(x);
+  if (it == ranges.begin()) return false;
+  --it;
+  return x - it->first + bytes <= it->second;
+}
+}  // namespace
+
+Status SimRuntime::HostRegister(void *ptr, size_t bytes) {
+  if (!pinned_available_.load()) {
+    return Status(infinicclNotSupported,
+                  "pinned host memory disabled on the emulated device "
+                  "(INFINICCL_SIM_PINNED=0)");
+  }
+  if (ptr == nullptr || bytes == 0) {
+    return Status(infinicclInvalidArgument, "HostRegister of an empty range");
+  }
+  const uintptr_t x = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  // As cudaErrorHostMemoryAlreadyRegistered: no range may overlap another.
+  auto next = registered_mem_.lower_bound(x);
+  const bool overlaps =
+      (next != registered_mem_.end() && next->first < x + bytes) ||
+      (next != registered_mem_.begin() && std::prev(next)->first + std::prev(next)->second > x);
+  if (overlaps || Within(pinned_mem_, x, 1)) {
+    return MakeStatus(infinicclInvalidArgument, "%p is already pinned or registered", ptr);
+  }
+  registered_mem_[x] = bytes;
+  return Status::Ok();
+}
+
+Status SimRuntime::HostUnregister(void *ptr) {
+  if (ptr == nullptr) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (registered_mem_.erase(reinterpret_cast<uintptr_t>(ptr)) == 0) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not a registered host range", ptr);
+  }
+  return Status::Ok();
+}
+
 void SimRuntime::SynchronizeAll() {
   std::vector<std::shared_ptr<SimStream>> all;  // kept alive while waited for
   {
@@ -186,10 +229,7 @@ void SimRuntime::SynchronizeAll() {
 
 bool SimRuntime::IsPinnedLocked(const void *p, size_t bytes) const {
   const uintptr_t x = reinterpret_cast<uintptr_t>(p);
-  auto it = pinned_mem_.upper_bound(x);
-  if (it == pinned_mem_.begin()) return false;
-  --it;
-  return x - it->first + bytes <= it->second;
+  return Within(pinned_mem_, x, bytes) || Within(registered_mem_, x, bytes);
 }
 
 SimStream *SimRuntime::StreamFor(void *stream) {

@@ -80,6 +80,10 @@ class SimRuntime : public DeviceRuntime {
   Status Free(void *ptr) override;
   Status MallocHost(void **ptr, size_t bytes) override;
   Status FreeHost(void *ptr) override;
+  // As cudaHostRegister: the range counts as pinned for the strict pageable
+  // rules until HostUnregister (INFINICCL_SIM_PINNED=0: NotSupported).
+  Status HostRegister(void *ptr, size_t bytes) override;
+  Status HostUnregister(void *ptr) override;
 
   Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
                      void *stream) override;
@@ -156,6 +160,7 @@ class SimRuntime : public DeviceRuntime {
   const SimStrict strict_;
   std::map<uintptr_t, Allocation> device_mem_;  // base -> allocation
   std::map<uintptr_t, size_t> pinned_mem_;      // base -> bytes
+  std::map<uintptr_t, size_t> registered_mem_;  // base -> bytes (HostRegister)
   // Shared: SynchronizeAll waits on streams outside mutex_ while
   // StreamDestroy may drop them.
   struct StreamEntry {
