@@ -136,6 +136,7 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     if (Backend *ccl = c->ccl_backend()) ccl->Abort();
     if (ShmBackend *shm = c->shm_backend()) shm->Abort();
     if (Topology *t = c->topology(); t != nullptr && t->group_ccl) t->group_ccl->Abort();
+    if (Topology *t = c->topology(); t != nullptr && t->group_shm) t->group_shm->Abort();
     return Status::Ok();
   });
 }

@@ -267,6 +267,15 @@ Status AttachHierarchy(Communicator &c, Topology *t) {
   }
   INFINICCL_RETURN_IF_ERROR(SplitOff(c.mpi_comm(), t->my_group, c.rank(), &t->group_comm));
   Topology::Group &mine = t->groups[static_cast<size_t>(t->my_group)];
+  // Shared memory inside the group (collective over the group only; every
+  // rank of a group has the same local_size).
+  if (cfg.shm != Tristate::kOff && t->local_size >= 2) {
+    std::string no_shm;
+    INFINICCL_RETURN_IF_ERROR(ShmBackend::Create(t->group_comm, t->local_rank, t->local_size,
+                                                 &t->group_shm, &no_shm));
+    if (t->group_shm == nullptr) INFINICCL_INFO("group %d: no shared memory (%s)", t->my_group,
+                                                no_shm.c_str());
+  }
   Status st;
   if (!mine.ccl.empty()) {
     CclProvider *ccl = CclForKind(c.binding().kind);

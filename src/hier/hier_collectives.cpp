@@ -63,17 +63,40 @@ Status RunAlone(Ctx &c, const CollArgs &b) {
 }
 
 // Inside this rank's group: its CCL on device buffers where it has one and
-// it can take the step, otherwise MPI on the group's communicator (staged
-// for device buffers). What a CCL cannot take (Unsupported: HCCL's and
-// CNCL's missing types and ops, 16-bit integer reductions) is a function of
-// the arguments alone, so every rank of the group decides alike.
+// it can take the step, otherwise the group's shared memory (host buffers,
+// and device buffers copied in and out by the device runtime), otherwise MPI
+// on the group's communicator (staged for device buffers). What a CCL or the
+// segment cannot take (Unsupported: HCCL's and CNCL's missing types and ops,
+// 16-bit integer reductions, the collectives the segment has no form for) is
+// a function of the arguments alone, so every rank of the group decides
+// alike.
 Status InGroup(Ctx &c, const CollArgs &b) {
   Topology &t = c.t;
   if (t.local_size == 1) return RunAlone(c, b);
   const bool ccl =
       c.device != nullptr && t.group_ccl != nullptr && t.group_ccl->Unsupported(b) == nullptr;
-  t.step.store(ccl ? Topology::kInGroupCcl : Topology::kInGroupMpi, std::memory_order_relaxed);
+  // The segment within its size limits (ShmBackend::Takes): every size for
+  // a group of devices without a CCL, whose buffers cross host memory anyway.
+  const Topology::Group &mine = t.groups[static_cast<size_t>(t.my_group)];
+  const bool shm =
+      !ccl && t.group_shm != nullptr && t.group_shm->Takes(b, mine.has_device && mine.ccl.empty());
+  t.step.store(ccl   ? Topology::kInGroupCcl
+               : shm ? Topology::kInGroupShm
+                     : Topology::kInGroupMpi,
+               std::memory_order_relaxed);
   if (ccl) return t.group_ccl->Run(b);
+  if (shm) {
+    // The step's buffers: the caller's, or the topology's scratch (device
+    // memory of c.device).
+    bool send_dev = false, recv_dev = false;
+    if (c.device != nullptr) {
+      PointerInfo info;
+      send_dev = b.send_bytes > 0 && c.device->Classify(b.sendbuff, &info).ok() && OnDevice(info);
+      recv_dev = b.recv_bytes > 0 && c.device->Classify(b.recvbuff, &info).ok() && OnDevice(info);
+    }
+    CountHier(3);
+    return t.group_shm->RunOn(b, c.device, send_dev, recv_dev);
+  }
   if (c.device != nullptr) {
     if (t.group_mpi->ReadsDeviceMemory(c.device->kind())) {
       return RunDirect(*t.group_mpi, *c.device, b);

@@ -8,7 +8,7 @@
 namespace infiniccl {
 
 namespace {
-std::atomic<uint64_t> g_counts[3];
+std::atomic<uint64_t> g_counts[4];
 }  // namespace
 
 HierStats GetHierStats() {
@@ -16,6 +16,7 @@ HierStats GetHierStats() {
   s.sharded = g_counts[0].load();
   s.leader = g_counts[1].load();
   s.other = g_counts[2].load();
+  s.group_shm = g_counts[3].load();
   return s;
 }
 
@@ -82,6 +83,7 @@ void Topology::Release(bool free_comms) {
   group_ccl.reset();  // first: destroying it waits for its queued work
   FreeScratch();
   group_mpi.reset();
+  group_shm.reset();
   leader_mpi.reset();
   shard_mpi.reset();
   if (!free_comms) return;
@@ -111,6 +113,7 @@ std::string Topology::DescribeStep(int s) const {
   }
   switch (s) {
     case kInGroupCcl: return "inside " + group + " on its " + mine.ccl;
+    case kInGroupShm: return "inside " + group + " on shared memory";
     case kInGroupMpi: return "inside " + group + " on MPI";
     case kAcrossLeaders:
       return "across groups, among the leaders (ranks " + RankList(across) + ") on MPI";
@@ -129,7 +132,8 @@ std::vector<std::string> Topology::Describe() const {
     out.push_back("group " + std::to_string(g) + ": node " + std::to_string(gr.node) + ", " +
                   (gr.has_device ? DeviceKindName(gr.kind) : "host-only") + " x" +
                   std::to_string(gr.ranks.size()) + " (ranks " + ranks + "), " +
-                  (gr.ccl.empty() ? std::string("no CCL (MPI, staged for device buffers)")
+                  (gr.ccl.empty() ? std::string("no CCL (shared memory inside unless INFINICCL_SHM=0, "
+                                              "else MPI, staged for device buffers)")
                                   : gr.ccl) +
                   ", leader " + std::to_string(gr.ranks.front()));
   }

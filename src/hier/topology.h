@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/shm/shm_backend.h"
 #include "core/coll_args.h"
 #include "device/device_runtime.h"
 
@@ -89,12 +90,23 @@ struct Topology {
   MPI_Comm shard_comm = MPI_COMM_NULL;
   std::unique_ptr<Backend> group_ccl;
   std::unique_ptr<Backend> group_mpi;
+  // Shared memory inside the group (every group's ranks share a node), for
+  // the steps its CCL does not take: made unless INFINICCL_SHM=0, null when
+  // the segment could not be made (then MPI).
+  std::unique_ptr<ShmBackend> group_shm;
   std::unique_ptr<Backend> leader_mpi;
   std::unique_ptr<Backend> shard_mpi;
 
   // The step of a two-level call this rank is in, for the watchdog's ERROR
   // line (read by another thread while the call runs).
-  enum Step : int { kNoStep = 0, kInGroupCcl, kInGroupMpi, kAcrossLeaders, kAcrossShards };
+  enum Step : int {
+    kNoStep = 0,
+    kInGroupCcl,
+    kInGroupShm,
+    kInGroupMpi,
+    kAcrossLeaders,
+    kAcrossShards
+  };
   std::atomic<int> step{kNoStep};
   // "inside group 1 (ranks 2,3) on its emulated CCL", "across groups among
   // the leaders (ranks 0,2) on MPI", ...
@@ -175,8 +187,9 @@ struct HierStats {
   uint64_t sharded = 0;  // ReduceScatter / AllReduce by shard / AllGather
   uint64_t leader = 0;   // reduce to the leader / MPI among leaders / broadcast
   uint64_t other = 0;    // the other collectives' two-level forms
+  uint64_t group_shm = 0;  // steps inside a group on its shared memory
 };
 HierStats GetHierStats();
-void CountHier(int form);  // 0 sharded, 1 leader, 2 other
+void CountHier(int form);  // 0 sharded, 1 leader, 2 other, 3 a step on group_shm
 
 }  // namespace infiniccl

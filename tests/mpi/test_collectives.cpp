@@ -18,7 +18,9 @@
 // Device-buffer build (test_collectives_sim) only: --host-ranks=R,R... keeps
 // those ranks on host buffers without the emulated device (a mixed job);
 // --expect-hier=sharded|leader fails unless that two-level AllReduce form
-// (src/hier) ran on every rank; --expect-hier=none unless none ran.
+// (src/hier) ran on every rank; --expect-hier=none unless none ran;
+// with --expect-group-shm also unless the steps inside a group of two or
+// more ranks ran on its shared memory (Topology::group_shm).
 // --route-check=flat|sharded|leader runs, instead of the matrix, calls just
 // below and at the two-level thresholds that INFINICCL_HIERARCHY_MIN_BYTES=auto
 // gives (topology.h, HierMinBytes), on emulated device buffers with exact
@@ -644,6 +646,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &w.n);
   bool host_only = false;
   std::string expect_hier, route_check;
+  bool expect_group_shm = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--host-ranks=", 0) == 0) {
@@ -653,6 +656,8 @@ int main(int argc, char **argv) {
       expect_hier = arg.substr(14);
     } else if (arg.rfind("--route-check=", 0) == 0) {
       route_check = arg.substr(14);
+    } else if (arg == "--expect-group-shm") {
+      expect_group_shm = true;
     }
   }
   if (!host_only) MirrorEnable();
@@ -686,7 +691,8 @@ int main(int argc, char **argv) {
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
     else if (arg.rfind("--mpi-thread=", 0) == 0 || arg.rfind("--host-ranks=", 0) == 0 ||
              arg.rfind("--ranks-on-node=", 0) == 0 ||
-             arg.rfind("--expect-hier=", 0) == 0 || arg.rfind("--route-check=", 0) == 0)
+             arg.rfind("--expect-hier=", 0) == 0 || arg.rfind("--route-check=", 0) == 0 ||
+             arg == "--expect-group-shm")
       continue;
     else if (arg.rfind("--dtypes=", 0) == 0) {
       std::string list = arg.substr(9);
@@ -727,6 +733,9 @@ int main(int argc, char **argv) {
                   g_failures == before ? "ok" : "FAILED", MPI_Wtime() - t);
   }
 
+#ifndef ITEST_DEVICE_MIRROR
+  CHECK(!expect_group_shm, "--expect-group-shm needs the device-buffer build (test_collectives_sim)");
+#endif
   if (!expect_hier.empty()) {
 #ifdef ITEST_DEVICE_MIRROR
     const infiniccl::HierStats hs = infiniccl::GetHierStats();
@@ -745,10 +754,22 @@ int main(int argc, char **argv) {
           "--expect-hier=%s: the two-level form ran %" PRIu64 " times (sharded %" PRIu64
           ", leader %" PRIu64 ", other %" PRIu64 ")", expect_hier.c_str(), ran, hs.sharded,
           hs.leader, hs.other);
+    // --expect-group-shm: the steps inside a group of two or more ranks ran
+    // on its shared memory (a rank alone in its group has none).
+    int group_ranks = 0;
+    {
+      MPI_Comm node;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w.rank, MPI_INFO_NULL, &node);
+      MPI_Comm_size(node, &group_ranks);
+      MPI_Comm_free(&node);
+    }
+    CHECK(!expect_group_shm || group_ranks < 2 || hs.group_shm > 0,
+          "--expect-group-shm: no step inside the group (%d ranks) ran on shared memory",
+          group_ranks);
     if (w.rank == 0)
       std::printf("[rank 0] hierarchical calls: sharded %" PRIu64 ", leader %" PRIu64
-                  ", other %" PRIu64 "\n",
-                  hs.sharded, hs.leader, hs.other);
+                  ", other %" PRIu64 "; steps on the group's shared memory %" PRIu64 "\n",
+                  hs.sharded, hs.leader, hs.other, hs.group_shm);
 #else
     CHECK(false, "--expect-hier needs the device-buffer build (test_collectives_sim)");
 #endif
