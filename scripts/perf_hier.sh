@@ -14,6 +14,8 @@
 # loopback device (the only way between the emulated nodes; ranks of one
 # node talk through shared memory) is shaped by a token bucket. Open MPI
 # only: MPICH's UCX reaches the other nodes through shared memory.
+# DEVICE=cpu measures host buffers (no emulated device, no CCL). A side
+# "1-noshm" is the two-level path with INFINICCL_SHM=0 (MPI inside groups).
 # usage: scripts/perf_hier.sh BUILD_DIR [OUT_DIR] [openmpi|mpich]
 set -euo pipefail
 build=${1:?build dir}
@@ -25,13 +27,17 @@ mkdir -p "$out"
 export INFINICCL_SIM_COPY_GBPS=16 INFINICCL_SIM_CCL=1 INFINICCL_SIM_LINK_GBPS=100
 modes=${MODES:-infiniccl_allreduce,infiniccl_broadcast,infiniccl_reduce,infiniccl_allgather,infiniccl_reduce_scatter}
 for round in $(seq "$rounds"); do
-  for h in ${SIDES:-1 0}; do
+  for side in ${SIDES:-1 0}; do
+    h=${side%-noshm}
+    shm=${INFINICCL_SHM:-auto}
+    [ "$h" = "$side" ] || shm=0
     min=0
     [ "$h" = auto ] && min=auto
-    job=("$here/../tests/nodes/run_on_nodes.sh" --mpi "$mpi" --nodes "${NODES:-2,2}"
-      --timeout 900 -- "$build/tools/bench/infiniccl-bench" --device sim --modes "$modes"
+    job=(env INFINICCL_SHM="$shm" "$here/../tests/nodes/run_on_nodes.sh" --mpi "$mpi"
+      --nodes "${NODES:-2,2}" --timeout 900 -- "$build/tools/bench/infiniccl-bench"
+      --device "${DEVICE:-sim}" --modes "$modes"
       -b "${MINBYTES:-64K}" -e "${MAXBYTES:-64M}" -f 4 -w 1 -n "${ITERS:-4}" --validate -q
-      --json "$out/h${h}_r${round}.json")
+      --json "$out/h${side}_r${round}.json")
     if [ -n "${LINK:-}" ]; then
       INFINICCL_HIERARCHY=$h INFINICCL_HIERARCHY_MIN_BYTES=$min unshare -n bash -c 'ip link set lo up &&
         tc qdisc add dev lo root tbf rate "$0" burst 1mb latency 100ms && "$@"' \
@@ -49,8 +55,9 @@ for path in glob.glob(os.path.join(sys.argv[1], "h*_r*.json")):
     for r in json.load(open(path))["rows"]:
         key = (side, r["mode"], r["bytes"])
         best[key] = min(best.get(key, float("inf")), r["time_us"])
-names = {"1": "hierarchical", "auto": "auto (the route)"}
-sides = [s for s in ("1", "auto") if any(k[0] == s for k in best)]
+names = {"1": "hierarchical", "1-noshm": "hierarchical-noshm (INFINICCL_SHM=0)",
+         "auto": "auto (the route)"}
+sides = [s for s in ("1", "1-noshm", "auto") if any(k[0] == s for k in best)]
 modes = sorted({m for _, m, _ in best})
 sizes = sorted({b for _, _, b in best})
 head = "| collective | bytes | flat (us) |"

@@ -256,8 +256,9 @@ Status AttachHierarchy(Communicator &c, Topology *t) {
     t->why = std::string("INFINICCL_BACKEND=") + BackendChoiceName(cfg.backend);
   } else if (t->groups.size() < 2) {
     t->why = "one group";
-  } else if (cfg.hierarchy == Tristate::kAuto && planned == 0) {
-    t->why = "no group has a CCL of two or more ranks (INFINICCL_HIERARCHY=1 forces it)";
+  } else if (cfg.hierarchy == Tristate::kAuto && planned == 0 && cfg.shm == Tristate::kOff) {
+    t->why = "no group has a CCL of two or more ranks, and INFINICCL_SHM=0 (INFINICCL_HIERARCHY=1 "
+             "forces it)";
   } else {
     t->why.clear();
   }
@@ -282,17 +283,31 @@ Status AttachHierarchy(Communicator &c, Topology *t) {
     st = MakeCclComm(*ccl, t->group_comm, t->local_rank, t->local_size, &t->group_ccl);
     if (st.ok()) mine.ccl = ccl->Name();
   }
-  // Every group's CCL formed, or the flat paths for all.
+  // Every group's CCL formed, or the flat paths for all. Bit 0: this
+  // rank's CCL (or none planned); bit 1: its group has shared memory (or is
+  // one rank).
   std::vector<int> oks(static_cast<size_t>(c.size()));
-  const int ok = st.ok() ? 1 : 0;
+  const int ok = (st.ok() ? 1 : 0) | (t->group_shm != nullptr || t->local_size < 2 ? 2 : 0);
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
       MPI_Allgather(&ok, 1, MPI_INT, oks.data(), 1, MPI_INT, c.mpi_comm()), "MPI_Allgather"));
   std::string failed;
+  bool all_shm = true;
   for (size_t g = 0; g < t->groups.size(); ++g) {
     bool group_ok = true;
-    for (int r : t->groups[g].ranks) group_ok = group_ok && oks[static_cast<size_t>(r)];
+    for (int r : t->groups[g].ranks) {
+      group_ok = group_ok && (oks[static_cast<size_t>(r)] & 1);
+      all_shm = all_shm && (oks[static_cast<size_t>(r)] & 2);
+    }
     if (!group_ok) failed += (failed.empty() ? "" : ",") + std::to_string(g);
   }
+  // Without a CCL in any group, auto takes two levels for the shared memory
+  // inside the groups: only when every group of two or more ranks has it.
+  if (failed.empty() && planned == 0 && cfg.hierarchy == Tristate::kAuto && !all_shm) {
+    t->Release(/*free_comms=*/true);
+    t->why = "no group has a CCL of two or more ranks, and some group has no shared memory";
+    return Status::Ok();
+  }
+  t->inside_shm = planned == 0 && all_shm;
   if (!st.ok()) INFINICCL_WARN("%s", st.message().c_str());
   if (!failed.empty()) {
     if (c.rank() == 0) {

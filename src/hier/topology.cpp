@@ -139,7 +139,8 @@ std::vector<std::string> Topology::Describe() const {
   }
   if (hierarchical) {
     out.push_back(std::string("hierarchical: ") + std::to_string(nodes) + " node(s), " +
-                  std::to_string(groups.size()) + " groups; AllReduce " +
+                  std::to_string(groups.size()) + " groups" +
+                  (inside_shm ? " (inside each: shared memory, no CCL)" : "") + "; AllReduce " +
                   (equal_groups ? "by shard (ReduceScatter in group, AllReduce across "
                                   "groups by the ranks of each shard, AllGather in group)"
                                 : "through the leaders (groups differ in size: reduce to "
@@ -196,7 +197,7 @@ size_t HierMinBytes(CollKind kind, const Topology &t, size_t configured) {
   if (!HasHierForm(kind, t)) return SIZE_MAX;
   if (configured != kHierMinBytesAuto) return configured;
   if (kind != CollKind::kAllReduce) return size_t{64} << 10;
-  return FlatAllReduceIsTwoLevel(t) ? SIZE_MAX : size_t{16} << 20;
+  return FlatAllReduceIsTwoLevel(t) && !t.inside_shm ? SIZE_MAX : size_t{16} << 20;
 }
 
 }  // namespace infiniccl

@@ -52,6 +52,10 @@ struct Topology {
   bool consecutive_groups = false;
   // The two-level path is on (INFINICCL_HIERARCHY and the groups allow it).
   bool hierarchical = false;
+  // No group has a CCL and every group of two or more ranks has its
+  // shared-memory segment (group_shm below): the steps inside groups run
+  // there (agreed by every rank).
+  bool inside_shm = false;
   std::string why;  // why not, when !hierarchical
   // The MPI step across groups, agreed by every rank so that all cut it
   // alike: staged in chunks of `across_chunk_bytes` (host-only ranks too,
@@ -169,7 +173,9 @@ inline constexpr size_t kHierMinBytesAuto = SIZE_MAX;
 //   to 6.5x at 2 x 3; below 64 KiB three steps' latency can lose);
 // - AllReduce: 16 MiB (0.75-0.92 below it at 2 x 3, 1.9-2.0x from it), and
 //   never when the flat AllReduce already sends the least across groups
-//   (FlatAllReduceIsTwoLevel).
+//   (FlatAllReduceIsTwoLevel) unless the groups reduce in shared memory
+//   (inside_shm: 1.11-1.16x the flat path at 16-64 MiB at 2 x 2, host
+//   buffers, where MPI's in-node steps copy through its own segments).
 size_t HierMinBytes(CollKind kind, const Topology &t, size_t configured);
 
 // Open MPI's and MPICH's AllReduce of a large buffer over a power-of-two

@@ -50,6 +50,20 @@ TEST(HierThreshold, TwoByTwoKeepsAllReduceFlatAndTheOthersFrom64KiB) {
     EXPECT_EQ(Auto(k, t), kNever) << CollKindName(k);
 }
 
+// Groups without a CCL that reduce in shared memory: the two-level
+// AllReduce saves MPI's in-node copies even where the flat one crosses the
+// link no more, so it is taken from 16 MiB at 2 x 2 too.
+TEST(HierThreshold, SharedMemoryInsideGroupsTakesAllReduceAt2x2From16MiB) {
+  Topology t;
+  Shape(&t, {{0, 1}, {2, 3}});
+  t.inside_shm = true;
+  EXPECT_TRUE(FlatAllReduceIsTwoLevel(t));
+  EXPECT_EQ(Auto(CollKind::kAllReduce, t), 16 * kMiB);
+  EXPECT_EQ(Auto(CollKind::kBroadcast, t), 64 * kKiB);
+  t.inside_shm = false;
+  EXPECT_EQ(Auto(CollKind::kAllReduce, t), kNever);
+}
+
 TEST(HierThreshold, AllReduceTwoLevelFrom16MiBWhereFlatCrossesMore) {
   Topology t;
   Shape(&t, {{0, 1, 2}, {3, 4, 5}});  // k = 3
