@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "mpi/mpi_error.h"
 
@@ -67,8 +68,16 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
     std::snprintf(name, sizeof name, "/infiniccl-%s-%d-%u", tag, static_cast<int>(getpid()),
                   counter.fetch_add(1));
     fd.fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd.fd < 0 || ftruncate(fd.fd, static_cast<off_t>(seg->bytes_)) != 0) {
-      local_why = std::string("shm_open/ftruncate ") + name + ": " + std::strerror(errno);
+    // The pages are reserved now: a tmpfs too small for them (a container's
+    // 64 MiB /dev/shm, several jobs) fails here, and the ranks use MPI,
+    // instead of a SIGBUS at the first touch of a page past its end.
+    const bool sized = fd.fd >= 0 && ftruncate(fd.fd, static_cast<off_t>(seg->bytes_)) == 0;
+    const int reserve = sized ? posix_fallocate(fd.fd, 0, static_cast<off_t>(seg->bytes_)) : 0;
+    if (!sized || reserve != 0) {
+      local_why = std::string(reserve != 0 ? "posix_fallocate " : "shm_open/ftruncate ") + name +
+                  " (" + std::to_string(seg->bytes_) + " bytes): " +
+                  std::strerror(reserve != 0 ? reserve : errno) +
+                  (reserve != 0 ? " (is /dev/shm large enough?)" : "");
       if (fd.fd >= 0) {
         shm_unlink(name);
         close(fd.fd);

@@ -1,0 +1,85 @@
+"""dist.all_reduce of float32 CPU tensors through the "infiniccl" backend
+against gloo, per size, in one run (docs/PERFORMANCE.md, "Python and
+torch"):
+
+    icclrun -np 2 python3 examples/python/torch_sizes.py [--rounds=N] [--min=64K] [--max=64M]
+
+Each round times every size on both groups, alternating (a change of the
+machine's load falls on both sides of a ratio); each cell is the median over
+rounds of that round's mean time per call, and the ratio the median of the
+per-round ratios infiniccl / gloo. Every result is checked: rank r
+contributes r + 1 in every element, so each element of the sum is
+n (n + 1) / 2, exact in float32 at these rank counts.
+"""
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import infiniccl.torch  # noqa: F401  (registers the backend)
+
+
+def parse_bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def option(name, default):
+    return next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--%s=" % name)), default)
+
+
+def timed(tensor, group, rank, size, calls):
+    expected = size * (size + 1) / 2
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        tensor.fill_(rank + 1)
+        dist.all_reduce(tensor, group=group)
+    t = (time.perf_counter() - t0) / calls
+    wrong = int((tensor != expected).sum())
+    if wrong:
+        raise SystemExit("rank %d: %d elements wrong" % (rank, wrong))
+    return t
+
+
+def main():
+    torch.set_num_threads(1)
+    dist.init_process_group("infiniccl")
+    gloo = dist.new_group(backend="gloo")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    rounds = int(option("rounds", "5"))
+    sizes = []
+    b = parse_bytes(option("min", "64K"))
+    while b <= parse_bytes(option("max", "64M")):
+        sizes.append(b)
+        b *= 4
+    groups = {"infiniccl": dist.group.WORLD, "gloo": gloo}
+    times = {(g, b): [] for g in groups for b in sizes}
+    for r in range(rounds + 1):  # round 0 warms up
+        for b in sizes:
+            t = torch.empty(b // 4)
+            calls = max(3, min(200, (16 << 20) // b))
+            for g, group in groups.items():
+                elapsed = timed(t, group, rank, size, calls)
+                if r:
+                    times[(g, b)].append(elapsed)
+    if rank == 0:
+        print("torch %s, %d ranks, float32 all_reduce, median of %d rounds, load average "
+              "%.1f; every result checked" % (torch.__version__, size, rounds,
+                                               os.getloadavg()[0]))
+        print("| size | infiniccl (us) | gloo (us) | infiniccl / gloo |")
+        print("|---:|---:|---:|---:|")
+        for b in sizes:
+            ours, theirs = times[("infiniccl", b)], times[("gloo", b)]
+            ratio = statistics.median(o / g for o, g in zip(ours, theirs))
+            label = "%d KiB" % (b >> 10) if b < 1 << 20 else "%d MiB" % (b >> 20)
+            print("| %s | %.0f | %.0f | %.2f |" % (label, statistics.median(ours) * 1e6,
+                                                  statistics.median(theirs) * 1e6, ratio))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
