@@ -195,7 +195,16 @@ class BackendInfiniCCL : public c10d::Backend {
       stop_ = true;
     }
     cv_.notify_all();
-    if (worker_.joinable()) worker_.join();
+    if (worker_.joinable()) {
+      // The worker may need the GIL to drop the last reference of a tensor
+      // that Python also saw.
+      if (Py_IsInitialized() && PyGILState_Check()) {
+        py::gil_scoped_release release;
+        worker_.join();
+      } else {
+        worker_.join();
+      }
+    }
     if (comm_ != nullptr) infinicclCommDestroy(comm_);
     comm_ = nullptr;
   }
