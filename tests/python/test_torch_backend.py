@@ -93,7 +93,7 @@ def test_all_reduce_coalesced_and_future_chain(comm):
     n, me = comm.size, comm.rank
     ts = [torch.full((3,), me + 1, dtype=torch.float64),
           torch.full((2, 2), me, dtype=torch.float64)]
-    with pytest.warns(UserWarning):  # torch 1.13: "will be deprecated"
+    with pytest.warns((UserWarning, FutureWarning)):  # "will be deprecated"
         dist.all_reduce_coalesced(ts)
     assert ts[0].tolist() == [float(n * (n + 1) // 2)] * 3
     assert ts[1].flatten().tolist() == [float(n * (n - 1) // 2)] * 4

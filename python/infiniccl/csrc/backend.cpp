@@ -285,6 +285,37 @@ class BackendInfiniCCL : public c10d::Backend {
                   });
   }
 
+  // output_lists[r][i] receives rank r's inputs[i].
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>> &output_lists, std::vector<at::Tensor> &inputs,
+      const c10d::AllgatherOptions &opts) override {
+    if ((int)output_lists.size() != size_) {
+      Fail("allgather_coalesced: " + std::to_string(output_lists.size()) +
+           " output lists for a group of " + std::to_string(size_));
+    }
+    std::vector<std::vector<at::Tensor>> per_input(inputs.size());
+    std::vector<at::Tensor> all_outs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      for (auto &lst : output_lists) {
+        if (lst.size() != inputs.size()) Fail("allgather_coalesced: a list of the wrong length");
+        per_input[i].push_back(lst[i]);
+        all_outs.push_back(lst[i]);
+      }
+      CheckList(per_input[i], inputs[i], "allgather_coalesced");
+    }
+    return Submit("allgather_coalesced", OpType::ALLGATHER_COALESCED, inputs, all_outs,
+                  opts.timeout, [this, inputs, per_input](void *stream) {
+                    for (size_t i = 0; i < inputs.size(); ++i) {
+                      auto src = inputs[i].contiguous();
+                      auto flat = at::empty({size_ * src.numel()}, src.options());
+                      Buf b = Raw(src);
+                      Check(infinicclAllGather(b.ptr, flat.data_ptr(), b.count,
+                                               (infinicclDataType_t)b.type, comm_, stream));
+                      Unflatten(flat, per_input[i]);
+                    }
+                  });
+  }
+
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &opts) override {
     if (output.numel() != input.numel() * size_) {
@@ -646,6 +677,24 @@ class BackendInfiniCCL : public c10d::Backend {
       if (src[j].numel() != 0 && src[j].scalar_type() != dst[j].t.scalar_type()) {
         Fail("all_to_all: input and output types differ");
       }
+    }
+    // Element counts checked across ranks first (one AllToAll, one
+    // AllReduce), so a mismatch raises on every rank instead of truncating
+    // or hanging.
+    std::vector<int64_t> counts(size_), got(size_);
+    for (int j = 0; j < size_; ++j) counts[j] = src[j].numel();
+    Check(infinicclAllToAll(counts.data(), got.data(), 1, infinicclInt64, comm_, nullptr));
+    int bad = 0;
+    for (int j = 0; j < size_; ++j) bad |= got[j] != dst[j].t.numel();
+    Check(infinicclAllReduce(&bad, &bad, 1, infinicclInt32, infinicclMax, comm_, nullptr));
+    if (bad) {
+      std::ostringstream msg;
+      msg << "the ranks' split sizes disagree (this rank receives";
+      for (int j = 0; j < size_; ++j) msg << (j ? ", " : " ") << dst[j].t.numel();
+      msg << " elements from ranks 0.." << size_ - 1 << ", they send";
+      for (int j = 0; j < size_; ++j) msg << (j ? ", " : " ") << got[j];
+      msg << ")";
+      throw std::runtime_error(msg.str());
     }
     Check(infinicclGroupStart());
     std::exception_ptr err;
