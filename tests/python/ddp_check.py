@@ -14,6 +14,8 @@ PyTorch.
 through MPI when ranks share one), gloo on the CPU; the weights must agree
 within 1e-4 of the largest (GPU and CPU arithmetic differ in rounding), and
 the ranks' own weights exactly.
+INFINICCL_PYTHONPATH, when set, comes before the source tree's python/ (a
+built copy of the package with its C++ backend).
 """
 import os
 import subprocess
@@ -38,7 +40,8 @@ def main():
     mpiexec = args[1:]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
+        p for p in [env.get("INFINICCL_PYTHONPATH"), os.path.join(HERE, "..", "..", "python"),
+                  env.get("PYTHONPATH")] if p)
     failures = []
     for np_ in nps:
         with tempfile.TemporaryDirectory() as out:

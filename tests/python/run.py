@@ -2,7 +2,7 @@
     run.py <np> <mpiexec> [flags...] -- [pytest args]
     run.py --script FILE --needs MODULE <np> <mpiexec> [flags...]   (an example)
     run.py --tests FILE [--pythonpath DIR] <np> <mpiexec> [flags...]
---tests runs pytest on FILE alone instead of the whole folder; --pythonpath
+--tests (repeatable) runs pytest on FILE alone instead of the whole folder; --pythonpath
 puts DIR (a built copy of the package, say) before the source tree's python/.
 
 ctest calls this with the interpreter Debian's packages were installed for
@@ -21,12 +21,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main():
     argv = sys.argv[1:]
-    script, needs, tests, paths = None, [], HERE, []
+    script, needs, tests, paths = None, [], [], []
     while argv and argv[0] in ("--script", "--needs", "--tests", "--pythonpath"):
         if argv[0] == "--script":
             script = argv[1]
         elif argv[0] == "--tests":
-            tests = argv[1]
+            tests.append(argv[1])
         elif argv[0] == "--pythonpath":
             paths.append(argv[1])
         else:
@@ -53,7 +53,7 @@ def main():
         print("SKIPPED: %s cannot import %s" % (sys.executable, ", ".join(missing)))
         return 77
     run = [script] if script else ["-m", "pytest", "-q", "-rs", "--tb=short", "--color=no",
-                                   "-p", "no:cacheprovider", tests] + pytest_args
+                                   "-p", "no:cacheprovider"] + (tests or [HERE]) + pytest_args
     cmd = mpiexec[:1] + ["-n", np_] + mpiexec[1:] + [sys.executable] + run
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the source tree

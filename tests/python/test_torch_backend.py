@@ -276,7 +276,9 @@ def test_subgroups(comm):
         errors.append("full group: %s" % y)
     dist.destroy_process_group(g)
     dist.destroy_process_group(full)
-    if me in members:  # the communicator is gone: the library says so
+    # The communicator is gone: the library says so (the Python backend;
+    # torch 2.x keeps the C++ backend object of a destroyed group alive).
+    if me in members and ict.backend_kind() == "python":
         with pytest.raises(RuntimeError, match="destroyed"):
             g.allreduce([x])
     assert not errors, errors
@@ -374,6 +376,8 @@ def test_async_allreduce_not_complete_before_peers(comm):
     assert not seen and x.eq(float(n)).all(), (seen, x[:3])
 
 
+@pytest.mark.skipif(ict.backend_kind() != "python",
+                    reason="replaces a call of the Python backend (infiniccl.torch._AllReduce)")
 def test_async_allreduce_error(comm, monkeypatch):
     """A library error on the background thread fails that call's future with
     the library's message, and every later call of the group raises instead

@@ -220,11 +220,11 @@ def test_functional_collectives(comm):
 
 
 def test_failed_call_raises_dist_backend_error(comm):
-    # MAX of complex numbers has no library reduction: every rank's call
-    # fails before any communication, and wait() raises.
-    t = torch.ones(2, dtype=torch.complex64)
-    with pytest.raises(dist.DistBackendError, match="allreduce.*not supported"):
-        dist.all_reduce(t, op=R.MAX)
+    # BXOR of floats has no library reduction: every rank's call fails
+    # before any communication, and wait() raises.
+    t = torch.ones(2)
+    with pytest.raises(dist.DistBackendError, match="allreduce.*BXOR is not supported"):
+        dist.all_reduce(t, op=R.BXOR)
     # The group goes on afterwards.
     t = torch.ones(2)
     dist.all_reduce(t)
@@ -258,9 +258,10 @@ def test_group_timeout(comm):
     else:
         time.sleep(6)
         dist.barrier(group=g)
-    # The late barrier has completed on every rank: the group works.
+    # Once the late barrier has completed on every rank, the group works
+    # (rank 0 waits past the group's timeout for it).
     t = torch.ones(1)
-    dist.all_reduce(t, group=g)
+    dist.all_reduce(t, group=g, async_op=True).wait(timeout=datetime.timedelta(seconds=60))
     dist.destroy_process_group(g)
     assert t.item() == n
     if me == 0:

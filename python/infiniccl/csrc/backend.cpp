@@ -99,7 +99,11 @@ Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
     default: break;
   }
   if (lop < 0) {
-    Fail("reduction " + std::to_string(static_cast<int>(k)) + " is not supported for " +
+    static const char *names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR",
+                                  "PREMUL_SUM", "UNUSED"};
+    std::string name = static_cast<int>(k) < 10 ? names[static_cast<int>(k)]
+                                                : std::to_string(static_cast<int>(k));
+    Fail("reduction " + name + " is not supported for " +
          std::string(c10::toString(t.scalar_type())));
   }
   *op = lop;
@@ -113,6 +117,13 @@ Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
   }
   Fail(std::string(c10::toString(t.scalar_type())) +
        " has no InfiniCCL data type for this reduction");
+}
+
+void SameType(const at::Tensor &a, const at::Tensor &b, const char *what) {
+  if (a.scalar_type() != b.scalar_type()) {
+    Fail(std::string(what) + ": " + c10::toString(a.scalar_type()) + " and " +
+         c10::toString(b.scalar_type()) + " differ in data type");
+  }
 }
 
 class WorkInfiniCCL : public c10d::Work {
@@ -318,9 +329,11 @@ class BackendInfiniCCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &opts) override {
+    SameType(output, input, "all_gather_into_tensor");
     if (output.numel() != input.numel() * size_) {
       Fail("all_gather_into_tensor: output has " + std::to_string(output.numel()) +
-           " elements, not " + std::to_string(input.numel() * size_));
+           " elements, not " + std::to_string(input.numel() * size_) +
+           " (the input's size times the group's)");
     }
     std::vector<at::Tensor> ins{input}, outs{output};
     return Submit("all_gather_into_tensor", OpType::_ALLGATHER_BASE, ins, outs, opts.timeout,
@@ -332,6 +345,7 @@ class BackendInfiniCCL : public c10d::Backend {
       const c10d::AllgatherOptions &opts) override {
     TORCH_CHECK(outputs.size() == inputs.size(), "infiniccl: as many outputs as inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
+      SameType(outputs[i], inputs[i], "allgather_into_tensor_coalesced");
       if (outputs[i].numel() != inputs[i].numel() * size_) {
         Fail("allgather_into_tensor_coalesced: an output of the wrong size");
       }
@@ -361,9 +375,11 @@ class BackendInfiniCCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
+    SameType(output, input, "reduce_scatter_tensor");
     if (input.numel() != output.numel() * size_) {
       Fail("reduce_scatter_tensor: input has " + std::to_string(input.numel()) +
-           " elements, not " + std::to_string(output.numel() * size_));
+           " elements, not " + std::to_string(output.numel() * size_) +
+           " (the output's size times the group's)");
     }
     auto rop = opts.reduceOp;
     std::vector<at::Tensor> ins{input}, outs{output};
@@ -378,6 +394,7 @@ class BackendInfiniCCL : public c10d::Backend {
       const c10d::ReduceScatterOptions &opts) override {
     TORCH_CHECK(outputs.size() == inputs.size(), "infiniccl: as many outputs as inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
+      SameType(outputs[i], inputs[i], "reduce_scatter_tensor_coalesced");
       if (inputs[i].numel() != outputs[i].numel() * size_) {
         Fail("reduce_scatter_tensor_coalesced: an input of the wrong size");
       }
@@ -395,6 +412,7 @@ class BackendInfiniCCL : public c10d::Backend {
                                                std::vector<int64_t> &out_splits,
                                                std::vector<int64_t> &in_splits,
                                                const c10d::AllToAllOptions &opts) override {
+    SameType(output, input, "all_to_all_single");
     auto sends = Split(input, in_splits, "input");
     auto recvs = Split(output, out_splits, "output");
     std::vector<at::Tensor> ins{input}, outs{output};
@@ -419,6 +437,7 @@ class BackendInfiniCCL : public c10d::Backend {
       Fail("all_to_all: " + std::to_string(inputs.size()) + " inputs and " +
            std::to_string(outputs.size()) + " outputs for a group of " + std::to_string(size_));
     }
+    for (int j = 0; j < size_; ++j) SameType(outputs[j], inputs[j], "all_to_all");
     return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts.timeout,
                   [this, inputs, outputs](void *stream) { Exchange(inputs, outputs, stream); });
   }
@@ -506,6 +525,12 @@ class BackendInfiniCCL : public c10d::Backend {
     return P2P("recv", OpType::RECV, tensors, op, src);
   }
 
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> & /*tensors*/,
+                                               int /*tag*/) override {
+    Fail("recv without src (from any source) is not supported: the library's Recv names "
+         "its peer");
+  }
+
   // batch_isend_irecv: the sends and receives between startCoalescing and
   // endCoalescing run as one group (infinicclGroupStart/End), so every rank
   // may send before it receives; each of them returns the batch's Work.
@@ -579,16 +604,16 @@ class BackendInfiniCCL : public c10d::Backend {
 
   int Root(int64_t root, const char *what) {
     if (root < 0 || root >= size_) {
-      Fail(std::string(what) + ": root " + std::to_string(root) + " is not a rank of a group of " +
-           std::to_string(size_));
+      Fail(std::string(what) + ": root " + std::to_string(root) + " is not a rank of the group (size " +
+           std::to_string(size_) + ")");
     }
     return static_cast<int>(root);
   }
 
   void Peer(int peer, const char *what) {
     if (peer < 0 || peer >= size_) {
-      Fail(std::string(what) + ": peer " + std::to_string(peer) + " is not a rank of a group of " +
-           std::to_string(size_));
+      Fail(std::string(what) + ": peer " + std::to_string(peer) + " is not a rank of the group (size " +
+           std::to_string(size_) + ")");
     }
   }
 
@@ -740,12 +765,15 @@ class BackendInfiniCCL : public c10d::Backend {
       }
     }
     if (device->is_cpu()) return nullptr;
+    if (device->is_meta()) {
+      Fail("a tensor on device meta: infiniccl takes cpu tensors and device tensors");
+    }
     auto *impl = c10::impl::getDeviceGuardImpl(device->type());
     c10::Stream s = impl->getStream(*device);
     try {
       return s.native_handle();
     } catch (const std::exception &) {
-      Fail("a tensor on " + device->str() + ": its streams have no native handle");
+      Fail("a tensor on device " + device->str() + ": its streams have no native handle");
     }
   }
 
@@ -786,8 +814,15 @@ class BackendInfiniCCL : public c10d::Backend {
     std::exception_ptr err;
     try {
       job(stream);
-    } catch (const c10::DistBackendError &) {
-      err = std::current_exception();
+    } catch (const c10::Error &e) {
+      try {
+        std::string m = e.what_without_backtrace();
+        const std::string prefix = "infiniccl (torch.distributed): ";
+        if (m.compare(0, prefix.size(), prefix) == 0) m = m.substr(prefix.size());
+        Fail(work->what() + ": " + m);
+      } catch (...) {
+        err = std::current_exception();
+      }
     } catch (const std::exception &e) {
       try {
         Fail(work->what() + ": " + e.what());
