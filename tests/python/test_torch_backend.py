@@ -294,8 +294,9 @@ def test_errors(comm):
         dist.all_gather_into_tensor(torch.empty(2 * n + 1), torch.ones(2))
     with pytest.raises(RuntimeError, match="tensors for a group"):
         dist.all_gather([torch.empty(2)] * (n + 1), torch.ones(2))
-    with pytest.raises(RuntimeError, match="device meta"):
-        dist.all_reduce(torch.empty(2, device="meta"))
+    if ict.backend_kind() == "python":  # torch 2.x's dispatcher keeps meta tensors
+        with pytest.raises(RuntimeError, match="device meta"):
+            dist.all_reduce(torch.empty(2, device="meta"))
     with pytest.raises(RuntimeError, match="BXOR"):
         dist.all_reduce(torch.ones(2), op=R.BXOR)
     with pytest.raises(RuntimeError, match="split sizes"):
