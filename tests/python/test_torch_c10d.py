@@ -27,6 +27,21 @@ R = dist.ReduceOp
 
 @pytest.fixture(scope="module", autouse=True)
 def pg(comm):
+    # A fresh store port, agreed on through the library once every rank is
+    # here: an earlier module's group (test_torch_backend.py in the same
+    # session) may still hold the first one.
+    import os
+    import socket
+
+    import numpy as np
+
+    port = np.zeros(1, np.int64)
+    if comm.rank == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port[0] = s.getsockname()[1]
+    comm.broadcast(port, root=0)
+    os.environ["MASTER_PORT"] = str(int(port[0]))
     dist.init_process_group("infiniccl")
     yield dist.group.WORLD
     dist.destroy_process_group()
