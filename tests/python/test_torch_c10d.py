@@ -7,6 +7,7 @@ are computed here from the ranks' known inputs (small integers: exact in
 every type). Every rank runs the same calls; results are asserted after the
 last collective of a test."""
 import datetime
+import os
 import time
 
 import pytest
@@ -15,6 +16,9 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 import torch.distributed as dist  # noqa: E402
 
 ict = pytest.importorskip("infiniccl.torch")
+if ict.backend_kind() != "cpp" and os.environ.get("TEST_TORCH_NEEDS_CPP") == "1":
+    raise ImportError("TEST_TORCH_NEEDS_CPP=1 but infiniccl.torch uses the Python backend "
+                      "(infiniccl._c10d was not built or does not import)")
 if ict.backend_kind() != "cpp":
     pytest.skip("infiniccl._c10d (the C++ backend, torch 2.1+) is not built",
                 allow_module_level=True)
