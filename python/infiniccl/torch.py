@@ -682,6 +682,14 @@ def _ccl_comm(store, rank, size):
                   else b"no:" + why.encode())
     value = bytes(store.get(key))
     if value[:3] != b"ok:":
+        # Every rank reads the answer before rank 0 (the store's server)
+        # raises and exits, so each raises this error, not a broken pipe.
+        store.add(key + "_read", 1)
+        if rank == 0:
+            import time
+            deadline = time.monotonic() + 60
+            while store.add(key + "_read", 0) < size and time.monotonic() < deadline:
+                time.sleep(0.01)
         raise _error(_ic.NOT_SUPPORTED,
                      "launched without MPI (torchrun?) and there is no native CCL to use "
                      "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
