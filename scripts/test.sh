@@ -31,6 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
+source scripts/torch_venv.sh
 infiniccl_install_deps
 
 stages=("$@")
@@ -81,7 +82,19 @@ for stage in "${stages[@]}"; do
   echo "==================== $stage ===================="
   case $stage in
     openmpi)
-      build build-ci-openmpi -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF
+      # The C++ torch backend's tests (python_torch2_*) on PyPI's newest
+      # torch, in a virtual environment made when missing (.torch-venv, or
+      # INFINICCL_TORCH_VENV); INFINICCL_TORCH=0 leaves them out, and so
+      # does a machine that cannot reach PyPI.
+      torch_py=""
+      if [ "${INFINICCL_TORCH:-1}" != 0 ]; then
+        torch_start=$SECONDS
+        torch_py=$(infiniccl_torch_venv "${INFINICCL_TORCH_VENV:-$PWD/.torch-venv}") ||
+          { echo "no torch 2.x environment: python_torch2_* not registered"; torch_py=""; }
+        echo "torch environment: $((SECONDS - torch_start)) s"
+      fi
+      build build-ci-openmpi -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF \
+        -DINFINICCL_TORCH_PYTHON="$torch_py"
       run_ctest build-ci-openmpi
       ;;
     quick)

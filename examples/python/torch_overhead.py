@@ -11,12 +11,17 @@
      dist         dist.all_reduce(t) on the "infiniccl" default group;
      gloo         dist.all_reduce(t, group=<gloo group>), for reference.
    The overhead is dist - C (what a torch user pays over the C call).
+   Then the median of 1000 single timed calls, dist and gloo.
+   With the C++ backend (torch 2.x, infiniccl._c10d) "C" runs on a
+   communicator of its own over the same ranks, and pg.allreduce waits for
+   its Work.
 2. DDP step time (forward, backward with the gradient allreduce, SGD step)
    with gloo, with infiniccl, and with an infiniccl group whose all_reduce
    calls all run in the caller's thread ("inline": the backend before its
    background thread), for models of 11 KiB to 2 MiB of gradients, the
    median of interleaved rounds (--rounds, default 5, of 20 steps); the
-   ratios to gloo are medians of per-round ratios.
+   ratios to gloo are medians of per-round ratios. The C++ backend has no
+   inline mode: its column repeats the default group.
 """
 import os
 import statistics
@@ -93,12 +98,14 @@ def main():
     pg = dist.group.WORLD
     rank, size = dist.get_rank(), dist.get_world_size()
     t = torch.zeros(1)
-    h = pg._comm.handle
+    cpp = ict.backend_kind() == "cpp"
+    h = ict._world_comm().handle if cpp else pg._comm.handle
     ptr = t.data_ptr()
     fn = _lib.infinicclAllReduce
     opts = dist.AllreduceOptions()
     modes = [("C", lambda: fn(ptr, ptr, 1, _buffers.FLOAT32, 0, h, None)),
-             ("pg.allreduce", lambda: pg.allreduce([t], opts)),
+             ("pg.allreduce", (lambda: pg.allreduce([t], opts).wait()) if cpp else
+              (lambda: pg.allreduce([t], opts))),
              ("dist", lambda: dist.all_reduce(t)),
              ("gloo", lambda: dist.all_reduce(t, group=gloo))]
     best = per_call(modes, iters)
@@ -109,12 +116,26 @@ def main():
             print("  %-13s %7.2f us" % (name, best[name]))
         print("  overhead over C: dist %.2f us, pg.allreduce %.2f us" %
               (best["dist"] - best["C"], best["pg.allreduce"] - best["C"]))
+    med = {}
+    for name, f in (("dist", lambda: dist.all_reduce(t)),
+                    ("gloo", lambda: dist.all_reduce(t, group=gloo))):
+        samples = []
+        dist.barrier()
+        for _ in range(1000):
+            t0 = time.perf_counter()
+            f()
+            samples.append(time.perf_counter() - t0)
+        med[name] = statistics.median(samples) * 1e6
+    if rank == 0:
+        print("  median of 1000 calls (%s backend): infiniccl %.2f us, gloo %.2f us" %
+              (ict.backend_kind(), med["dist"], med["gloo"]), flush=True)
     if "--no-ddp" in sys.argv:
         dist.destroy_process_group()
         return
     rounds = next((int(a.split("=")[1]) for a in sys.argv if a.startswith("--rounds=")), 5)
     inline = dist.new_group(backend="infiniccl")
-    inline._inline_bytes = float("inf")
+    if not cpp:
+        inline._inline_bytes = float("inf")
     if rank == 0:
         print("DDP step, median of %d interleaved rounds of 20 steps (us; ratios to gloo: "
               "median of the rounds' ratios), load average %.1f:" %

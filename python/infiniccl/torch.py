@@ -38,7 +38,7 @@ from torch._C import _distributed_c10d as _c10d
 import infiniccl as _ic
 from infiniccl import _buffers as _b
 
-__all__ = ["BACKEND", "ProcessGroupInfiniCCL", "under_mpi"]
+__all__ = ["BACKEND", "ProcessGroupInfiniCCL", "backend_kind", "under_mpi"]
 
 BACKEND = "infiniccl"
 _lib = _ic._lib
@@ -682,6 +682,14 @@ def _ccl_comm(store, rank, size):
                   else b"no:" + why.encode())
     value = bytes(store.get(key))
     if value[:3] != b"ok:":
+        # Every rank reads the answer before rank 0 (the store's server)
+        # raises and exits, so each raises this error, not a broken pipe.
+        store.add(key + "_read", 1)
+        if rank == 0:
+            import time
+            deadline = time.monotonic() + 60
+            while store.add(key + "_read", 0) < size and time.monotonic() < deadline:
+                time.sleep(0.01)
         raise _error(_ic.NOT_SUPPORTED,
                      "launched without MPI (torchrun?) and there is no native CCL to use "
                      "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
@@ -694,12 +702,12 @@ def _ccl_comm(store, rank, size):
     return _ic.Comm(h.value)
 
 
-def _create(opts, pg_options=None):
+def _comm_of(opts):
+    """(communicator, rank, size) for a group torch creates."""
     store, rank, size = opts.store, opts.group_rank, opts.group_size
     ranks = list(getattr(opts, "global_ranks_in_group", None) or [])
     if not under_mpi() and size > 1:
-        comm = _ccl_comm(store, rank, size)
-        return ProcessGroupInfiniCCL(comm, rank, size)
+        return _ccl_comm(store, rank, size), rank, size
     world = _world_comm()
     if not ranks:  # the default group: the whole MPI world
         if (rank, size) != (world.rank, world.size):
@@ -715,7 +723,23 @@ def _create(opts, pg_options=None):
     arr = (_ctypes.c_int * size)(*ranks)
     h = _ctypes.c_void_p()
     _check(_lib.infinicclCommInitRanks(world.handle, size, arr, _ctypes.byref(h)), world.handle)
-    return ProcessGroupInfiniCCL(_ic.Comm(h.value), rank, size)
+    return _ic.Comm(h.value), rank, size
+
+
+def _create(opts, pg_options=None):
+    comm, rank, size = _comm_of(opts)
+    return ProcessGroupInfiniCCL(comm, rank, size)
+
+
+def _create_cpp(opts, pg_options=None):
+    """torch 2.x with infiniccl._c10d: the C++ backend, which owns the
+    communicator from here on and is bounded by the group's timeout."""
+    comm, rank, size = _comm_of(opts)
+    timeout = getattr(opts, "timeout", None)
+    timeout_ms = int(timeout.total_seconds() * 1000) if timeout is not None else 0
+    ranks = list(getattr(opts, "global_ranks_in_group", None) or range(size))
+    name = str(getattr(opts, "group_id", "") or "default")
+    return _cpp.Backend(comm.handle, rank, size, timeout_ms, name, ranks)
 
 
 def _declare():
@@ -726,17 +750,53 @@ def _declare():
     _lib.infinicclCommInitRank.argtypes = [c.POINTER(c.c_void_p), c.c_int, _UniqueId, c.c_int]
 
 
+def _load_cpp():
+    """infiniccl._c10d (the C++ backend) on torch 2.1+, when it was built
+    and INFINICCL_TORCH_BACKEND is not "python"; else None."""
+    if os.environ.get("INFINICCL_TORCH_BACKEND", "auto") == "python":
+        return None
+    if getattr(_c10d, "Backend", None) is None:
+        return None
+    try:
+        from infiniccl import _c10d as cpp
+    except ImportError as e:
+        if os.environ.get("INFINICCL_TORCH_BACKEND") == "cpp":
+            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but infiniccl._c10d cannot be "
+                              "imported (%s): reinstall the package with torch installed "
+                              "(pip install --no-build-isolation ./python)" % e) from e
+        return None
+    return cpp
+
+
+_cpp = _load_cpp()
+
+
+def _devices():
+    devices = ["cpu", "cuda"]
+    name = getattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuseone")()
+    if name != "privateuseone":  # renamed by a device plugin (npu, mlu, ...)
+        devices.append(name)
+    return devices
+
+
 def _register():
     if _create_work is None:
         raise ImportError("infiniccl.torch needs torch._C._distributed_c10d."
                           "_create_work_from_future (torch 1.13 or later)")
     if BACKEND.upper() in dist.Backend._plugins:
         return
+    creator = _create if _cpp is None else _create_cpp
     try:
-        dist.Backend.register_backend(BACKEND, _create, extended_api=True,
-                                      devices=["cpu", "cuda"])
+        dist.Backend.register_backend(BACKEND, creator, extended_api=True,
+                                      devices=_devices())
     except TypeError:  # torch < 2.1: no devices
-        dist.Backend.register_backend(BACKEND, _create, extended_api=True)
+        dist.Backend.register_backend(BACKEND, creator, extended_api=True)
+
+
+def backend_kind():
+    """"cpp" when init_process_group("infiniccl") makes the C++ backend
+    (infiniccl._c10d), "python" for the Python ProcessGroup."""
+    return "python" if _cpp is None else "cpp"
 
 
 # destroy_process_group frees the communicators of the groups it drops.

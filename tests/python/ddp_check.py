@@ -14,6 +14,8 @@ PyTorch.
 through MPI when ranks share one), gloo on the CPU; the weights must agree
 within 1e-4 of the largest (GPU and CPU arithmetic differ in rounding), and
 the ranks' own weights exactly.
+--pythonpath DIR (before the rank counts) puts DIR before the source tree's
+python/ (a built copy of the package with its C++ backend).
 """
 import os
 import subprocess
@@ -32,13 +34,20 @@ def main():
         return 77
     args = sys.argv[1:]
     device = "cpu"
-    if args and args[0].startswith("--device="):
-        device = args.pop(0).split("=", 1)[1]
+    first = None
+    while args and args[0].startswith("--"):
+        if args[0].startswith("--device="):
+            device = args.pop(0).split("=", 1)[1]
+        elif args[0] == "--pythonpath":
+            first = args[1]
+            args = args[2:]
+        else:
+            break
     nps = [int(n) for n in args[0].split(",")]
     mpiexec = args[1:]
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
+        p for p in [first, os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
     failures = []
     for np_ in nps:
         with tempfile.TemporaryDirectory() as out:

@@ -1,6 +1,9 @@
 """Runs the Python tests under MPI:
     run.py <np> <mpiexec> [flags...] -- [pytest args]
     run.py --script FILE --needs MODULE <np> <mpiexec> [flags...]   (an example)
+    run.py --tests FILE [--pythonpath DIR] <np> <mpiexec> [flags...]
+--tests (repeatable) runs pytest on FILE alone instead of the whole folder; --pythonpath
+puts DIR (a built copy of the package, say) before the source tree's python/.
 
 ctest calls this with the interpreter Debian's packages were installed for
 (python3-numpy, -pytest, -torch, -mpi4py: /usr/bin/python3 on Debian, which
@@ -18,10 +21,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def main():
     argv = sys.argv[1:]
-    script, needs = None, []
-    while argv and argv[0] in ("--script", "--needs"):
+    script, needs, tests, paths = None, [], [], []
+    while argv and argv[0] in ("--script", "--needs", "--tests", "--pythonpath"):
         if argv[0] == "--script":
             script = argv[1]
+        elif argv[0] == "--tests":
+            tests.append(argv[1])
+        elif argv[0] == "--pythonpath":
+            paths.append(argv[1])
         else:
             needs.append(argv[1])
         argv = argv[2:]
@@ -46,12 +53,13 @@ def main():
         print("SKIPPED: %s cannot import %s" % (sys.executable, ", ".join(missing)))
         return 77
     run = [script] if script else ["-m", "pytest", "-q", "-rs", "--tb=short", "--color=no",
-                                   "-p", "no:cacheprovider", HERE] + pytest_args
+                                   "-p", "no:cacheprovider"] + (tests or [HERE]) + pytest_args
     cmd = mpiexec[:1] + ["-n", np_] + mpiexec[1:] + [sys.executable] + run
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the source tree
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
+        p for p in paths + [os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")]
+        if p)
     print("+ " + " ".join(cmd), flush=True)
     return subprocess.call(cmd, env=env)
 

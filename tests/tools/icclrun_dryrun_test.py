@@ -219,6 +219,42 @@ def case_program_args():
                    % argv)
 
 
+def case_torchrun_spellings():
+    # torchrun's options, both spellings and --opt=value; a .py program runs
+    # under python3 (ICCLRUN_PYTHON when set); rendezvous flags are named as
+    # ignored on stderr.
+    for args in (["--nproc-per-node", "3"], ["--nproc_per_node=3"],
+                 ["--nnodes", "1", "--nproc-per-node", "3", "--standalone"],
+                 ["--nnodes=1:1", "--node_rank", "0", "--nproc_per_node", "3"]):
+        argv = dry(["--mpi", "openmpi"] + args + ["train.py", "--lr", "1"])
+        expect_seq(argv, ["-np", "3"])
+        expect(argv[-4:] == ["python3", "train.py", "--lr", "1"], "python3 train.py: %s" % argv)
+    argv = dry(["--mpi", "mpich", "--nproc-per-node", "2", "--master-addr", "10.0.0.1",
+                "--master_port=29511", "train.py"],
+               env=clean_env(ICCLRUN_PYTHON="/opt/py/bin/python"))
+    expect_seq(argv, ["-genv", "MASTER_ADDR", "10.0.0.1"])
+    expect_seq(argv, ["-genv", "MASTER_PORT", "29511"])
+    expect(argv[-2:] == ["/opt/py/bin/python", "train.py"], "ICCLRUN_PYTHON: %s" % argv)
+    argv = dry(["--mpi", "openmpi", "--nnodes", "2", "--nproc-per-node", "4", "-H",
+                "a:4,b:4", PROGRAM])
+    expect_seq(argv, ["-np", "8"])
+    rc, out, err = run(["--dry-run", "--mpi", "openmpi", "--nproc-per-node", "2",
+                        "--rdzv-backend", "c10d", "--rdzv-endpoint=h:29400",
+                        "--max_restarts", "3", "train.py"])
+    expect(rc == 0 and "ignored" in err and "--rdzv-backend c10d" in err and
+           "--rdzv-endpoint h:29400" in err and "--max-restarts 3" in err,
+           "rendezvous flags named as ignored: rc %d, %r" % (rc, err))
+    rc, out, err = run(["--dry-run", "--mpi", "openmpi", "--nnodes", "2",
+                        "--nproc-per-node", "2", "train.py"])
+    expect(rc == 2 and "--hostfile" in err, "--nnodes 2 without hosts: rc %d, %r" % (rc, err))
+    rc, out, err = run(["--dry-run", "--mpi", "openmpi", "-np", "3", "--nproc-per-node", "2",
+                        "train.py"])
+    expect(rc == 2 and "disagrees" in err, "-np against --nproc-per-node: rc %d, %r" % (rc, err))
+    # Without torchrun's options a .py program is run as given.
+    argv = dry(["--mpi", "openmpi", "-np", "2", "train.py"])
+    expect(argv[-1] == "train.py" and "python3" not in argv, "plain -np: %s" % argv)
+
+
 def case_errors():
     with tempfile.TemporaryDirectory() as d:
         missing = os.path.join(d, "no-such-hostfile")

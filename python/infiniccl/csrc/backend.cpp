@@ -1,0 +1,905 @@
+// torch.distributed backend "infiniccl" as a c10d::Backend (torch 2.x),
+// built by python/setup.py against the installed torch as the module
+// infiniccl._c10d. python/infiniccl/torch.py creates the communicator (through
+// the library the package loaded with RTLD_GLOBAL, whose symbols this module
+// uses) and registers the creator; nothing on the call path is Python.
+//
+// Host tensors: every call of a group runs on that group's worker thread, in
+// call order (as gloo's threads do), so the caller goes on while a bucket is
+// reduced; the Work completes when the library's call has returned (host
+// calls are blocking in the library), and wait() raises the library's error.
+// wait() is bounded by the call's timeout, else the group's timeout
+// (init_process_group/new_group timeout=): past it, it raises an error that
+// names the op, the group and its ranks.
+// Device tensors: the call runs in the caller's thread once the group's queued
+// calls are done, ordered on torch's current stream of the tensor's device
+// (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
+// complete for the host, the result ready for work queued on that stream.
+#include <torch/extension.h>
+#include <torch/version.h>
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "infiniccl/infiniccl.h"
+
+namespace {
+
+using c10d::OpType;
+using Ms = std::chrono::milliseconds;
+
+constexpr int kUInt8 = infinicclUInt8;
+
+[[noreturn]] void Fail(const std::string &msg) {
+  C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): " + msg);
+}
+
+// Library type of a tensor for a reduction (bool as uint8, its reductions
+// logical), or -1.
+int TypeOf(const at::Tensor &t) {
+  switch (t.scalar_type()) {
+    case at::kChar: return infinicclInt8;
+    case at::kShort: return infinicclInt16;
+    case at::kInt: return infinicclInt32;
+    case at::kLong: return infinicclInt64;
+    case at::kByte: return infinicclUInt8;
+    case at::kBool: return infinicclUInt8;
+    case at::kHalf: return infinicclFloat16;
+    case at::kBFloat16: return infinicclBFloat16;
+    case at::kFloat: return infinicclFloat32;
+    case at::kDouble: return infinicclFloat64;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+    case at::kUInt16: return infinicclUInt16;
+    case at::kUInt32: return infinicclUInt32;
+    case at::kUInt64: return infinicclUInt64;
+#endif
+    default: return -1;
+  }
+}
+
+// A contiguous tensor as the library sees it: pointer, count, type.
+struct Buf {
+  void *ptr;
+  size_t count;
+  int type;
+};
+
+// Moved, not combined: any type travels as bytes.
+Buf Raw(const at::Tensor &t) {
+  int type = TypeOf(t);
+  if (type >= 0) return {t.data_ptr(), static_cast<size_t>(t.numel()), type};
+  return {t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size(), kUInt8};
+}
+
+// Combined by `op`: the library's type and reduction.
+Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
+  auto k = rop.op_;
+  bool is_bool = t.scalar_type() == at::kBool;
+  int lop = -1;
+  switch (k) {
+    case c10d::ReduceOp::SUM: lop = is_bool ? infinicclMax : infinicclSum; break;
+    case c10d::ReduceOp::AVG: lop = is_bool ? -1 : infinicclAvg; break;
+    case c10d::ReduceOp::PRODUCT: lop = is_bool ? infinicclMin : infinicclProd; break;
+    case c10d::ReduceOp::MIN: lop = infinicclMin; break;
+    case c10d::ReduceOp::MAX: lop = infinicclMax; break;
+    case c10d::ReduceOp::BOR: lop = is_bool ? infinicclMax : -1; break;
+    case c10d::ReduceOp::BAND: lop = is_bool ? infinicclMin : -1; break;
+    default: break;
+  }
+  if (lop < 0) {
+    static const char *names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR",
+                                  "PREMUL_SUM", "UNUSED"};
+    std::string name = static_cast<int>(k) < 10 ? names[static_cast<int>(k)]
+                                                : std::to_string(static_cast<int>(k));
+    Fail("reduction " + name + " is not supported for " +
+         std::string(c10::toString(t.scalar_type())));
+  }
+  *op = lop;
+  int type = TypeOf(t);
+  if (type >= 0) return {t.data_ptr(), static_cast<size_t>(t.numel()), type};
+  if (t.is_complex() && (lop == infinicclSum || lop == infinicclAvg)) {
+    int real = t.scalar_type() == at::kComplexFloat    ? infinicclFloat32
+               : t.scalar_type() == at::kComplexDouble ? infinicclFloat64
+                                                       : -1;
+    if (real >= 0) return {t.data_ptr(), 2 * static_cast<size_t>(t.numel()), real};
+  }
+  Fail(std::string(c10::toString(t.scalar_type())) +
+       " has no InfiniCCL data type for this reduction");
+}
+
+void SameType(const at::Tensor &a, const at::Tensor &b, const char *what) {
+  if (a.scalar_type() != b.scalar_type()) {
+    Fail(std::string(what) + ": " + c10::toString(a.scalar_type()) + " and " +
+         c10::toString(b.scalar_type()) + " differ in data type");
+  }
+}
+
+class WorkInfiniCCL : public c10d::Work {
+ public:
+  WorkInfiniCCL(int rank, OpType type, std::string what, Ms timeout,
+                std::vector<at::Tensor> outputs)
+      : c10d::Work(rank, type),
+        what_(std::move(what)),
+        timeout_(timeout),
+        outputs_(std::move(outputs)),
+        future_(c10::make_intrusive<c10::ivalue::Future>(
+            c10::ListType::create(c10::TensorType::get()))) {}
+
+  // Called once, by whoever ran the call.
+  void Done(std::exception_ptr err) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      completed_ = true;
+      exception_ = err;
+    }
+    cv_.notify_all();
+    if (err) {
+      future_->setError(err);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  }
+
+  bool wait(Ms timeout) override {
+    Ms limit = timeout == Ms(0) ? timeout_ : timeout;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (limit.count() > 0) {
+      if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+        lock.unlock();
+        std::ostringstream msg;
+        msg << what_ << " did not complete within " << limit.count()
+            << " ms (the timeout of the call or of its process group); a rank of the group "
+               "has not reached it";
+        Fail(msg.str());
+      }
+    } else {
+      cv_.wait(lock, [&] { return completed_; });
+    }
+    if (exception_) std::rethrow_exception(exception_);
+    return true;
+  }
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  int sourceRank() const override { return source_rank_; }
+
+  const std::string &what() const { return what_; }
+  int source_rank_ = -1;
+
+ private:
+  std::string what_;
+  Ms timeout_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class BackendInfiniCCL : public c10d::Backend {
+ public:
+  BackendInfiniCCL(int64_t comm, int rank, int size, int64_t timeout_ms, std::string name,
+                   std::vector<int64_t> ranks)
+      : c10d::Backend(rank, size),
+        comm_(reinterpret_cast<infinicclComm_t>(comm)),
+        timeout_(Ms(timeout_ms)),
+        name_(std::move(name)),
+        ranks_(std::move(ranks)) {
+    worker_ = std::thread([this] { Loop(); });
+  }
+
+  ~BackendInfiniCCL() override { Shutdown(); }
+
+  void Shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) {
+      // The worker may need the GIL to drop the last reference of a tensor
+      // that Python also saw.
+      if (Py_IsInitialized() && PyGILState_Check()) {
+        py::gil_scoped_release release;
+        worker_.join();
+      } else {
+        worker_.join();
+      }
+    }
+    if (comm_ != nullptr) infinicclCommDestroy(comm_);
+    comm_ = nullptr;
+  }
+
+  const std::string getBackendName() const override { return "infiniccl"; }
+  bool supportsCoalescing() const override { return true; }
+  void setTimeout(Ms timeout) { timeout_ = timeout; }
+  int64_t timeoutMs() const { return timeout_.count(); }
+
+  // ---- collectives ----
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+                                           const c10d::AllreduceOptions &opts) override {
+    auto rop = opts.reduceOp;
+    return Submit("allreduce", OpType::ALLREDUCE, tensors, tensors, opts.timeout,
+                  [this, tensors, rop](void *stream) {
+                    for (const auto &t : tensors) {
+                      Output o(t);
+                      int op;
+                      Buf b = Reduced(o.t, rop, &op);
+                      Check(infinicclAllReduce(b.ptr, b.ptr, b.count,
+                                               (infinicclDataType_t)b.type,
+                                               (infinicclRedOp_t)op, comm_, stream));
+                    }
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) override {
+    return allreduce(tensors, opts);
+  }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+                                           const c10d::BroadcastOptions &opts) override {
+    int root = Root(opts.rootRank, "broadcast");
+    return Submit("broadcast", OpType::BROADCAST, tensors, tensors, opts.timeout,
+                  [this, tensors, root](void *stream) {
+                    for (const auto &t : tensors) {
+                      Output o(t);
+                      Buf b = Raw(o.t);
+                      Check(infinicclBcast(b.ptr, b.count, (infinicclDataType_t)b.type, root,
+                                           comm_, stream));
+                    }
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+                                        const c10d::ReduceOptions &opts) override {
+    int root = Root(opts.rootRank, "reduce");
+    auto rop = opts.reduceOp;
+    return Submit("reduce", OpType::REDUCE, tensors, tensors, opts.timeout,
+                  [this, tensors, root, rop](void *stream) {
+                    for (const auto &t : tensors) {
+                      Output o(t);
+                      int op;
+                      Buf b = Reduced(o.t, rop, &op);
+                      Check(infinicclReduce(b.ptr, b.ptr, b.count, (infinicclDataType_t)b.type,
+                                            (infinicclRedOp_t)op, root, comm_, stream));
+                    }
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                           std::vector<at::Tensor> &inputs,
+                                           const c10d::AllgatherOptions &opts) override {
+    One(inputs, "allgather");
+    TORCH_CHECK(outputs.size() == 1, "infiniccl: allgather takes one output list");
+    CheckList(outputs[0], inputs[0], "allgather");
+    auto in = inputs[0];
+    auto outs = outputs[0];
+    return Submit("allgather", OpType::ALLGATHER, inputs, outs, opts.timeout,
+                  [this, in, outs](void *stream) {
+                    auto src = in.contiguous();
+                    auto flat = at::empty({size_ * src.numel()}, src.options());
+                    Buf b = Raw(src);
+                    Check(infinicclAllGather(b.ptr, flat.data_ptr(), b.count,
+                                             (infinicclDataType_t)b.type, comm_, stream));
+                    Unflatten(flat, outs);
+                  });
+  }
+
+  // output_lists[r][i] receives rank r's inputs[i].
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>> &output_lists, std::vector<at::Tensor> &inputs,
+      const c10d::AllgatherOptions &opts) override {
+    if ((int)output_lists.size() != size_) {
+      Fail("allgather_coalesced: " + std::to_string(output_lists.size()) +
+           " output lists for a group of " + std::to_string(size_));
+    }
+    std::vector<std::vector<at::Tensor>> per_input(inputs.size());
+    std::vector<at::Tensor> all_outs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      for (auto &lst : output_lists) {
+        if (lst.size() != inputs.size()) Fail("allgather_coalesced: a list of the wrong length");
+        per_input[i].push_back(lst[i]);
+        all_outs.push_back(lst[i]);
+      }
+      CheckList(per_input[i], inputs[i], "allgather_coalesced");
+    }
+    return Submit("allgather_coalesced", OpType::ALLGATHER_COALESCED, inputs, all_outs,
+                  opts.timeout, [this, inputs, per_input](void *stream) {
+                    for (size_t i = 0; i < inputs.size(); ++i) {
+                      auto src = inputs[i].contiguous();
+                      auto flat = at::empty({size_ * src.numel()}, src.options());
+                      Buf b = Raw(src);
+                      Check(infinicclAllGather(b.ptr, flat.data_ptr(), b.count,
+                                               (infinicclDataType_t)b.type, comm_, stream));
+                      Unflatten(flat, per_input[i]);
+                    }
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                 const c10d::AllgatherOptions &opts) override {
+    SameType(output, input, "all_gather_into_tensor");
+    if (output.numel() != input.numel() * size_) {
+      Fail("all_gather_into_tensor: output has " + std::to_string(output.numel()) +
+           " elements, not " + std::to_string(input.numel() * size_) +
+           " (the input's size times the group's)");
+    }
+    std::vector<at::Tensor> ins{input}, outs{output};
+    return Submit("all_gather_into_tensor", OpType::_ALLGATHER_BASE, ins, outs, opts.timeout,
+                  [this, input, output](void *stream) { GatherInto(output, input, stream); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::AllgatherOptions &opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "infiniccl: as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SameType(outputs[i], inputs[i], "allgather_into_tensor_coalesced");
+      if (outputs[i].numel() != inputs[i].numel() * size_) {
+        Fail("allgather_into_tensor_coalesced: an output of the wrong size");
+      }
+    }
+    return Submit("allgather_into_tensor_coalesced", OpType::COALESCED, inputs, outputs,
+                  opts.timeout, [this, inputs, outputs](void *stream) {
+                    for (size_t i = 0; i < inputs.size(); ++i) {
+                      GatherInto(outputs[i], inputs[i], stream);
+                    }
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
+      const c10d::ReduceScatterOptions &opts) override {
+    One(outputs, "reduce_scatter");
+    TORCH_CHECK(inputs.size() == 1, "infiniccl: reduce_scatter takes one input list");
+    CheckList(inputs[0], outputs[0], "reduce_scatter");
+    auto out = outputs[0];
+    auto ins = inputs[0];
+    auto rop = opts.reduceOp;
+    return Submit("reduce_scatter", OpType::REDUCE_SCATTER, ins, outputs, opts.timeout,
+                  [this, out, ins, rop](void *stream) {
+                    ScatterFrom(out, Flatten(ins), rop, stream);
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
+    SameType(output, input, "reduce_scatter_tensor");
+    if (input.numel() != output.numel() * size_) {
+      Fail("reduce_scatter_tensor: input has " + std::to_string(input.numel()) +
+           " elements, not " + std::to_string(output.numel() * size_) +
+           " (the output's size times the group's)");
+    }
+    auto rop = opts.reduceOp;
+    std::vector<at::Tensor> ins{input}, outs{output};
+    return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts.timeout,
+                  [this, output, input, rop](void *stream) {
+                    ScatterFrom(output, input.contiguous(), rop, stream);
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::ReduceScatterOptions &opts) override {
+    TORCH_CHECK(outputs.size() == inputs.size(), "infiniccl: as many outputs as inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SameType(outputs[i], inputs[i], "reduce_scatter_tensor_coalesced");
+      if (inputs[i].numel() != outputs[i].numel() * size_) {
+        Fail("reduce_scatter_tensor_coalesced: an input of the wrong size");
+      }
+    }
+    auto rop = opts.reduceOp;
+    return Submit("reduce_scatter_tensor_coalesced", OpType::COALESCED, inputs, outputs,
+                  opts.timeout, [this, inputs, outputs, rop](void *stream) {
+                    for (size_t i = 0; i < inputs.size(); ++i) {
+                      ScatterFrom(outputs[i], inputs[i].contiguous(), rop, stream);
+                    }
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                               std::vector<int64_t> &out_splits,
+                                               std::vector<int64_t> &in_splits,
+                                               const c10d::AllToAllOptions &opts) override {
+    SameType(output, input, "all_to_all_single");
+    auto sends = Split(input, in_splits, "input");
+    auto recvs = Split(output, out_splits, "output");
+    std::vector<at::Tensor> ins{input}, outs{output};
+    bool even = in_splits.empty() && out_splits.empty();
+    return Submit("all_to_all_single", OpType::ALLTOALL_BASE, ins, outs, opts.timeout,
+                  [this, input, output, sends, recvs, even](void *stream) {
+                    if (even && output.is_contiguous()) {
+                      auto src = input.contiguous();
+                      Buf b = Raw(src);
+                      Check(infinicclAllToAll(b.ptr, output.data_ptr(), b.count / size_,
+                                              (infinicclDataType_t)b.type, comm_, stream));
+                      return;
+                    }
+                    Exchange(sends, recvs, stream);
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+                                          std::vector<at::Tensor> &inputs,
+                                          const c10d::AllToAllOptions &opts) override {
+    if ((int)outputs.size() != size_ || (int)inputs.size() != size_) {
+      Fail("all_to_all: " + std::to_string(inputs.size()) + " inputs and " +
+           std::to_string(outputs.size()) + " outputs for a group of " + std::to_string(size_));
+    }
+    for (int j = 0; j < size_; ++j) SameType(outputs[j], inputs[j], "all_to_all");
+    return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts.timeout,
+                  [this, inputs, outputs](void *stream) { Exchange(inputs, outputs, stream); });
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                        std::vector<at::Tensor> &inputs,
+                                        const c10d::GatherOptions &opts) override {
+    One(inputs, "gather");
+    int root = Root(opts.rootRank, "gather");
+    std::vector<at::Tensor> outs;
+    if (rank_ == root) {
+      TORCH_CHECK(outputs.size() == 1, "infiniccl: gather takes one output list at the root");
+      CheckList(outputs[0], inputs[0], "gather");
+      outs = outputs[0];
+    }
+    auto in = inputs[0];
+    return Submit("gather", OpType::GATHER, inputs, outs, opts.timeout,
+                  [this, in, outs, root](void *stream) {
+                    auto src = in.contiguous();
+                    Buf b = Raw(src);
+                    at::Tensor flat;
+                    if (rank_ == root) flat = at::empty({size_ * src.numel()}, src.options());
+                    Check(infinicclGather(b.ptr, rank_ == root ? flat.data_ptr() : nullptr,
+                                          b.count, (infinicclDataType_t)b.type, root, comm_,
+                                          stream));
+                    if (rank_ == root) Unflatten(flat, outs);
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+                                         std::vector<std::vector<at::Tensor>> &inputs,
+                                         const c10d::ScatterOptions &opts) override {
+    One(outputs, "scatter");
+    int root = Root(opts.rootRank, "scatter");
+    std::vector<at::Tensor> ins;
+    if (rank_ == root) {
+      TORCH_CHECK(inputs.size() == 1, "infiniccl: scatter takes one input list at the root");
+      CheckList(inputs[0], outputs[0], "scatter");
+      ins = inputs[0];
+    }
+    auto out = outputs[0];
+    return Submit("scatter", OpType::SCATTER, ins, outputs, opts.timeout,
+                  [this, ins, out, root](void *stream) {
+                    Output o(out);
+                    at::Tensor flat;
+                    if (rank_ == root) flat = Flatten(ins);
+                    Buf b = Raw(o.t);
+                    Check(infinicclScatter(rank_ == root ? flat.data_ptr() : nullptr, b.ptr,
+                                           b.count, (infinicclDataType_t)b.type, root, comm_,
+                                           stream));
+                  });
+  }
+
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override {
+    std::vector<at::Tensor> none;
+    return Submit("barrier", OpType::BARRIER, none, none, opts.timeout, [this](void *) {
+      int one = 1;
+      Check(infinicclAllReduce(&one, &one, 1, infinicclInt32, infinicclSum, comm_, nullptr));
+    });
+  }
+
+  // ---- point to point ----
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
+                                      int /*tag*/) override {
+    One(tensors, "send");
+    Peer(dst, "send");
+    auto t = tensors[0].contiguous();
+    auto op = [this, t, dst](void *stream) {
+      Buf b = Raw(t);
+      Check(infinicclSend(b.ptr, b.count, (infinicclDataType_t)b.type, dst, comm_, stream));
+    };
+    return P2P("send", OpType::SEND, tensors, op, -1);
+  }
+
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
+                                      int /*tag*/) override {
+    One(tensors, "recv");
+    Peer(src, "recv");
+    auto t = tensors[0];
+    auto op = [this, t, src](void *stream) {
+      Output o(t);
+      Buf b = Raw(o.t);
+      Check(infinicclRecv(b.ptr, b.count, (infinicclDataType_t)b.type, src, comm_, stream));
+    };
+    return P2P("recv", OpType::RECV, tensors, op, src);
+  }
+
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> & /*tensors*/,
+                                               int /*tag*/) override {
+    Fail("recv without src (from any source) is not supported: the library's Recv names "
+         "its peer");
+  }
+
+  // batch_isend_irecv: the sends and receives between startCoalescing and
+  // endCoalescing run as one group (infinicclGroupStart/End), so every rank
+  // may send before it receives; each of them returns the batch's Work.
+  void startCoalescing() override {
+    TORCH_CHECK(!coalescing_, "infiniccl: startCoalescing while coalescing");
+    coalescing_ = true;
+    batch_.clear();
+    batch_outputs_.clear();
+    batch_work_ = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::COALESCED,
+                                                     What("batch_isend_irecv"), timeout_,
+                                                     std::vector<at::Tensor>());
+  }
+
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override {
+    TORCH_CHECK(coalescing_, "infiniccl: endCoalescing without startCoalescing");
+    coalescing_ = false;
+    auto ops = std::move(batch_);
+    auto work = batch_work_;
+    batch_work_.reset();
+    if (ops.empty()) {
+      work->Done(nullptr);
+      return work;
+    }
+    auto job = [this, ops](void *stream) {
+      Check(infinicclGroupStart());
+      std::exception_ptr err;
+      for (const auto &op : ops) {
+        try {
+          op(stream);
+        } catch (...) {
+          if (!err) err = std::current_exception();
+        }
+      }
+      infinicclResult_t rc = infinicclGroupEnd();
+      if (err) std::rethrow_exception(err);
+      Check(rc);
+    };
+    Enqueue(work, std::move(job), batch_device_, batch_stream_);
+    return work;
+  }
+
+ private:
+  using Job = std::function<void(void *)>;
+
+  // An output tensor, through a contiguous copy when it is not contiguous.
+  struct Output {
+    explicit Output(const at::Tensor &target) : target(target) {
+      t = target.is_contiguous() ? target : target.contiguous();
+    }
+    ~Output() {
+      if (!t.is_same(target)) target.copy_(t);
+    }
+    at::Tensor target, t;
+  };
+
+  std::string What(const char *op) const {
+    std::ostringstream s;
+    s << "infiniccl " << op << " on process group '" << name_ << "' (ranks";
+    for (size_t i = 0; i < ranks_.size(); ++i) s << (i ? "," : " ") << ranks_[i];
+    if (ranks_.empty()) s << " 0.." << size_ - 1;
+    s << "; this is rank " << rank_ << ")";
+    return s.str();
+  }
+
+  void Check(infinicclResult_t rc) {
+    if (rc == infinicclSuccess) return;
+    std::string msg = infinicclGetLastError(comm_);
+    if (msg.empty()) msg = infinicclGetLastError(nullptr);
+    throw std::runtime_error(std::string(infinicclGetErrorString(rc)) + ": " + msg);
+  }
+
+  int Root(int64_t root, const char *what) {
+    if (root < 0 || root >= size_) {
+      Fail(std::string(what) + ": root " + std::to_string(root) + " is not a rank of the group (size " +
+           std::to_string(size_) + ")");
+    }
+    return static_cast<int>(root);
+  }
+
+  void Peer(int peer, const char *what) {
+    if (peer < 0 || peer >= size_) {
+      Fail(std::string(what) + ": peer " + std::to_string(peer) + " is not a rank of the group (size " +
+           std::to_string(size_) + ")");
+    }
+  }
+
+  static void One(const std::vector<at::Tensor> &v, const char *what) {
+    if (v.size() != 1) {
+      Fail(std::string(what) + " takes one tensor per process, got " + std::to_string(v.size()));
+    }
+  }
+
+  void CheckList(const std::vector<at::Tensor> &lst, const at::Tensor &like, const char *what) {
+    if ((int)lst.size() != size_) {
+      Fail(std::string(what) + ": " + std::to_string(lst.size()) + " tensors for a group of " +
+           std::to_string(size_));
+    }
+    for (const auto &t : lst) {
+      if (t.scalar_type() != like.scalar_type() || t.numel() != like.numel()) {
+        Fail(std::string(what) + ": the tensors of the list differ from the other tensor in "
+             "type or number of elements");
+      }
+    }
+  }
+
+  std::vector<at::Tensor> Split(const at::Tensor &t, const std::vector<int64_t> &splits,
+                                const char *what) {
+    int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    std::vector<int64_t> s = splits;
+    if (s.empty()) {
+      if (rows % size_) {
+        Fail(std::string("all_to_all_single: ") + what + " has " + std::to_string(rows) +
+             " rows, not a multiple of the group size, and no split sizes");
+      }
+      s.assign(size_, rows / size_);
+    }
+    int64_t sum = 0;
+    for (auto v : s) sum += v < 0 ? rows + 1 : v;
+    if ((int)s.size() != size_ || sum != rows) {
+      Fail(std::string("all_to_all_single: the ") + what + " split sizes do not split its " +
+           std::to_string(rows) + " rows among " + std::to_string(size_) + " ranks");
+    }
+    return t.dim() == 0 ? std::vector<at::Tensor>{t} : t.split_with_sizes(s);
+  }
+
+  static at::Tensor Flatten(const std::vector<at::Tensor> &ts) {
+    std::vector<at::Tensor> flat;
+    flat.reserve(ts.size());
+    for (const auto &t : ts) flat.push_back(t.reshape(-1));
+    return at::cat(flat);
+  }
+
+  static void Unflatten(const at::Tensor &flat, const std::vector<at::Tensor> &outs) {
+    int64_t off = 0;
+    for (const auto &o : outs) {
+      int64_t n = o.numel();
+      o.copy_(flat.narrow(0, off, n).view(o.sizes()));
+      off += n;
+    }
+  }
+
+  void GatherInto(const at::Tensor &output, const at::Tensor &input, void *stream) {
+    auto src = input.contiguous();
+    Output o(output);
+    Buf b = Raw(src);
+    Check(infinicclAllGather(b.ptr, o.t.data_ptr(), b.count, (infinicclDataType_t)b.type, comm_,
+                             stream));
+  }
+
+  void ScatterFrom(const at::Tensor &output, const at::Tensor &flat, const c10d::ReduceOp &rop,
+                   void *stream) {
+    Output o(output);
+    int op;
+    Buf in = Reduced(flat, rop, &op);
+    Buf out = Reduced(o.t, rop, &op);
+    Check(infinicclReduceScatter(in.ptr, out.ptr, out.count, (infinicclDataType_t)out.type,
+                                 (infinicclRedOp_t)op, comm_, stream));
+  }
+
+  // sends[j] to rank j, recvs[j] from rank j, as one group.
+  void Exchange(const std::vector<at::Tensor> &sends, const std::vector<at::Tensor> &recvs,
+                void *stream) {
+    std::vector<at::Tensor> src;
+    std::vector<Output> dst;
+    dst.reserve(size_);
+    for (int j = 0; j < size_; ++j) {
+      src.push_back(sends[j].contiguous());
+      dst.emplace_back(recvs[j]);
+      if (src[j].numel() != 0 && src[j].scalar_type() != dst[j].t.scalar_type()) {
+        Fail("all_to_all: input and output types differ");
+      }
+    }
+    // Element counts checked across ranks first (one AllToAll, one
+    // AllReduce), so a mismatch raises on every rank instead of truncating
+    // or hanging.
+    std::vector<int64_t> counts(size_), got(size_);
+    for (int j = 0; j < size_; ++j) counts[j] = src[j].numel();
+    Check(infinicclAllToAll(counts.data(), got.data(), 1, infinicclInt64, comm_, nullptr));
+    int bad = 0;
+    for (int j = 0; j < size_; ++j) bad |= got[j] != dst[j].t.numel();
+    Check(infinicclAllReduce(&bad, &bad, 1, infinicclInt32, infinicclMax, comm_, nullptr));
+    if (bad) {
+      std::ostringstream msg;
+      msg << "the ranks' split sizes disagree (this rank receives";
+      for (int j = 0; j < size_; ++j) msg << (j ? ", " : " ") << dst[j].t.numel();
+      msg << " elements from ranks 0.." << size_ - 1 << ", they send";
+      for (int j = 0; j < size_; ++j) msg << (j ? ", " : " ") << got[j];
+      msg << ")";
+      throw std::runtime_error(msg.str());
+    }
+    Check(infinicclGroupStart());
+    std::exception_ptr err;
+    try {
+      for (int j = 0; j < size_; ++j) {
+        if (j == rank_) {
+          if (dst[j].t.numel() != src[j].numel()) Fail("all_to_all: split sizes disagree");
+          dst[j].t.copy_(src[j].view(dst[j].t.sizes()));
+          continue;
+        }
+        if (src[j].numel()) {
+          Buf b = Raw(src[j]);
+          Check(infinicclSend(b.ptr, b.count, (infinicclDataType_t)b.type, j, comm_, stream));
+        }
+        if (dst[j].t.numel()) {
+          Buf b = Raw(dst[j].t);
+          Check(infinicclRecv(b.ptr, b.count, (infinicclDataType_t)b.type, j, comm_, stream));
+        }
+      }
+    } catch (...) {
+      err = std::current_exception();
+    }
+    infinicclResult_t rc = infinicclGroupEnd();
+    if (err) std::rethrow_exception(err);
+    Check(rc);
+  }
+
+  // The device the call runs for (CPU, or one device for all its tensors)
+  // and torch's current stream there.
+  void *StreamOf(const std::vector<at::Tensor> &a, const std::vector<at::Tensor> &b,
+                 c10::Device *device) {
+    *device = c10::Device(c10::kCPU);
+    bool first = true;
+    for (const auto *v : {&a, &b}) {
+      for (const auto &t : *v) {
+        if (first) {
+          *device = t.device();
+          first = false;
+        } else if (t.device() != *device) {
+          Fail("tensors on different devices (" + device->str() + " and " + t.device().str() +
+               ") in one call");
+        }
+      }
+    }
+    if (device->is_cpu()) return nullptr;
+    if (device->is_meta()) {
+      Fail("a tensor on device meta: infiniccl takes cpu tensors and device tensors");
+    }
+    auto *impl = c10::impl::getDeviceGuardImpl(device->type());
+    c10::Stream s = impl->getStream(*device);
+    try {
+      return s.native_handle();
+    } catch (const std::exception &) {
+      Fail("a tensor on device " + device->str() + ": its streams have no native handle");
+    }
+  }
+
+  c10::intrusive_ptr<c10d::Work> Submit(const char *op, OpType type,
+                                        const std::vector<at::Tensor> &inputs,
+                                        const std::vector<at::Tensor> &outputs, Ms call_timeout,
+                                        Job job) {
+    TORCH_CHECK(!coalescing_, "infiniccl: only send and recv may be coalesced, not ", op);
+    c10::Device device(c10::kCPU);
+    void *stream = StreamOf(inputs, outputs, &device);
+    Ms limit = call_timeout == c10d::kUnsetTimeout ? timeout_ : call_timeout;
+    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), limit, outputs);
+    Enqueue(work, std::move(job), device, stream);
+    return work;
+  }
+
+  c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
+                                     const std::vector<at::Tensor> &tensors, Job job, int src) {
+    c10::Device device(c10::kCPU);
+    void *stream = StreamOf(tensors, {}, &device);
+    if (coalescing_) {
+      if (batch_.empty()) {
+        batch_device_ = device;
+        batch_stream_ = stream;
+      } else if (device != batch_device_) {
+        Fail("batch_isend_irecv: tensors on different devices in one batch");
+      }
+      batch_.push_back(std::move(job));
+      return batch_work_;
+    }
+    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), timeout_, tensors);
+    work->source_rank_ = src;
+    Enqueue(work, std::move(job), device, stream);
+    return work;
+  }
+
+  void Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const Job &job, void *stream) {
+    std::exception_ptr err;
+    try {
+      job(stream);
+    } catch (const c10::Error &e) {
+      try {
+        std::string m = e.what_without_backtrace();
+        const std::string prefix = "infiniccl (torch.distributed): ";
+        if (m.compare(0, prefix.size(), prefix) == 0) m = m.substr(prefix.size());
+        Fail(work->what() + ": " + m);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    } catch (const std::exception &e) {
+      try {
+        Fail(work->what() + ": " + e.what());
+      } catch (...) {
+        err = std::current_exception();
+      }
+    }
+    work->Done(err);
+  }
+
+  // Host calls go to the worker; device calls run here once the queue is empty.
+  void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
+               void *stream) {
+    if (!device.is_cpu()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+      lock.unlock();
+      Run(work, job, stream);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.emplace_back(work, std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      auto item = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      Run(item.first, item.second, nullptr);
+      lock.lock();
+      busy_ = false;
+      if (queue_.empty()) idle_cv_.notify_all();
+    }
+  }
+
+  infinicclComm_t comm_;
+  Ms timeout_;
+  std::string name_;
+  std::vector<int64_t> ranks_;
+
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<std::pair<c10::intrusive_ptr<WorkInfiniCCL>, Job>> queue_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::thread worker_;
+
+  bool coalescing_ = false;
+  std::vector<Job> batch_;
+  std::vector<at::Tensor> batch_outputs_;
+  c10::intrusive_ptr<WorkInfiniCCL> batch_work_;
+  c10::Device batch_device_{c10::kCPU};
+  void *batch_stream_ = nullptr;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "torch.distributed backend 'infiniccl' (c10d::Backend over libinfiniccl)";
+  py::module_::import("torch.distributed");
+  py::class_<BackendInfiniCCL, c10d::Backend, c10::intrusive_ptr<BackendInfiniCCL>>(m, "Backend")
+      .def(py::init([](int64_t comm, int rank, int size, int64_t timeout_ms, std::string name,
+                       std::vector<int64_t> ranks) {
+             return c10::make_intrusive<BackendInfiniCCL>(comm, rank, size, timeout_ms,
+                                                          std::move(name), std::move(ranks));
+           }),
+           py::arg("comm"), py::arg("rank"), py::arg("size"), py::arg("timeout_ms"),
+           py::arg("name"), py::arg("ranks"))
+      .def("shutdown", &BackendInfiniCCL::Shutdown, py::call_guard<py::gil_scoped_release>(),
+           "Finishes the queued calls and destroys the communicator.")
+      .def_property_readonly("timeout_ms", &BackendInfiniCCL::timeoutMs);
+}

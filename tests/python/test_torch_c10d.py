@@ -1,0 +1,300 @@
+"""The C++ torch.distributed backend (infiniccl._c10d, torch 2.x): what
+torch 2.x adds over test_torch_backend.py (which runs on it too): the
+coalesced tensor collectives, batch_isend_irecv, the object collectives,
+the functional collectives that DTensor and torch.compile use, the
+DistBackendError of a failed call and the group's timeout. Expected values
+are computed here from the ranks' known inputs (small integers: exact in
+every type). Every rank runs the same calls; results are asserted after the
+last collective of a test."""
+import datetime
+import os
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+import torch.distributed as dist  # noqa: E402
+
+ict = pytest.importorskip("infiniccl.torch")
+if ict.backend_kind() != "cpp" and os.environ.get("TEST_TORCH_NEEDS_CPP") == "1":
+    raise ImportError("TEST_TORCH_NEEDS_CPP=1 but infiniccl.torch uses the Python backend "
+                      "(infiniccl._c10d was not built or does not import)")
+if ict.backend_kind() != "cpp":
+    pytest.skip("infiniccl._c10d (the C++ backend, torch 2.1+) is not built",
+                allow_module_level=True)
+from infiniccl import _c10d  # noqa: E402
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+          torch.int64]
+R = dist.ReduceOp
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pg(comm):
+    # A fresh store port, agreed on through the library once every rank is
+    # here: an earlier module's group (test_torch_backend.py in the same
+    # session) may still hold the first one.
+    import os
+    import socket
+
+    import numpy as np
+
+    port = np.zeros(1, np.int64)
+    if comm.rank == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port[0] = s.getsockname()[1]
+    comm.broadcast(port, root=0)
+    os.environ["MASTER_PORT"] = str(int(port[0]))
+    dist.init_process_group("infiniccl")
+    yield dist.group.WORLD
+    dist.destroy_process_group()
+
+
+def test_backend_is_cpp(comm):
+    b = dist.group.WORLD._get_backend(torch.device("cpu"))
+    assert isinstance(b, _c10d.Backend), type(b)
+    assert dist.get_backend() == "infiniccl"
+    assert (dist.get_rank(), dist.get_world_size()) == (comm.rank, comm.size)
+    # The default group's timeout (init_process_group's default, 30 min for
+    # non-NCCL backends) reached the backend.
+    assert b.timeout_ms == int(dist.default_pg_timeout.total_seconds() * 1000)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_reductions(comm, dt):
+    n, me = comm.size, comm.rank
+    got = {}
+    for op, name in [(R.SUM, "sum"), (R.MAX, "max"), (R.MIN, "min"), (R.PRODUCT, "prod")]:
+        t = torch.tensor([me + 1, 2 * (me + 1), 1], dtype=dt)
+        dist.all_reduce(t, op=op)
+        got[name] = t.tolist()
+    t = torch.tensor([me + 1, 3], dtype=dt)
+    dist.reduce(t, dst=n - 1)
+    got["reduce"] = t.tolist() if me == n - 1 else None
+    t = torch.tensor([me * 10 + 7] * 3, dtype=dt)
+    dist.broadcast(t, src=n - 1)
+    got["bcast"] = t.tolist()
+    s = sum(range(1, n + 1))
+    p = 1
+    for r in range(1, n + 1):
+        p *= r
+    want = {"sum": [s, 2 * s, n], "max": [n, 2 * n, 1], "min": [1, 2, 1],
+            "prod": [p, p * 2 ** n, 1], "reduce": [s, 3 * n] if me == n - 1 else None,
+            "bcast": [(n - 1) * 10 + 7] * 3}
+    assert got == want
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_gathers_and_scatters(comm, dt):
+    n, me = comm.size, comm.rank
+    got, want = {}, {}
+    # all_gather (list) and all_gather_into_tensor.
+    outs = [torch.zeros(2, dtype=dt) for _ in range(n)]
+    dist.all_gather(outs, torch.tensor([me, me + 1], dtype=dt))
+    got["all_gather"] = [o.tolist() for o in outs]
+    want["all_gather"] = [[r, r + 1] for r in range(n)]
+    flat = torch.zeros(2 * n, dtype=dt)
+    dist.all_gather_into_tensor(flat, torch.tensor([me, 2 * me], dtype=dt))
+    got["into_tensor"] = flat.tolist()
+    want["into_tensor"] = [v for r in range(n) for v in (r, 2 * r)]
+    # reduce_scatter (list) and reduce_scatter_tensor: rank r's block j is
+    # [j + r, 1].
+    out = torch.zeros(2, dtype=dt)
+    dist.reduce_scatter(out, [torch.tensor([j + me, 1], dtype=dt) for j in range(n)])
+    got["reduce_scatter"] = out.tolist()
+    want["reduce_scatter"] = [n * me + n * (n - 1) // 2, n]
+    out = torch.zeros(2, dtype=dt)
+    dist.reduce_scatter_tensor(
+        out, torch.tensor([v for j in range(n) for v in (j + me, 1)], dtype=dt), op=R.MAX)
+    got["rs_tensor"] = out.tolist()
+    want["rs_tensor"] = [me + n - 1, 1]
+    # all_to_all_single, even and with split sizes: rank r sends j+1 rows
+    # of value 10r+j to rank j.
+    inp = torch.tensor([10 * me + j for j in range(n)], dtype=dt)
+    out = torch.zeros(n, dtype=dt)
+    dist.all_to_all_single(out, inp)
+    got["a2a"] = out.tolist()
+    want["a2a"] = [10 * r + me for r in range(n)]
+    ins = torch.tensor([10 * me + j for j in range(n) for _ in range(j + 1)], dtype=dt)
+    out = torch.zeros(n * (me + 1), dtype=dt)
+    dist.all_to_all_single(out, ins, output_split_sizes=[me + 1] * n,
+                           input_split_sizes=[j + 1 for j in range(n)])
+    got["a2a_splits"] = out.tolist()
+    want["a2a_splits"] = [10 * r + me for r in range(n) for _ in range(me + 1)]
+    # all_to_all (lists)
+    outs = [torch.zeros(1, dtype=dt) for _ in range(n)]
+    dist.all_to_all(outs, [torch.tensor([100 + 10 * me + j], dtype=dt) for j in range(n)])
+    got["a2a_list"] = [o.item() for o in outs]
+    want["a2a_list"] = [100 + 10 * r + me for r in range(n)]
+    # gather and scatter at the last rank
+    root = n - 1
+    lst = [torch.zeros(2, dtype=dt) for _ in range(n)] if me == root else None
+    dist.gather(torch.tensor([me, 5], dtype=dt), lst, dst=root)
+    got["gather"] = [o.tolist() for o in lst] if me == root else None
+    want["gather"] = [[r, 5] for r in range(n)] if me == root else None
+    out = torch.zeros(2, dtype=dt)
+    src = [torch.tensor([j, 3 * j], dtype=dt) for j in range(n)] if me == root else None
+    dist.scatter(out, src, src=root)
+    got["scatter"] = out.tolist()
+    want["scatter"] = [me, 3 * me]
+    assert got == want
+
+
+def test_coalesced_collectives(comm):
+    n, me = comm.size, comm.rank
+    from torch.distributed.distributed_c10d import _coalescing_manager
+
+    ts = [torch.full((k + 1,), float(me + k)) for k in range(3)]
+    with _coalescing_manager(async_ops=True) as cm:
+        for t in ts:
+            dist.all_reduce(t)
+    cm.wait()
+    got = [t.tolist() for t in ts]
+    want = [[float(sum(r + k for r in range(n)))] * (k + 1) for k in range(3)]
+    outs = [torch.zeros(2 * n, dtype=torch.int64) for _ in range(2)]
+    with _coalescing_manager(async_ops=True) as cm:
+        for k, o in enumerate(outs):
+            dist.all_gather_into_tensor(o, torch.tensor([me, k], dtype=torch.int64))
+    cm.wait()
+    got.append([o.tolist() for o in outs])
+    want.append([[v for r in range(n) for v in (r, k)] for k in range(2)])
+    rs = [torch.zeros(1, dtype=torch.int32) for _ in range(2)]
+    with _coalescing_manager(async_ops=True) as cm:
+        for k, o in enumerate(rs):
+            dist.reduce_scatter_tensor(o, torch.arange(n, dtype=torch.int32) + k)
+    cm.wait()
+    got.append([o.item() for o in rs])
+    want.append([n * (me + k) for k in range(2)])
+    assert got == want
+
+
+def test_batch_isend_irecv_ring(comm):
+    # 1 Mi floats each way: past any eager limit, so it needs the group.
+    n, me = comm.size, comm.rank
+    count = 1 << 20
+    send = torch.full((count,), float(me))
+    recv = torch.zeros(count)
+    left, right = (me - 1) % n, (me + 1) % n
+    ops = [dist.P2POp(dist.isend, send, right), dist.P2POp(dist.irecv, recv, left)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    small = torch.zeros(3, dtype=torch.int64)
+    ops = [dist.P2POp(dist.irecv, small, right),
+           dist.P2POp(dist.isend, torch.tensor([me, 7, me], dtype=torch.int64), left)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    assert (recv.min().item(), recv.max().item()) == (float(left), float(left))
+    assert small.tolist() == [right, 7, right]
+
+
+def test_send_recv_and_source_rank(comm):
+    n, me = comm.size, comm.rank
+    got = []
+    if me == 0:
+        for r in range(1, n):
+            t = torch.zeros(2, dtype=torch.float64)
+            w = dist.irecv(t, src=r)
+            w.wait()
+            got.append(t.tolist())
+    else:
+        dist.send(torch.tensor([me, me * 1.5], dtype=torch.float64), dst=0)
+    dist.barrier()
+    assert got == ([[r, r * 1.5] for r in range(1, n)] if me == 0 else [])
+
+
+def test_object_collectives(comm):
+    n, me = comm.size, comm.rank
+    objs = [None] * n
+    dist.all_gather_object(objs, {"rank": me, "name": "r%d" % me})
+    lst = [("x", 1), None] if me == 0 else [None, None]
+    dist.broadcast_object_list(lst, src=0)
+    out = [None]
+    dist.scatter_object_list(out, [[r, "s"] for r in range(n)] if me == 0 else None, src=0)
+    gathered = [None] * n if me == n - 1 else None
+    dist.gather_object(me * 3, gathered, dst=n - 1)
+    assert objs == [{"rank": r, "name": "r%d" % r} for r in range(n)]
+    assert lst == [("x", 1), None]
+    assert out == [[me, "s"]]
+    assert gathered == ([3 * r for r in range(n)] if me == n - 1 else None)
+
+
+def test_functional_collectives(comm):
+    import torch.distributed._functional_collectives as funcol
+
+    n, me = comm.size, comm.rank
+    group = dist.group.WORLD
+    a = funcol.all_reduce(torch.full((3,), float(me + 1)), "sum", group)
+    g = funcol.all_gather_tensor(torch.tensor([me, -me], dtype=torch.int64), 0, group)
+    rs = funcol.reduce_scatter_tensor(torch.arange(2 * n, dtype=torch.float32) + me, "sum", 0,
+                                      group)
+    a2a = funcol.all_to_all_single(torch.tensor([10 * me + j for j in range(n)]), None, None,
+                                   group)
+    got = [funcol.wait_tensor(x).tolist() for x in (a, g, rs, a2a)]
+    s = n * (n + 1) / 2
+    want = [[s] * 3, [v for r in range(n) for v in (r, -r)],
+            [float(n * (2 * me + k) + n * (n - 1) // 2) for k in range(2)],
+            [10 * r + me for r in range(n)]]
+    assert got == want
+
+
+def test_failed_call_raises_dist_backend_error(comm):
+    # BXOR of floats has no library reduction: every rank's call fails
+    # before any communication, and wait() raises.
+    t = torch.ones(2)
+    with pytest.raises(dist.DistBackendError, match="allreduce.*BXOR is not supported"):
+        dist.all_reduce(t, op=R.BXOR)
+    # The group goes on afterwards.
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    assert t.tolist() == [comm.size] * 2
+
+
+def test_library_error_message(comm):
+    # An input overlapping the output other than at this rank's block: the
+    # library refuses it on every rank (infinicclInvalidArgument).
+    n, me = comm.size, comm.rank
+    big = torch.zeros(2 * n + 1)
+    with pytest.raises(dist.DistBackendError, match="all_gather_into_tensor.*InvalidArgument|"
+                                                     "all_gather_into_tensor.*overlap"):
+        dist.all_gather_into_tensor(big[:2 * n], big[2 * me + 1:2 * me + 3])
+
+
+def test_group_timeout(comm):
+    """Rank 0 enters a barrier of a group with a 3 s timeout; the others
+    join it 6 s later. Rank 0's barrier fails after about 3 s naming the op
+    and the group; the late barrier then completes, so the job goes on."""
+    n, me = comm.size, comm.rank
+    g = dist.new_group(list(range(n)), timeout=datetime.timedelta(seconds=3))
+    err, took = None, None
+    if me == 0:
+        t0 = time.monotonic()
+        try:
+            dist.barrier(group=g)
+        except RuntimeError as e:
+            err = e
+        took = time.monotonic() - t0
+    else:
+        time.sleep(6)
+        dist.barrier(group=g)
+    # Once the late barrier has completed on every rank, the group works
+    # (rank 0 waits past the group's timeout for it).
+    t = torch.ones(1)
+    dist.all_reduce(t, group=g, async_op=True).wait(timeout=datetime.timedelta(seconds=60))
+    dist.destroy_process_group(g)
+    assert t.item() == n
+    if me == 0:
+        assert isinstance(err, dist.DistBackendError), repr(err)
+        assert "barrier" in str(err) and "3000 ms" in str(err), str(err)
+        assert 2.5 < took < 5.5, took
+
+
+def test_new_group_subset(comm):
+    n, me = comm.size, comm.rank
+    members = [0, n - 1]
+    g = dist.new_group(members)
+    t = torch.tensor([me + 1], dtype=torch.int64)
+    if me in members:
+        dist.all_reduce(t, group=g)
+        dist.destroy_process_group(g)
+    assert t.item() == (1 + n if me in members else me + 1)

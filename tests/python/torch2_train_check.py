@@ -1,0 +1,70 @@
+"""FSDP2 and DTensor tensor parallelism on torch 2.x, "infiniccl" against
+gloo (tests/python/torch2_train.py, 20 steps each):
+    torch2_train_check.py --pythonpath DIR <np>[,<np>...] <mpiexec> [flags...]
+For each rank count and mode (fsdp, tp) the script trains under each
+backend; the final weights must match gloo's within 1e-6 relative to the
+largest weight (max |a - b| / max |b|), and bit for bit at 2 ranks.
+DIR (a built copy of the package with its C++ backend) comes before the
+source tree's python/. Exits 77 (ctest's skip) without torch 2.1+.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "torch2_train.py")
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("SKIPPED: %s cannot import torch" % sys.executable)
+        return 77
+    if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 1):
+        print("SKIPPED: torch %s (FSDP2 and DTensor need torch 2.x)" % torch.__version__)
+        return 77
+    args = sys.argv[1:]
+    first = None
+    if args[0] == "--pythonpath":
+        first, args = args[1], args[2:]
+    nps = [int(n) for n in args[0].split(",")]
+    mpiexec = args[1:]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [first, os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")]
+        if p)
+    failures = []
+    with tempfile.TemporaryDirectory() as out:
+        for np_ in nps:
+            for mode in ("fsdp", "tp"):
+                res = {}
+                for backend in ("infiniccl", "gloo"):
+                    path = os.path.join(out, "%s_%s_%d.pt" % (mode, backend, np_))
+                    cmd = mpiexec[:1] + ["-n", str(np_)] + mpiexec[1:] + [
+                        sys.executable, SCRIPT, backend, mode, path]
+                    rc = subprocess.call(cmd, env=env)
+                    if rc or not os.path.exists(path):
+                        failures.append("%s %s at %d ranks: exit %d" % (mode, backend, np_, rc))
+                        break
+                    res[backend] = torch.load(path)
+                if len(res) < 2:
+                    continue
+                a, b = res["infiniccl"]["weights"], res["gloo"]["weights"]
+                top = max(float(w.abs().max()) for w in b)
+                diff = max(float((x - y).abs().max()) for x, y in zip(a, b))
+                print("%s, %d ranks: loss %.6f (gloo %.6f), max |infiniccl - gloo| / max |gloo| "
+                      "= %.2e" % (mode, np_, res["infiniccl"]["loss"], res["gloo"]["loss"],
+                                  diff / top), flush=True)
+                if diff / top > 1e-6 or (np_ == 2 and diff != 0):
+                    failures.append("%s at %d ranks: weights differ from gloo's by %.2e" %
+                                    (mode, np_, diff / top))
+    for f in failures:
+        print("FAILED: " + f)
+    print("torch2_train_check: %s" % ("FAILED" if failures else "OK"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
