@@ -137,7 +137,8 @@ constexpr bool kIsChoice = std::is_enum_v<T> || std::is_same_v<T, bool>;
 // Variables with the prefix that the tools, not the library, read.
 // icclrun reads the first two, the Python package the third.
 constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN",
-                                          "INFINICCL_LIBRARY"};
+                                          "INFINICCL_LIBRARY", "INFINICCL_TORCH_BACKEND",
+                                          "INFINICCL_INCLUDE"};
 
 size_t EditDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> row(b.size() + 1);
