@@ -3,6 +3,7 @@
 Only ctypes from the standard library: nothing is compiled at install time.
 """
 import ctypes
+import importlib.util
 import ctypes.util
 import os
 
@@ -34,8 +35,30 @@ def _candidates():
     return out
 
 
+def _preload_pip_nccl():
+    """Loads the NCCL of PyPI's nvidia-nccl wheel (torch's pin), when it is
+    installed, before libinfiniccl. Both need libnccl.so.2, and the process
+    keeps the first one loaded: were it the system's NCCL that libinfiniccl
+    was linked against, torch's libtorch_cuda would then fail to import on a
+    symbol that only its newer NCCL has (ncclCommResume, say). libinfiniccl
+    works with either (it needs NCCL 2.13 or later)."""
+    try:
+        spec = importlib.util.find_spec("nvidia.nccl")
+    except (ImportError, ValueError):
+        return
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, "lib", "libnccl.so.2")
+        if os.path.exists(path):
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                pass
+            return
+
+
 def load():
     tried = []
+    _preload_pip_nccl()
     for where, path in _candidates():
         if os.sep in path and not os.path.exists(path):
             tried.append("%s (%s): no such file" % (path, where))
