@@ -219,13 +219,24 @@ class CudaLikeRuntime final : public DeviceRuntime {
     return INFINICCL_CUDA_LIKE_CALL(FreeHost, ptr);
   }
 
+  // Runtimes whose Api has no HostRegister (the ACL and CNRT adapters):
+  // NotSupported, the memory stays pageable.
   Status HostRegister(void *ptr, size_t bytes) override {
-    if (DeviceCount() == 0) return NoDevice(infinicclNotSupported, "HostRegister");
-    return INFINICCL_CUDA_LIKE_CALL(HostRegister, ptr, bytes);
+    if constexpr (requires { Api::HostRegister(ptr, bytes); }) {
+      if (DeviceCount() == 0) return NoDevice(infinicclNotSupported, "HostRegister");
+      return INFINICCL_CUDA_LIKE_CALL(HostRegister, ptr, bytes);
+    } else {
+      return DeviceRuntime::HostRegister(ptr, bytes);
+    }
   }
   Status HostUnregister(void *ptr) override {
-    if (ptr == nullptr || DeviceCount() == 0) return Status::Ok();
-    return INFINICCL_CUDA_LIKE_CALL(HostUnregister, ptr);
+    if constexpr (requires { Api::HostUnregister(ptr); }) {
+      if (ptr == nullptr || DeviceCount() == 0) return Status::Ok();
+      return INFINICCL_CUDA_LIKE_CALL(HostUnregister, ptr);
+    } else {
+      (void)ptr;
+      return Status::Ok();
+    }
   }
 
   Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
