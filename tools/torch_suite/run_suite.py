@@ -3,15 +3,18 @@ distributed_test.py, the class torch's test_distributed_spawn.py runs) against
 the "infiniccl" backend, each MPI rank playing one of the suite's ranks in
 place of the processes the suite would spawn:
 
-    mpirun -np 2 /usr/bin/python3 tools/torch_suite/run_suite.py [REGEX] [--list] [--after=TEST]
+    mpirun -np 3 PYTHON tools/torch_suite/run_suite.py [REGEX] [--list] [--after=TEST]
+                                                    [--backend=gloo]
 
 REGEX picks test names (default: every test_). Each test runs on all ranks
 in the same order: a fresh file:// rendezvous and TEMP_DIR, torch's own
 _run (init_process_group, its file barrier, the test, destroy); after it the
 ranks agree on the result (MAX of their exit codes through the library).
 Rank 0 prints one line per test and a summary. "infiniccl" is added to the
-suite's plugin, ddp and subgroup feature sets. Not in CI (see
-docs/PERFORMANCE.md section 8 and python/README.md for what passes).
+suite's plugin, ddp and subgroup feature sets. --backend=gloo runs the same
+tests on gloo under the same runner (MPI only agrees on the results), the
+baseline the counts are compared with. Not in CI (python/README.md gives the
+counts per torch version).
 """
 import logging
 import os
@@ -24,7 +27,9 @@ import numpy as np
 
 import infiniccl.torch as ict  # noqa: E402  sets RANK, WORLD_SIZE under MPI
 
-os.environ["BACKEND"] = "infiniccl"
+BACKEND = ([a.split("=", 1)[1] for a in sys.argv if a.startswith("--backend=")]
+           or ["infiniccl"])[0]
+os.environ["BACKEND"] = BACKEND
 world = ict._world_comm()
 rank, size = world.rank, world.size
 # One shared TEMP_DIR: rank 0 makes it, the others learn its name.
@@ -53,18 +58,19 @@ from torch.testing._internal import common_distributed as cd  # noqa: E402
 
 for feature in ("plugin", "ddp", "subgroup"):
     cd.DistTestCases.backend_feature[feature].add("infiniccl")
-# The suite's own list of what a backend lacks: recv from any source (the
-# backend raises NOT_SUPPORTED; the library has no wildcard receive).
-cd.DistTestCases.skip_collective["sendrecv anysource"].add("infiniccl")
 from torch.testing._internal.distributed import distributed_test as dt  # noqa: E402
 
 
-# The suite's _run turns on DDP's ReplicatedTensor mode, which imports
-# torch.distributed._shard: that fails on Python 3.11 with torch 1.13 (a
-# dataclass with a mutable default), whatever the backend. Left off here.
-import torch.nn.parallel._replicated_tensor_ddp_utils as _rt  # noqa: E402
+# torch 1.13's _run turns on DDP's ReplicatedTensor mode, which imports
+# torch.distributed._shard: that fails on Python 3.11 (a dataclass with a
+# mutable default), whatever the backend. Left off here (torch 2.x has no
+# such mode).
+try:
+    import torch.nn.parallel._replicated_tensor_ddp_utils as _rt  # noqa: E402
 
-_rt._set_ddp_with_replicated_tensor = lambda value: None
+    _rt._set_ddp_with_replicated_tensor = lambda value: None
+except ImportError:
+    pass
 logging.getLogger().setLevel(logging.WARNING)  # torch's INFO per test and rank
 
 
