@@ -739,7 +739,8 @@ def _create_cpp(opts, pg_options=None):
     timeout_ms = int(timeout.total_seconds() * 1000) if timeout is not None else 0
     ranks = list(getattr(opts, "global_ranks_in_group", None) or range(size))
     name = str(getattr(opts, "group_id", "") or "default")
-    return _cpp.Backend(comm.handle, rank, size, timeout_ms, name, ranks)
+    return _cpp.Backend(comm.handle, rank, size, timeout_ms, name, ranks,
+                        getattr(opts, "store", None))
 
 
 def _declare():

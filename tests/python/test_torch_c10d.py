@@ -10,6 +10,7 @@ import datetime
 import os
 import time
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
@@ -298,3 +299,54 @@ def test_new_group_subset(comm):
         dist.all_reduce(t, group=g)
         dist.destroy_process_group(g)
     assert t.item() == (1 + n if me in members else me + 1)
+
+
+def test_monitored_barrier(comm):
+    """dist.monitored_barrier passes when every rank comes; when the last
+    rank stays away, rank 0 raises naming it within the timeout and the
+    ranks that came raise at theirs; with wait_all_ranks every absent rank
+    is named. Each failing case runs on a group of its own."""
+    n, me = comm.size, comm.rank
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
+    if n < 2:
+        return
+    for wait_all in (False, True):
+        g = dist.new_group(list(range(n)))
+        absent = [n - 1] if not wait_all else list(range(1, n))
+        err, took = None, None
+        if me not in absent:
+            t0 = time.monotonic()
+            try:
+                dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=2),
+                                       wait_all_ranks=wait_all)
+            except RuntimeError as e:
+                err = e
+            took = time.monotonic() - t0
+        comm.all_reduce(np.zeros(1))  # every rank past its try before the group goes
+        dist.destroy_process_group(g)
+        if me == 0:
+            assert isinstance(err, dist.DistBackendError), repr(err)
+            want = ("Rank %d failed" % (n - 1) if not wait_all else
+                    ("Rank" + ("s " if n > 2 else " ") + ", ".join(map(str, absent)) +
+                     " failed"))
+            assert want in str(err) and "2000 ms" in str(err), str(err)
+            assert 1.5 < took < 10, took
+        elif me not in absent:
+            assert isinstance(err, dist.DistBackendError), repr(err)
+            assert "did not release" in str(err), str(err)
+
+
+def test_destroyed_group_refuses_calls(comm):
+    """A call on a group's backend after destroy_process_group raises at
+    once, naming the op, instead of waiting for a worker that has ended."""
+    n = comm.size
+    g = dist.new_group(list(range(n)))
+    b = g._get_backend(torch.device("cpu"))
+    t = torch.ones(3)
+    dist.all_reduce(t, group=g)
+    dist.destroy_process_group(g)
+    assert t.tolist() == [float(n)] * 3
+    with pytest.raises(dist.DistBackendError, match="allreduce.*destroyed"):
+        b.allreduce([t])
+    assert t.tolist() == [float(n)] * 3

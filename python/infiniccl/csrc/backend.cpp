@@ -20,6 +20,7 @@
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -188,16 +189,21 @@ class WorkInfiniCCL : public c10d::Work {
 class BackendInfiniCCL : public c10d::Backend {
  public:
   BackendInfiniCCL(int64_t comm, int rank, int size, int64_t timeout_ms, std::string name,
-                   std::vector<int64_t> ranks)
+                   std::vector<int64_t> ranks, c10::intrusive_ptr<c10d::Store> store)
       : c10d::Backend(rank, size),
         comm_(reinterpret_cast<infinicclComm_t>(comm)),
         timeout_(Ms(timeout_ms)),
         name_(std::move(name)),
-        ranks_(std::move(ranks)) {
+        ranks_(std::move(ranks)),
+        store_(std::move(store)) {
     worker_ = std::thread([this] { Loop(); });
   }
 
   ~BackendInfiniCCL() override { Shutdown(); }
+
+  // destroy_process_group: the queued calls finish, the communicator is
+  // destroyed, and later calls on the group are refused.
+  void shutdown() override { Shutdown(); }
 
   void Shutdown() {
     {
@@ -489,6 +495,57 @@ class BackendInfiniCCL : public c10d::Backend {
                                            b.count, (infinicclDataType_t)b.type, root, comm_,
                                            stream));
                   });
+  }
+
+  // gloo's monitored barrier, through the group's store: every other rank
+  // checks in with rank 0, which waits for each within the timeout and then
+  // releases them. A rank that does not arrive in time makes rank 0 raise
+  // naming it (with wait_all_ranks, every such rank); the ranks waiting for
+  // the release then raise at their own timeout.
+  void monitoredBarrier(const c10d::BarrierOptions &opts, bool wait_all_ranks) override {
+    Refuse("monitored_barrier");
+    TORCH_CHECK(store_, "infiniccl: monitored_barrier needs the group's store");
+    const Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
+    const std::string key = "infiniccl/monitored_barrier/" + std::to_string(++monitored_) + "/";
+    if (rank_ != 0) {
+      store_->set(key + std::to_string(rank_), std::vector<uint8_t>{1});
+      try {
+        store_->wait({key + "release"}, limit);
+      } catch (const c10::Error &) {
+        Fail(What("monitored_barrier") + ": rank 0 did not release this rank within " +
+             std::to_string(limit.count()) + " ms (a rank of the group has not arrived)");
+      }
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    std::vector<int> missing;
+    for (int r = 1; r < size_; ++r) {
+      const std::string k = key + std::to_string(r);
+      const auto left = std::chrono::duration_cast<Ms>(deadline - std::chrono::steady_clock::now());
+      bool arrived = false;
+      if (left.count() > 0) {
+        try {
+          store_->wait({k}, left);
+          arrived = true;
+        } catch (const c10::Error &) {
+        }
+      } else {
+        arrived = store_->check({k});
+      }
+      if (!arrived) {
+        missing.push_back(r);
+        if (!wait_all_ranks) break;
+      }
+    }
+    if (missing.empty()) {
+      store_->set(key + "release", std::vector<uint8_t>{1});
+      return;
+    }
+    std::ostringstream m;
+    m << (missing.size() == 1 ? "Rank " : "Ranks ");
+    for (size_t i = 0; i < missing.size(); ++i) m << (i ? ", " : "") << missing[i];
+    m << " failed to pass monitoredBarrier in " << limit.count() << " ms";
+    Fail(What("monitored_barrier") + ": " + m.str());
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override {
@@ -836,6 +893,7 @@ class BackendInfiniCCL : public c10d::Backend {
   // Host calls go to the worker; device calls run here once the queue is empty.
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
                void *stream) {
+    Refuse(work->what().c_str());
     if (!device.is_cpu()) {
       std::unique_lock<std::mutex> lock(mu_);
       idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
@@ -848,6 +906,15 @@ class BackendInfiniCCL : public c10d::Backend {
       queue_.emplace_back(work, std::move(job));
     }
     cv_.notify_one();
+  }
+
+  // A call on a group after destroy_process_group (shutdown) raises; it
+  // would otherwise wait for a worker that has ended.
+  void Refuse(const char *what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) {
+      Fail(std::string(what) + ": the process group was destroyed (destroy_process_group)");
+    }
   }
 
   void Loop() {
@@ -870,6 +937,8 @@ class BackendInfiniCCL : public c10d::Backend {
   Ms timeout_;
   std::string name_;
   std::vector<int64_t> ranks_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  uint64_t monitored_ = 0;  // monitored barriers so far: each one's store keys
 
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
@@ -893,12 +962,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   py::module_::import("torch.distributed");
   py::class_<BackendInfiniCCL, c10d::Backend, c10::intrusive_ptr<BackendInfiniCCL>>(m, "Backend")
       .def(py::init([](int64_t comm, int rank, int size, int64_t timeout_ms, std::string name,
-                       std::vector<int64_t> ranks) {
+                       std::vector<int64_t> ranks, c10::intrusive_ptr<c10d::Store> store) {
              return c10::make_intrusive<BackendInfiniCCL>(comm, rank, size, timeout_ms,
-                                                          std::move(name), std::move(ranks));
+                                                          std::move(name), std::move(ranks),
+                                                          std::move(store));
            }),
            py::arg("comm"), py::arg("rank"), py::arg("size"), py::arg("timeout_ms"),
-           py::arg("name"), py::arg("ranks"))
+           py::arg("name"), py::arg("ranks"), py::arg("store") = py::none())
       .def("shutdown", &BackendInfiniCCL::Shutdown, py::call_guard<py::gil_scoped_release>(),
            "Finishes the queued calls and destroys the communicator.")
       .def_property_readonly("timeout_ms", &BackendInfiniCCL::timeoutMs);
