@@ -3,6 +3,7 @@ against gloo, per size, in one run (docs/PERFORMANCE.md, "Python and
 torch"):
 
     icclrun -np 2 python3 examples/python/torch_sizes.py [--rounds=N] [--min=64K] [--max=64M]
+                                                          [--deepspeed]
 
 Each round times every size on both groups, alternating (a change of the
 machine's load falls on both sides of a ratio); each cell is the median over
@@ -10,6 +11,11 @@ rounds of that round's mean time per call, and the ratio the median of the
 per-round ratios infiniccl / gloo. Every result is checked: rank r
 contributes r + 1 in every element, so each element of the sum is
 n (n + 1) / 2, exact in float32 at these rank counts.
+
+--deepspeed adds DeepSpeed's CPU shared-memory AllReduce (its
+`inference_all_reduce_` op, csrc/cpu/comm/shm.cpp, built by DeepSpeed on
+first use) as a third side, with every rank on this node (LOCAL_SIZE), and
+prints infiniccl / deepspeed too.
 """
 import os
 import statistics
@@ -31,13 +37,13 @@ def option(name, default):
     return next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--%s=" % name)), default)
 
 
-def timed(tensor, group, rank, size, calls):
+def timed(tensor, reduce, rank, size, calls):
     expected = size * (size + 1) / 2
     dist.barrier()
     t0 = time.perf_counter()
     for _ in range(calls):
         tensor.fill_(rank + 1)
-        dist.all_reduce(tensor, group=group)
+        reduce(tensor)
     t = (time.perf_counter() - t0) / calls
     wrong = int((tensor != expected).sum())
     if wrong:
@@ -56,28 +62,39 @@ def main():
     while b <= parse_bytes(option("max", "64M")):
         sizes.append(b)
         b *= 4
-    groups = {"infiniccl": dist.group.WORLD, "gloo": gloo}
+    groups = {"infiniccl": lambda t: dist.all_reduce(t),
+              "gloo": lambda t: dist.all_reduce(t, group=gloo)}
+    if "--deepspeed" in sys.argv:
+        from deepspeed.accelerator import get_accelerator
+
+        os.environ.setdefault("LOCAL_SIZE", str(size))  # every rank on this node
+        shm = get_accelerator().create_op_builder("ShareMemCommBuilder").load()
+        shm.initialize(size, rank)
+        groups["deepspeed"] = torch.ops.deepspeed.inference_all_reduce_
     times = {(g, b): [] for g in groups for b in sizes}
     for r in range(rounds + 1):  # round 0 warms up
         for b in sizes:
             t = torch.empty(b // 4)
             calls = max(3, min(200, (16 << 20) // b))
-            for g, group in groups.items():
-                elapsed = timed(t, group, rank, size, calls)
+            for g, reduce in groups.items():
+                elapsed = timed(t, reduce, rank, size, calls)
                 if r:
                     times[(g, b)].append(elapsed)
     if rank == 0:
         print("torch %s, %d ranks, float32 all_reduce, median of %d rounds, load average "
               "%.1f; every result checked" % (torch.__version__, size, rounds,
                                                os.getloadavg()[0]))
-        print("| size | infiniccl (us) | gloo (us) | infiniccl / gloo |")
-        print("|---:|---:|---:|---:|")
+        others = [g for g in groups if g != "infiniccl"]
+        print("| size | " + " | ".join("%s (us)" % g for g in groups) + " | " +
+              " | ".join("infiniccl / %s" % g for g in others) + " |")
+        print("|---:" * (len(groups) + len(others) + 1) + "|")
         for b in sizes:
-            ours, theirs = times[("infiniccl", b)], times[("gloo", b)]
-            ratio = statistics.median(o / g for o, g in zip(ours, theirs))
+            ours = times[("infiniccl", b)]
+            cells = ["%.0f" % (statistics.median(times[(g, b)]) * 1e6) for g in groups]
+            cells += ["%.2f" % statistics.median(o / x for o, x in zip(ours, times[(g, b)]))
+                      for g in others]
             label = "%d KiB" % (b >> 10) if b < 1 << 20 else "%d MiB" % (b >> 20)
-            print("| %s | %.0f | %.0f | %.2f |" % (label, statistics.median(ours) * 1e6,
-                                                  statistics.median(theirs) * 1e6, ratio))
+            print("| %s | %s |" % (label, " | ".join(cells)))
     dist.destroy_process_group()
 
 

@@ -217,6 +217,7 @@ static std::string ShmLine(infiniccl::Communicator *c) {
            ")";
   }
   const auto mib = [](size_t b) {
+    if (b == SIZE_MAX) return std::string("any size");
     return b >= (size_t{1} << 20) ? std::to_string(b >> 20) + " MiB"
                                   : std::to_string(b >> 10) + " KiB";
   };

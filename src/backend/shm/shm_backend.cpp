@@ -236,14 +236,15 @@ size_t ShmBackend::MaxBytes(CollKind kind, bool devices) {
   const size_t set = GlobalConfig().shm_max_bytes;
   if (set != SIZE_MAX) return set;
   if (devices) return SIZE_MAX;
-  // Where shared memory beat MPI at 2 ranks on one node (host float32,
-  // Open MPI 4.1 and MPICH 4.0; docs/PERFORMANCE.md, "Shared memory on a
-  // node"): AllReduce to 4 MiB, Reduce to 16 MiB, ReduceScatter at every
-  // size measured (MPI's moves every block twice), AllGather and Broadcast
-  // only to 16 KiB (past it MPI's single-copy transfer beats a copy in and
-  // a copy out).
+  // Where shared memory beat MPI at 2 and 4 ranks on one node (host
+  // float32, Open MPI 4.1 and MPICH 4.0; docs/PERFORMANCE.md, "Shared
+  // memory on a node"): AllReduce at every size (above 4 MiB also ahead of
+  // MPI cut into pieces), Reduce to 16 MiB, ReduceScatter at every size
+  // measured (MPI's moves every block twice), AllGather and Broadcast only
+  // to 16 KiB (past it MPI's single-copy transfer beats a copy in and a
+  // copy out).
   switch (kind) {
-    case CollKind::kAllReduce: return size_t{4} << 20;
+    case CollKind::kAllReduce: return SIZE_MAX;
     case CollKind::kReduce: return size_t{16} << 20;
     case CollKind::kReduceScatter: return size_t{64} << 20;
     default: return size_t{16} << 10;
