@@ -350,3 +350,24 @@ def test_destroyed_group_refuses_calls(comm):
     with pytest.raises(dist.DistBackendError, match="allreduce.*destroyed"):
         b.allreduce([t])
     assert t.tolist() == [float(n)] * 3
+
+
+def test_sync_calls_keep_order_with_queued_async_calls(comm):
+    """A synchronous host call (which runs in the caller's thread when the
+    group's queue is idle) issued while asynchronous ones are still queued
+    runs after them on every rank: each result is the sum of its own
+    tensor's contributions."""
+    n, me = comm.size, comm.rank
+    for skew in (0.0, 0.05):
+        ts = [torch.full((1 << 14,), float((me + 1) * (k + 1))) for k in range(8)]
+        works = [dist.all_reduce(t, async_op=True) for t in ts]
+        if me == 0:
+            time.sleep(skew)
+        s = torch.full((5,), float(me + 100))
+        dist.all_reduce(s)
+        for w in works:
+            w.wait()
+        total = n * (n + 1) // 2
+        for k, t in enumerate(ts):
+            assert torch.all(t == float(total * (k + 1))), (k, t[:3])
+        assert torch.all(s == float(sum(r + 100 for r in range(n)))), s

@@ -26,12 +26,15 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "infiniccl/infiniccl.h"
@@ -45,6 +48,31 @@ constexpr int kUInt8 = infinicclUInt8;
 
 [[noreturn]] void Fail(const std::string &msg) {
   C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): " + msg);
+}
+
+// Whether the caller goes on before the call completes: the options'
+// asyncOp (dist.*'s async_op, torch 2.7 and later); true where torch does
+// not say.
+template <typename Opts, typename = void>
+struct HasAsyncOp : std::false_type {};
+template <typename Opts>
+struct HasAsyncOp<Opts, std::void_t<decltype(std::declval<Opts>().asyncOp)>> : std::true_type {};
+template <typename Opts>
+bool AsyncOf(const Opts &opts) {
+  if constexpr (HasAsyncOp<Opts>::value) {
+    return opts.asyncOp;
+  } else {
+    return true;
+  }
+}
+
+// The library's watchdog (INFINICCL_TIMEOUT_SEC, 1800 s unless set; 0: off).
+Ms WatchdogTimeout() {
+  const char *v = std::getenv("INFINICCL_TIMEOUT_SEC");
+  if (v == nullptr || *v == '\0') return Ms(1800 * 1000);
+  char *end = nullptr;
+  const long sec = std::strtol(v, &end, 10);
+  return *end == '\0' && sec > 0 ? Ms(sec * 1000) : Ms(0);
 }
 
 // Library type of a tensor for a reduction (bool as uint8, its reductions
@@ -235,7 +263,7 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
                                            const c10d::AllreduceOptions &opts) override {
     auto rop = opts.reduceOp;
-    return Submit("allreduce", OpType::ALLREDUCE, tensors, tensors, opts.timeout,
+    return Submit("allreduce", OpType::ALLREDUCE, tensors, tensors, opts,
                   [this, tensors, rop](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
@@ -256,7 +284,7 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
                                            const c10d::BroadcastOptions &opts) override {
     int root = Root(opts.rootRank, "broadcast");
-    return Submit("broadcast", OpType::BROADCAST, tensors, tensors, opts.timeout,
+    return Submit("broadcast", OpType::BROADCAST, tensors, tensors, opts,
                   [this, tensors, root](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
@@ -271,7 +299,7 @@ class BackendInfiniCCL : public c10d::Backend {
                                         const c10d::ReduceOptions &opts) override {
     int root = Root(opts.rootRank, "reduce");
     auto rop = opts.reduceOp;
-    return Submit("reduce", OpType::REDUCE, tensors, tensors, opts.timeout,
+    return Submit("reduce", OpType::REDUCE, tensors, tensors, opts,
                   [this, tensors, root, rop](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
@@ -291,7 +319,7 @@ class BackendInfiniCCL : public c10d::Backend {
     CheckList(outputs[0], inputs[0], "allgather");
     auto in = inputs[0];
     auto outs = outputs[0];
-    return Submit("allgather", OpType::ALLGATHER, inputs, outs, opts.timeout,
+    return Submit("allgather", OpType::ALLGATHER, inputs, outs, opts,
                   [this, in, outs](void *stream) {
                     auto src = in.contiguous();
                     auto flat = at::empty({size_ * src.numel()}, src.options());
@@ -321,7 +349,7 @@ class BackendInfiniCCL : public c10d::Backend {
       CheckList(per_input[i], inputs[i], "allgather_coalesced");
     }
     return Submit("allgather_coalesced", OpType::ALLGATHER_COALESCED, inputs, all_outs,
-                  opts.timeout, [this, inputs, per_input](void *stream) {
+                  opts, [this, inputs, per_input](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       auto src = inputs[i].contiguous();
                       auto flat = at::empty({size_ * src.numel()}, src.options());
@@ -342,7 +370,7 @@ class BackendInfiniCCL : public c10d::Backend {
            " (the input's size times the group's)");
     }
     std::vector<at::Tensor> ins{input}, outs{output};
-    return Submit("all_gather_into_tensor", OpType::_ALLGATHER_BASE, ins, outs, opts.timeout,
+    return Submit("all_gather_into_tensor", OpType::_ALLGATHER_BASE, ins, outs, opts,
                   [this, input, output](void *stream) { GatherInto(output, input, stream); });
   }
 
@@ -357,7 +385,7 @@ class BackendInfiniCCL : public c10d::Backend {
       }
     }
     return Submit("allgather_into_tensor_coalesced", OpType::COALESCED, inputs, outputs,
-                  opts.timeout, [this, inputs, outputs](void *stream) {
+                  opts, [this, inputs, outputs](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       GatherInto(outputs[i], inputs[i], stream);
                     }
@@ -373,7 +401,7 @@ class BackendInfiniCCL : public c10d::Backend {
     auto out = outputs[0];
     auto ins = inputs[0];
     auto rop = opts.reduceOp;
-    return Submit("reduce_scatter", OpType::REDUCE_SCATTER, ins, outputs, opts.timeout,
+    return Submit("reduce_scatter", OpType::REDUCE_SCATTER, ins, outputs, opts,
                   [this, out, ins, rop](void *stream) {
                     ScatterFrom(out, Flatten(ins), rop, stream);
                   });
@@ -389,7 +417,7 @@ class BackendInfiniCCL : public c10d::Backend {
     }
     auto rop = opts.reduceOp;
     std::vector<at::Tensor> ins{input}, outs{output};
-    return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts.timeout,
+    return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts,
                   [this, output, input, rop](void *stream) {
                     ScatterFrom(output, input.contiguous(), rop, stream);
                   });
@@ -407,7 +435,7 @@ class BackendInfiniCCL : public c10d::Backend {
     }
     auto rop = opts.reduceOp;
     return Submit("reduce_scatter_tensor_coalesced", OpType::COALESCED, inputs, outputs,
-                  opts.timeout, [this, inputs, outputs, rop](void *stream) {
+                  opts, [this, inputs, outputs, rop](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       ScatterFrom(outputs[i], inputs[i].contiguous(), rop, stream);
                     }
@@ -423,7 +451,7 @@ class BackendInfiniCCL : public c10d::Backend {
     auto recvs = Split(output, out_splits, "output");
     std::vector<at::Tensor> ins{input}, outs{output};
     bool even = in_splits.empty() && out_splits.empty();
-    return Submit("all_to_all_single", OpType::ALLTOALL_BASE, ins, outs, opts.timeout,
+    return Submit("all_to_all_single", OpType::ALLTOALL_BASE, ins, outs, opts,
                   [this, input, output, sends, recvs, even](void *stream) {
                     if (even && output.is_contiguous()) {
                       auto src = input.contiguous();
@@ -444,7 +472,7 @@ class BackendInfiniCCL : public c10d::Backend {
            std::to_string(outputs.size()) + " outputs for a group of " + std::to_string(size_));
     }
     for (int j = 0; j < size_; ++j) SameType(outputs[j], inputs[j], "all_to_all");
-    return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts.timeout,
+    return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts,
                   [this, inputs, outputs](void *stream) { Exchange(inputs, outputs, stream); });
   }
 
@@ -460,7 +488,7 @@ class BackendInfiniCCL : public c10d::Backend {
       outs = outputs[0];
     }
     auto in = inputs[0];
-    return Submit("gather", OpType::GATHER, inputs, outs, opts.timeout,
+    return Submit("gather", OpType::GATHER, inputs, outs, opts,
                   [this, in, outs, root](void *stream) {
                     auto src = in.contiguous();
                     Buf b = Raw(src);
@@ -485,7 +513,7 @@ class BackendInfiniCCL : public c10d::Backend {
       ins = inputs[0];
     }
     auto out = outputs[0];
-    return Submit("scatter", OpType::SCATTER, ins, outputs, opts.timeout,
+    return Submit("scatter", OpType::SCATTER, ins, outputs, opts,
                   [this, ins, out, root](void *stream) {
                     Output o(out);
                     at::Tensor flat;
@@ -550,7 +578,7 @@ class BackendInfiniCCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override {
     std::vector<at::Tensor> none;
-    return Submit("barrier", OpType::BARRIER, none, none, opts.timeout, [this](void *) {
+    return Submit("barrier", OpType::BARRIER, none, none, opts, [this](void *) {
       int one = 1;
       Check(infinicclAllReduce(&one, &one, 1, infinicclInt32, infinicclSum, comm_, nullptr));
     });
@@ -834,17 +862,27 @@ class BackendInfiniCCL : public c10d::Backend {
     }
   }
 
+  template <typename Opts>
   c10::intrusive_ptr<c10d::Work> Submit(const char *op, OpType type,
                                         const std::vector<at::Tensor> &inputs,
-                                        const std::vector<at::Tensor> &outputs, Ms call_timeout,
+                                        const std::vector<at::Tensor> &outputs, const Opts &opts,
                                         Job job) {
     TORCH_CHECK(!coalescing_, "infiniccl: only send and recv may be coalesced, not ", op);
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(inputs, outputs, &device);
-    Ms limit = call_timeout == c10d::kUnsetTimeout ? timeout_ : call_timeout;
+    Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
     auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), limit, outputs);
-    Enqueue(work, std::move(job), device, stream);
+    Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
     return work;
+  }
+
+  // A synchronous host call may run in the caller's thread (saving the two
+  // thread hand-offs, about 12 us a call) where nothing can time out before
+  // the library's watchdog ends a call whose peers never come: the call's
+  // timeout is no shorter than the watchdog's. With a shorter one the call
+  // goes to the worker, so wait() can raise at the timeout.
+  bool Inlinable(Ms limit) const {
+    return watchdog_.count() > 0 && (limit.count() <= 0 || limit >= watchdog_);
   }
 
   c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
@@ -892,8 +930,22 @@ class BackendInfiniCCL : public c10d::Backend {
 
   // Host calls go to the worker; device calls run here once the queue is empty.
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
-               void *stream) {
+               void *stream, bool inline_host = false) {
     Refuse(work->what().c_str());
+    if (device.is_cpu() && inline_host) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (queue_.empty() && !busy_) {
+        // In call order: calls submitted meanwhile queue behind this one.
+        busy_ = true;
+        lock.unlock();
+        Run(work, job, nullptr);
+        lock.lock();
+        busy_ = false;
+        if (!queue_.empty()) cv_.notify_one();
+        idle_cv_.notify_all();
+        return;
+      }
+    }
     if (!device.is_cpu()) {
       std::unique_lock<std::mutex> lock(mu_);
       idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
@@ -920,7 +972,8 @@ class BackendInfiniCCL : public c10d::Backend {
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      // busy_: a call runs in its caller's thread; the queue waits for it.
+      cv_.wait(lock, [&] { return !busy_ && (stop_ || !queue_.empty()); });
       if (queue_.empty()) return;  // stopping, nothing left
       auto item = std::move(queue_.front());
       queue_.pop_front();
@@ -938,6 +991,7 @@ class BackendInfiniCCL : public c10d::Backend {
   std::string name_;
   std::vector<int64_t> ranks_;
   c10::intrusive_ptr<c10d::Store> store_;
+  const Ms watchdog_ = WatchdogTimeout();
   uint64_t monitored_ = 0;  // monitored barriers so far: each one's store keys
 
   std::mutex mu_;
