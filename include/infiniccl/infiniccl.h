@@ -453,9 +453,9 @@ INFINICCL_API infinicclResult_t infinicclSendTagged(const void *sendbuff, size_t
  * through MPI. INFINICCL_ANY_SOURCE outside a group needs a communicator of
  * two ranks or more. With an MPI-3 library (Open MPI 4), a receive from any
  * source inside a group takes at most INT_MAX elements (infinicclNotSupported
- * above). A tag outside 0..INFINICCL_TAG_MAX or a
- * peer that is neither a rank of `comm` nor INFINICCL_ANY_SOURCE returns
- * infinicclInvalidArgument and receives nothing.
+ * above). A tag outside 0..INFINICCL_TAG_MAX or a peer that is neither a
+ * rank of `comm` nor INFINICCL_ANY_SOURCE returns infinicclInvalidArgument
+ * and receives nothing.
  * @param recvbuff output, `count` elements.
  * @param count elements.
  * @param datatype element type.
