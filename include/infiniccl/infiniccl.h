@@ -45,6 +45,9 @@
  *    infinicclGetLastError() gives the message of the last failed call.
  *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do;
  *    inside a group they complete at infinicclGroupEnd (see there).
+ *    Messages from one rank to another match in the order they were sent;
+ *    the extensions infinicclSendTagged/infinicclRecvTagged add a tag and a
+ *    receive from any source (INFINICCL_ANY_SOURCE).
  */
 #ifndef INFINICCL_INFINICCL_H_
 #define INFINICCL_INFINICCL_H_
@@ -388,6 +391,87 @@ INFINICCL_API infinicclResult_t infinicclSend(const void *sendbuff, size_t count
 INFINICCL_API infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
                                 infinicclDataType_t datatype, int peer,
                                 infinicclComm_t comm, void *stream);
+
+/** Extension: the `peer` of infinicclRecvTagged that receives from whichever
+ * rank's message matches first; the sender is reported in `*source`. */
+#define INFINICCL_ANY_SOURCE (-1)
+/** Extension: the largest tag of infinicclSendTagged/infinicclRecvTagged;
+ * tags are 0 to INFINICCL_TAG_MAX. The library's MPI tags are its own
+ * (tag 0 is the tag of infinicclSend/infinicclRecv), so no tag collides with
+ * another communication of the library. An MPI whose MPI_TAG_UB cannot carry
+ * a tag (the MPI standard guarantees only 32767) refuses the call with
+ * infinicclNotSupported naming the largest tag it carries; Open MPI's and
+ * MPICH's carry every tag. */
+#define INFINICCL_TAG_MAX 0xFFFFFF
+
+/** @brief Extension: infinicclSend with a tag (MPI's tag): the message
+ * matches only an infinicclRecvTagged of the same tag. infinicclSend is tag
+ * 0: an infinicclSend matches an infinicclRecvTagged of tag 0, an
+ * infinicclSendTagged of tag 0 an infinicclRecv. Between two ranks, messages
+ * of one tag match in the order they were sent; messages of different tags
+ * may be received in any order (inside a group at any size; outside one, a
+ * blocking send of a message above MPI's eager limit waits until its
+ * receive is posted).
+ *
+ * Everything else is infinicclSend's: blocking outside a group, completed
+ * at infinicclGroupEnd inside one (batched with the group's other sends and
+ * receives), host buffers and device buffers alike (device buffers through
+ * MPI are ordered on `stream` and return at once, as every other device
+ * call). On a communicator with a native CCL (NCCL, ...), a device-buffer
+ * call with tag 0 goes to the CCL as infinicclSend does; any other tag goes
+ * through MPI (staged, or direct with a GPU-aware MPI), since CCLs have no
+ * tags. A tag outside 0..INFINICCL_TAG_MAX or a peer that is no rank of
+ * `comm` returns infinicclInvalidArgument and sends nothing.
+ * @param sendbuff input, `count` elements.
+ * @param count elements.
+ * @param datatype element type.
+ * @param peer the receiving rank.
+ * @param tag the message's tag, 0 to INFINICCL_TAG_MAX.
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclSendTagged(const void *sendbuff, size_t count,
+                                                    infinicclDataType_t datatype, int peer,
+                                                    int tag, infinicclComm_t comm,
+                                                    void *stream);
+
+/** @brief Extension: infinicclRecv with a tag and, with `peer`
+ * INFINICCL_ANY_SOURCE, from any rank: receives the first message of tag
+ * `tag` to match, from `peer` or from any rank, and reports its sender in
+ * `*source`.
+ *
+ * Matching and completion are infinicclSendTagged's (tag 0 matches
+ * infinicclSend). When `*source` holds the sender: host buffers outside a
+ * group, when the call returns; inside a group, when the outermost
+ * infinicclGroupEnd returns (device buffers included); device buffers
+ * outside a group, once `stream` has passed the call (synchronize `stream`
+ * before reading it; with INFINICCL_ASYNC=0 and the other cases where
+ * device calls block, on return). `*source` must stay valid until then.
+ * Count 0 receives nothing and leaves `*source` as it is. On a
+ * communicator with a native CCL a receive from any source goes through
+ * MPI, so it matches only sends that do: host buffers, or a tag other than
+ * 0 (a device-buffer send of tag 0 goes to the CCL; send such messages with
+ * a tag, or set INFINICCL_BACKEND=mpi). INFINICCL_ANY_SOURCE outside a
+ * group needs a communicator of two ranks or more. With an MPI-3 library
+ * (Open MPI 4), a receive from any source inside a group takes at most
+ * INT_MAX elements (infinicclNotSupported above). A tag outside 0..INFINICCL_TAG_MAX or a peer that is neither a
+ * rank of `comm` nor INFINICCL_ANY_SOURCE returns infinicclInvalidArgument
+ * and receives nothing.
+ * @param recvbuff output, `count` elements.
+ * @param count elements.
+ * @param datatype element type.
+ * @param peer the sending rank, or INFINICCL_ANY_SOURCE.
+ * @param tag the message's tag, 0 to INFINICCL_TAG_MAX.
+ * @param source receives the sender's rank in `comm` (may be NULL).
+ * @param comm the communicator.
+ * @param stream the device stream the call is ordered on (NULL: the default
+ *        stream); ignored for host buffers.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclRecvTagged(void *recvbuff, size_t count,
+                                                    infinicclDataType_t datatype, int peer,
+                                                    int tag, int *source,
+                                                    infinicclComm_t comm, void *stream);
 
 /** @brief Starts a group: group calls (extension: not in the upstream header), with NCCL's
  * semantics (ncclGroupStart/ncclGroupEnd).

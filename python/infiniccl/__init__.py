@@ -22,8 +22,8 @@ from ._buffers import ArgumentError as _ArgumentError
 from ._loader import StagingStats as _StagingStats
 from ._loader import load as _load
 
-__all__ = ["Comm", "Error", "init", "finalize", "group", "staging_stats", "version",
-           "library_path", "mem_trim"]
+__all__ = ["Comm", "Error", "Source", "init", "finalize", "group", "staging_stats",
+           "version", "library_path", "mem_trim", "ANY_SOURCE", "TAG_MAX"]
 
 _lib, _lib_path = _load()
 _AllReduce = _lib.infinicclAllReduce
@@ -40,6 +40,10 @@ except ImportError:
 SUCCESS, UNHANDLED_ERROR, SYSTEM_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
 INVALID_ARGUMENT, INVALID_USAGE, REMOTE_ERROR, IN_PROGRESS, NOT_SUPPORTED = 4, 5, 6, 7, 8
 _OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+# Comm.recv's peer for a message from any rank (INFINICCL_ANY_SOURCE), and
+# the largest tag of Comm.send/Comm.recv (INFINICCL_TAG_MAX).
+ANY_SOURCE = -1
+TAG_MAX = 0xFFFFFF
 
 
 def library_path():
@@ -203,6 +207,25 @@ def _op(op):
     if code is None:
         raise _arg_error("op=%r is not one of %s" % (op, ", ".join(repr(o) for o in _OPS)))
     return code
+
+
+class Source:
+    """Where Comm.recv(..., source=s) writes the sender's rank: s.rank, -1
+    until the receive has completed (on return for host arrays outside a
+    group, when the group block ends inside one, once the stream has passed
+    the call for device arrays). Keep it until then."""
+
+    __slots__ = ("_v",)
+
+    def __init__(self):
+        self._v = _ctypes.c_int(-1)
+
+    @property
+    def rank(self):
+        return self._v.value
+
+    def __repr__(self):
+        return "<infiniccl.Source rank %d>" % self._v.value
 
 
 class Comm:
@@ -456,24 +479,56 @@ class Comm:
                                          h, _pick_stream(stream, b, o)), (b, o))
         return out
 
-    def send(self, x, peer, stream=None, dtype=None):
-        """Sends x to `peer` (completes at the end of a group block)."""
+    def send(self, x, peer, stream=None, dtype=None, tag=0):
+        """Sends x to `peer` with tag `tag` (0..TAG_MAX; it matches only a
+        recv of the same tag, tag 0 plain Send/Recv's). Completes at the end
+        of a group block."""
         h = self._live()
         peer = self._rank_arg("peer", peer)
+        tag = self._tag_arg(tag)
         b = _resolve(x, dtype, "x", False)
-        self._call(_lib.infinicclSend(b.ptr, b.count, b.code, peer, h,
-                                      _pick_stream(stream, b)), (b,))
+        s = _pick_stream(stream, b)
+        if tag == 0:
+            rc = _lib.infinicclSend(b.ptr, b.count, b.code, peer, h, s)
+        else:
+            rc = _lib.infinicclSendTagged(b.ptr, b.count, b.code, peer, tag, h, s)
+        self._call(rc, (b,))
 
-    def recv(self, x, peer, stream=None, dtype=None):
-        """Receives len(x) elements from `peer` into x."""
+    def recv(self, x, peer, stream=None, dtype=None, tag=0, source=None):
+        """Receives len(x) elements of tag `tag` from `peer` into x; peer
+        ANY_SOURCE takes the first matching message from any rank. `source`,
+        a Source, receives the sender's rank (see Source for when)."""
         h = self._live()
-        peer = self._rank_arg("peer", peer)
+        try:
+            any_source = _operator.index(peer) == ANY_SOURCE
+        except TypeError:
+            any_source = False
+        peer = ANY_SOURCE if any_source else self._rank_arg("peer", peer)
+        tag = self._tag_arg(tag)
+        if source is not None and not isinstance(source, Source):
+            raise _arg_error("source=%r is not an infiniccl.Source" % (source,))
         b = _resolve(x, dtype, "x", True)
-        self._call(_lib.infinicclRecv(b.ptr, b.count, b.code, peer, h,
-                                      _pick_stream(stream, b)), (b,))
+        s = _pick_stream(stream, b)
+        if tag == 0 and peer != ANY_SOURCE and source is None:
+            rc = _lib.infinicclRecv(b.ptr, b.count, b.code, peer, h, s)
+        else:
+            where = _ctypes.byref(source._v) if source is not None else None
+            rc = _lib.infinicclRecvTagged(b.ptr, b.count, b.code, peer, tag, where, h, s)
+        self._call(rc, (b, source))
         return x
 
     # ---- argument checks ----------------------------------------------------
+    @staticmethod
+    def _tag_arg(tag):
+        """tag as an int, checked to be 0..TAG_MAX."""
+        try:
+            t = _operator.index(tag)
+        except TypeError:
+            t = -1
+        if not 0 <= t <= TAG_MAX:
+            raise _arg_error("tag=%r is not a tag (0..TAG_MAX, %d)" % (tag, TAG_MAX))
+        return t
+
     def _rank_arg(self, name, r):
         """r as an int (NumPy integers too), checked to be a rank here."""
         try:

@@ -122,6 +122,8 @@ def _declare(lib):
         "infinicclAllToAll": (R, [P, P, S, I, P, P]),
         "infinicclSend": (R, [P, S, I, I, P, P]),
         "infinicclRecv": (R, [P, S, I, I, P, P]),
+        "infinicclSendTagged": (R, [P, S, I, I, I, P, P]),
+        "infinicclRecvTagged": (R, [P, S, I, I, I, ctypes.POINTER(I), P, P]),
         "infinicclGroupStart": (R, []),
         "infinicclGroupEnd": (R, []),
         "infinicclGetErrorString": (ctypes.c_char_p, [I]),

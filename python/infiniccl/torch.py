@@ -170,6 +170,13 @@ def _contig(t):
     return t if t.is_contiguous() else t.contiguous()
 
 
+def _tag(tag, what):
+    if not 0 <= tag <= _ic.TAG_MAX:
+        raise _arg_error("%s: tag %d is not a tag of the library (0..%d)" %
+                         (what, tag, _ic.TAG_MAX))
+    return tag
+
+
 def _same(a, b, what):
     if a.dtype != b.dtype:
         raise _arg_error("%s: %s and %s differ in data type" % (what, a.dtype, b.dtype))
@@ -230,6 +237,36 @@ def _done(result, tensors):
         else _Future([])
     fut.set_result(result)
     return _create_work(fut)
+
+
+class _RecvAnyWork(_c10d.Work):
+    """recv_anysource's Work, complete when made: _source_rank() is the
+    sender (dist.recv's return value without src)."""
+
+    def __init__(self, tensors, source):
+        super().__init__()
+        self._tensors = tensors
+        self._source = source
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+    def result(self):
+        return self._tensors
+
+    def get_future(self):
+        return _done(self._tensors, self._tensors).get_future()
+
+    def _source_rank(self):
+        return self._source
+
+    source_rank = _source_rank
 
 
 class ProcessGroupInfiniCCL(_Base):
@@ -538,26 +575,48 @@ class ProcessGroupInfiniCCL(_Base):
         return _done([], [])
 
     # ---- point to point -----------------------------------------------------
+    # Tags are the library's (infinicclSendTagged/RecvTagged): a recv takes
+    # only a send of its tag; tag 0, torch's default, is plain Send/Recv's.
     def send(self, tensors, dst, tag=0):
         h = self._h()
         dst = self._peer(dst, "dst")
+        tag = _tag(tag, "send")
         t = _contig(tensors[0])
         p, n, code = _desc(t)
-        _check(_lib.infinicclSend(p, n, code, dst, h, _stream([t])), h)
+        _check(_lib.infinicclSendTagged(p, n, code, dst, tag, h, _stream([t])), h)
         return self._p2p_work([t], tensors, None)
 
     def recv(self, tensors, src, tag=0):
         h = self._h()
         src = self._peer(src, "src")
+        tag = _tag(tag, "recv")
         t = tensors[0]
         c = _contig(t)
         p, n, code = _desc(c)
-        _check(_lib.infinicclRecv(p, n, code, src, h, _stream([c])), h)
+        _check(_lib.infinicclRecvTagged(p, n, code, src, tag, None, h, _stream([c])), h)
         return self._p2p_work([c], tensors, (c, t) if c is not t else None)
 
     def recv_anysource(self, tensors, tag=0):
-        raise _error(_ic.NOT_SUPPORTED, "recv from any source (src=None) is not supported: "
-                     "the library has no wildcard receive; pass src")
+        """recv without src: the first message of `tag` from any rank; the
+        Work's _source_rank() is its sender. Device tensors: waits for the
+        stream, so that the sender is known with the Work."""
+        h = self._h()
+        tag = _tag(tag, "recv")
+        if self._batch is not None:
+            raise _arg_error("batch_isend_irecv: a receive without a peer (from any source) "
+                             "cannot be batched: the batch's Work could not report its "
+                             "sender")
+        t = tensors[0]
+        c = _contig(t)
+        p, n, code = _desc(c)
+        source = _ctypes.c_int(-1)
+        _check(_lib.infinicclRecvTagged(p, n, code, _ic.ANY_SOURCE, tag, _ctypes.byref(source),
+                                        h, _stream([c])), h)
+        if c.is_cuda:
+            torch.cuda.current_stream(c.device).synchronize()
+        if c is not t:
+            t.copy_(c)
+        return _RecvAnyWork(tensors, source.value)
 
     def _start_coalescing(self, *device):
         """batch_isend_irecv: its sends and receives are posted in one
@@ -661,7 +720,7 @@ def _after_queued(method):
 
 for _name in ("reduce", "reduce_scatter", "_reduce_scatter_base", "broadcast", "allgather",
               "allgather_coalesced", "_allgather_base", "gather", "scatter", "alltoall_base",
-              "alltoall", "barrier", "send", "recv", "_start_coalescing"):
+              "alltoall", "barrier", "send", "recv", "recv_anysource", "_start_coalescing"):
     setattr(ProcessGroupInfiniCCL, _name, _after_queued(getattr(ProcessGroupInfiniCCL, _name)))
 
 

@@ -56,7 +56,7 @@ infinicclResult_t RunCollective(const char *function, infinicclComm_t comm,
     // Numbered before validation: a rank whose arguments are rejected still
     // uses up the number, as do its peers, so numbering never depends on
     // something one rank got wrong (INFINICCL_CHECK compares it).
-    const bool p2p = args.kind == CollKind::kSend || args.kind == CollKind::kRecv;
+    const bool p2p = IsP2p(args.kind);
     if (c.diverged()) {
       return Status(infinicclInvalidUsage,
                     "the ranks of this communicator no longer agree on its calls "
@@ -191,6 +191,27 @@ infinicclResult_t infinicclRecv(void *recvbuff, size_t count,
   return RunCollective("infinicclRecv", comm,
                        Args(CollKind::kRecv, nullptr, recvbuff, count, datatype,
                             infinicclSum, peer, stream));
+}
+
+infinicclResult_t infinicclSendTagged(const void *sendbuff, size_t count,
+                                      infinicclDataType_t datatype, int peer, int tag,
+                                      infinicclComm_t comm, void *stream) {
+  CollArgs a = Args(CollKind::kSend, sendbuff, nullptr, count, datatype, infinicclSum,
+                    peer, stream);
+  a.tag = tag;
+  a.tagged = true;
+  return RunCollective("infinicclSendTagged", comm, a);
+}
+
+infinicclResult_t infinicclRecvTagged(void *recvbuff, size_t count,
+                                      infinicclDataType_t datatype, int peer, int tag,
+                                      int *source, infinicclComm_t comm, void *stream) {
+  CollArgs a = Args(CollKind::kRecv, nullptr, recvbuff, count, datatype, infinicclSum,
+                    peer, stream);
+  a.tag = tag;
+  a.source = source;
+  a.tagged = true;
+  return RunCollective("infinicclRecvTagged", comm, a);
 }
 
 }  // extern "C"

@@ -12,14 +12,16 @@
 #include "comm/runtime.h"
 #include "core/log.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_tags.h"
 #include "mpi/mpi_thread.h"
 
 using namespace infiniccl;
 
 namespace {
 
-// MPI_Comm_create_group's tag: creations from one process are sequential.
-constexpr int kCreateGroupTag = 0x1cc1;
+// MPI_Comm_create_group's tag (mpi/mpi_tags.h): creations from one process
+// are sequential, and no Send/Recv tag equals it.
+constexpr int kCreateGroupTag = kMpiCreateGroupTag;
 
 Status CheckRanks(const Communicator &parent, int nranks, const int *ranks, int *me) {
   if (nranks < 1 || ranks == nullptr) {

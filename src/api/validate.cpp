@@ -33,10 +33,30 @@ Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a) {
                       "op %d is not a valid infinicclRedOp_t (0..%d)", op,
                       infinicclNumOps - 1);
   }
-  const bool p2p = a->kind == CollKind::kSend || a->kind == CollKind::kRecv;
-  if ((IsRooted(a->kind) || p2p) && (a->root < 0 || a->root >= size)) {
-    return MakeStatus(infinicclInvalidArgument, "%s %d is out of range for %d ranks",
-                      p2p ? "peer" : "root", a->root, size);
+  const bool p2p = IsP2p(a->kind);
+  if (p2p && (a->tag < 0 || a->tag > INFINICCL_TAG_MAX)) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "tag %d is out of range (0..INFINICCL_TAG_MAX, %d)", a->tag,
+                      INFINICCL_TAG_MAX);
+  }
+  const bool any_source = p2p && a->root == kAnySource && a->tagged;
+  if (any_source && a->kind == CollKind::kSend) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "peer %d (INFINICCL_ANY_SOURCE) names no rank to send to; any "
+                      "source is for receives",
+                      a->root);
+  }
+  if (any_source && !in_group && size < 2) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "peer INFINICCL_ANY_SOURCE outside a group on a communicator of one "
+                      "rank: no other rank can send, and the receive would wait forever");
+  }
+  if ((IsRooted(a->kind) || p2p) && !any_source && (a->root < 0 || a->root >= size)) {
+    return MakeStatus(infinicclInvalidArgument, "%s %d is out of range for %d ranks%s",
+                      p2p ? "peer" : "root", a->root, size,
+                      p2p && a->tagged && a->kind == CollKind::kRecv
+                          ? " (or INFINICCL_ANY_SOURCE)"
+                          : "");
   }
   if (p2p && a->root == rank && !in_group) {
     return MakeStatus(infinicclInvalidArgument,

@@ -28,7 +28,8 @@ class P2pBatch {
   virtual size_t ops() const = 0;
   // Waits for every operation in the order posted (all were started, so
   // none can wait for a later one), calling `waiting(k)` before operation
-  // k; `ok[k]` says whether it completed. Returns the first failure.
+  // k; `ok[k]` says whether it completed. A completed Recv's sender is in
+  // its CollArgs::source (when set) on return. Returns the first failure.
   virtual Status Complete(const std::function<void(size_t)> &waiting,
                           std::vector<bool> *ok) = 0;
 };
@@ -48,6 +49,12 @@ class Backend {
   // A batch for grouped Send/Recv; nullptr when this backend has none (a
   // CCL's own group calls defer its Send/Recv instead).
   virtual std::unique_ptr<P2pBatch> NewP2pBatch() { return nullptr; }
+  // Whether Run (or, `grouped`, a P2pBatch) can match `args`, a Send/Recv
+  // with a tag or from any source, as the API defines it; the error says
+  // why not. Asked by the route before anything is posted or queued.
+  virtual Status CheckMatching(const CollArgs &, bool /*grouped*/) const {
+    return Status::Ok();
+  }
   // A native CCL's own split of its communicator (ncclCommSplit), collective
   // over every rank of this backend's communicator. A negative color takes
   // part and gets no backend. `*rank`/`*size`: this rank's place in the new

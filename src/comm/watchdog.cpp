@@ -165,10 +165,18 @@ constexpr int kFollowerExitSec = 15;
 
 [[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, bool queued,
                        double seconds, int timeout, std::chrono::milliseconds grace) {
-  const bool p2p = s.kind == CollKind::kSend || s.kind == CollKind::kRecv;
-  char where[32] = "";
+  const bool p2p = IsP2p(s.kind);
+  char where[48] = "";
   if (p2p) {
-    std::snprintf(where, sizeof where, " peer=%d", s.root);
+    if (s.root == kAnySource) {
+      std::snprintf(where, sizeof where, " peer=any");
+    } else {
+      std::snprintf(where, sizeof where, " peer=%d", s.root);
+    }
+    if (s.tag != 0) {
+      const size_t used = std::strlen(where);
+      std::snprintf(where + used, sizeof where - used, " tag=%d", s.tag);
+    }
   } else if (IsRooted(s.kind)) {
     std::snprintf(where, sizeof where, " root=%d", s.root);
   }
@@ -196,8 +204,10 @@ constexpr int kFollowerExitSec = 15;
   if (s.path == Path::kHier && c.topology() != nullptr) {
     level += "; waiting " + c.topology()->DescribeStep(c.topology()->step.load());
   }
-  const std::string who = p2p ? "waiting on peer " + std::to_string(s.root)
-                              : Stragglers(c, s.seq, static_cast<int>(s.kind));
+  const std::string who = !p2p ? Stragglers(c, s.seq, static_cast<int>(s.kind))
+                          : s.root == kAnySource
+                              ? std::string("waiting on a message from any rank")
+                              : "waiting on peer " + std::to_string(s.root);
   LogError("watchdog: %s%s; %s; aborting the job (MPI_Abort, exit code %d)", what,
            level.c_str(), who.c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give

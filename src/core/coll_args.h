@@ -27,6 +27,9 @@ inline constexpr int kNumCollKinds = 10;
 
 const char *CollKindName(CollKind kind);  // "AllReduce", ...
 
+// The peer of a Recv from any source (INFINICCL_ANY_SOURCE).
+inline constexpr int kAnySource = INFINICCL_ANY_SOURCE;
+
 struct CollArgs {
   CollKind kind;
   const void *sendbuff;  // nullptr for Recv
@@ -34,7 +37,7 @@ struct CollArgs {
   size_t count;          // per rank / per peer / per block, as the API says
   infinicclDataType_t dtype;
   infinicclRedOp_t op;   // reductions only
-  int root;              // rooted collectives; the peer for Send/Recv
+  int root;              // rooted collectives; the peer for Send/Recv (or kAnySource)
   void *stream;
   bool in_place;         // set by validation: NCCL's in-place layout
   // Set by validation: bytes each buffer holds at this rank (0 where unused).
@@ -52,6 +55,13 @@ struct CollArgs {
   // by the hierarchical path (src/hier), whose MPI step across groups sums
   // over fewer ranks than the call's.
   int avg_divisor = 0;
+  // Send/Recv: the API's tag (0..INFINICCL_TAG_MAX; 0 for Send/Recv), and
+  // where a Recv writes its sender's rank (nullptr: nowhere), before the
+  // call's completion is signalled (return, GroupEnd, the engine's gate).
+  int tag = 0;
+  int *source = nullptr;
+  // Made by SendTagged/RecvTagged: a Recv may take kAnySource.
+  bool tagged = false;
 };
 
 // The path the route chose for a call (route/route_decision.h decides it);
@@ -67,6 +77,12 @@ const char *PathDescription(Path p);  // what the path does, for INFO
 inline bool IsReduction(CollKind k) {
   return k == CollKind::kAllReduce || k == CollKind::kReduce ||
          k == CollKind::kReduceScatter;
+}
+inline bool IsP2p(CollKind k) { return k == CollKind::kSend || k == CollKind::kRecv; }
+// A Send/Recv that a CCL cannot run (it has no tags and no receive from any
+// source): the MPI path takes it.
+inline bool NeedsMpiMatching(const CollArgs &a) {
+  return IsP2p(a.kind) && (a.tag != 0 || a.root == kAnySource);
 }
 inline bool IsRooted(CollKind k) {
   return k == CollKind::kBroadcast || k == CollKind::kReduce ||

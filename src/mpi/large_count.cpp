@@ -107,11 +107,19 @@ int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI
   const MPI_Count k = static_cast<MPI_Count>(n);
   return Call(MPI_Send_c, MPI_Isend_c, b, k, t, peer, tag, c);
 }
-int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
+int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
+         int *source) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  return Call([](auto... a) { return MPI_Recv_c(a..., MPI_STATUS_IGNORE); }, MPI_Irecv_c,
-              b, k, t, peer, tag, c);
+  MPI_Status status;
+  const int rc =
+      Polled() ? PostAndWait(
+                     [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); },
+                     &status)
+               : MPI_Recv_c(b, k, t, peer, tag, c, &status);
+  if (rc == MPI_SUCCESS && source != nullptr) *source = status.MPI_SOURCE;
+  return rc;
 }
+bool OneMessage(size_t) { return true; }
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
           std::vector<MPI_Request> *reqs) {
   return Posted(reqs, MPI_Isend_c, b, static_cast<MPI_Count>(n), t, peer, tag, c);
@@ -164,9 +172,12 @@ int ReduceScatterBlock(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op,
 int Send(const void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
   return Call(MPI_Send, MPI_Isend, b, k, t, peer, tag, c);
 }
-int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *) {
-  return Call([](auto... a) { return MPI_Recv(a..., MPI_STATUS_IGNORE); }, MPI_Irecv, b,
-              k, t, peer, tag, c);
+int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *status) {
+  if (Polled()) {
+    return PostAndWait(
+        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); }, status);
+  }
+  return MPI_Recv(b, k, t, peer, tag, c, status);
 }
 }  // namespace i32
 
@@ -340,15 +351,27 @@ int Send(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag
   });
 }
 
-int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c) {
+int Recv(void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag, MPI_Comm c,
+         int *source) {
+  MPI_Status status;
   if (FitsInt(n)) {
-    return i32::Recv(b, static_cast<int>(n), t, peer, tag, c, MPI_STATUS_IGNORE);
+    const int rc = i32::Recv(b, static_cast<int>(n), t, peer, tag, c, &status);
+    if (rc == MPI_SUCCESS && source != nullptr) *source = status.MPI_SOURCE;
+    return rc;
   }
-  return Chunked(n, [&](size_t off, size_t k) {
-    return i32::Recv(Offset(b, off * elem), static_cast<int>(k), t, peer, tag, c,
-                     MPI_STATUS_IGNORE);
+  // From any source: the first chunk's sender sends the rest.
+  int from = peer;
+  const int rc = Chunked(n, [&](size_t off, size_t k) {
+    const int r = i32::Recv(Offset(b, off * elem), static_cast<int>(k), t, from, tag, c,
+                            &status);
+    if (r == MPI_SUCCESS) from = status.MPI_SOURCE;
+    return r;
   });
+  if (rc == MPI_SUCCESS && source != nullptr) *source = from;
+  return rc;
 }
+
+bool OneMessage(size_t n) { return FitsInt(n); }
 
 int Isend(const void *b, size_t n, MPI_Datatype t, size_t elem, int peer, int tag,
           MPI_Comm c, std::vector<MPI_Request> *reqs) {

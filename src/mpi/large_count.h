@@ -34,8 +34,13 @@ int ReduceScatterBlock(const void *sendbuf, void *recvbuf, size_t count,
                        MPI_Datatype type, size_t elem, MPI_Op op, MPI_Comm comm);
 int Send(const void *buf, size_t count, MPI_Datatype type, size_t elem, int peer,
          int tag, MPI_Comm comm);
+// `peer` may be MPI_ANY_SOURCE; `*source` (when not nullptr) receives the
+// sender's rank. A receive cut into chunks (MPI-3, above INT_MAX) takes the
+// chunks after the first from that first chunk's sender.
 int Recv(void *buf, size_t count, MPI_Datatype type, size_t elem, int peer, int tag,
-         MPI_Comm comm);
+         MPI_Comm comm, int *source = nullptr);
+// Whether Isend/Irecv of `count` elements is one message (one request).
+bool OneMessage(size_t count);
 
 // One column of a Scatter: at the root, `piece` elements at the start of each
 // rank's `count`-element block of sendbuf (sendbuf already points `offset`

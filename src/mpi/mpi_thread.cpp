@@ -62,11 +62,11 @@ SerialLock::~SerialLock() {
   if (held_) Mutex().unlock();
 }
 
-int Wait(MPI_Request *req) {
-  return Polled() ? WaitPolled(req) : MPI_Wait(req, MPI_STATUS_IGNORE);
+int Wait(MPI_Request *req, MPI_Status *status) {
+  return Polled() ? WaitPolled(req, status) : MPI_Wait(req, status);
 }
 
-int WaitPolled(MPI_Request *req) {
+int WaitPolled(MPI_Request *req, MPI_Status *status) {
   // Yield first (a collective of a few bytes completes within a few polls),
   // then sleep briefly so that waiting threads leave the cores to the ranks
   // doing the work on an oversubscribed node.
@@ -74,7 +74,7 @@ int WaitPolled(MPI_Request *req) {
     int done = 0, rc;
     {
       SerialLock lock;
-      rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+      rc = MPI_Test(req, &done, status);
     }
     if (rc != MPI_SUCCESS || done) return rc;
     if (polls < 1000) {

@@ -64,15 +64,15 @@ class SerialLock {
 };
 
 // Completes `*req` polling MPI_Test (under the lock when serialised, released
-// between polls).
-int WaitPolled(MPI_Request *req);
+// between polls); `status` as MPI_Wait's.
+int WaitPolled(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE);
 // WaitPolled when Polled(), else MPI_Wait.
-int Wait(MPI_Request *req);
+int Wait(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE);
 
 // Polled mode: posts a nonblocking call, `start(&request)` (under the lock
 // when serialised), and waits for it as above.
 template <typename Start>
-int PostAndWait(Start start) {
+int PostAndWait(Start start, MPI_Status *status = MPI_STATUS_IGNORE) {
   MPI_Request request = MPI_REQUEST_NULL;
   int rc;
   {
@@ -80,7 +80,7 @@ int PostAndWait(Start start) {
     rc = start(&request);
   }
   if (rc != MPI_SUCCESS) return rc;
-  return WaitPolled(&request);
+  return WaitPolled(&request, status);
 }
 
 }  // namespace infiniccl::mpi

@@ -15,6 +15,7 @@ bool InFlight::Read(Snapshot *out) const {
   s.dtype = static_cast<infinicclDataType_t>(dtype.load(std::memory_order_relaxed));
   s.op = static_cast<infinicclRedOp_t>(op.load(std::memory_order_relaxed));
   s.root = root.load(std::memory_order_relaxed);
+  s.tag = tag.load(std::memory_order_relaxed);
   s.path = static_cast<Path>(path.load(std::memory_order_relaxed));
   std::atomic_thread_fence(std::memory_order_acquire);
   if (token.load(std::memory_order_relaxed) != t1) return false;
@@ -34,6 +35,7 @@ void InFlight::Publish(const CollArgs &a, uint64_t call_seq, uint64_t new_token)
   dtype.store(dtype_bits, std::memory_order_relaxed);
   op.store(op_bits, std::memory_order_relaxed);
   root.store(a.root, std::memory_order_relaxed);
+  tag.store(a.tag, std::memory_order_relaxed);
   path.store(static_cast<int>(Path::kNone), std::memory_order_relaxed);
   token.store(new_token, std::memory_order_release);
 }

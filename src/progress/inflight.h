@@ -24,7 +24,8 @@ struct InFlight {
   std::atomic<int> kind{0};
   std::atomic<int> dtype{0};
   std::atomic<int> op{0};
-  std::atomic<int> root{0};  // root, or the peer of Send/Recv
+  std::atomic<int> root{0};  // root, or the peer of Send/Recv (kAnySource)
+  std::atomic<int> tag{0};   // Send/Recv's tag
   std::atomic<int> path{0};
 
   // A consistent copy, or false when idle or the call changed under us.
@@ -34,6 +35,7 @@ struct InFlight {
     infinicclDataType_t dtype;
     infinicclRedOp_t op;
     int root;
+    int tag;
     Path path;
   };
   bool Read(Snapshot *out) const;

@@ -32,9 +32,10 @@ void Announce(Communicator &comm, const CollArgs &a, Path path, const char *devi
                    CollKindName(a.kind), comm.size(), PathDescription(path),
                    *device ? ", device " : "", device);
   }
-  INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d%s: %s %s", CollKindName(a.kind),
-                  a.count, DataTypeName(a.dtype), RedOpName(a.op), a.root,
-                  a.in_place ? " in-place" : "", PathDescription(path), device);
+  INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d tag=%d%s: %s %s",
+                  CollKindName(a.kind), a.count, DataTypeName(a.dtype), RedOpName(a.op),
+                  a.root, a.tag, a.in_place ? " in-place" : "", PathDescription(path),
+                  device);
 }
 
 // Device buffers through the segment are staged through host memory too:
@@ -62,8 +63,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   const bool recv_dev = a.recv_bytes > 0 && recv.space != MemorySpace::kHost;
   // Send/Recv inside a group are posted now and completed at GroupEnd;
   // everything else (collectives included) runs now, in call order.
-  const bool grouped = (a.kind == CollKind::kSend || a.kind == CollKind::kRecv) &&
-                       Group::Current().active();
+  const bool grouped = IsP2p(a.kind) && Group::Current().active();
 
   RouteFacts facts;
   facts.device_buffers = send_dev || recv_dev;
@@ -106,6 +106,11 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   // The MPI path for device buffers: direct when the MPI reads them.
   if (path == Path::kStagedMpi && comm.mpi_backend().ReadsDeviceMemory(kind)) {
     path = Path::kDirectMpi;
+  }
+  // A tag or a receive from any source (never the CCL's, which has neither):
+  // refused before anything is posted or queued where this MPI cannot match it.
+  if (NeedsMpiMatching(a) && path != Path::kCcl) {
+    INFINICCL_RETURN_IF_ERROR(comm.mpi_backend().CheckMatching(a, grouped));
   }
   comm.inflight().SetPath(path);
   Announce(comm, a, path,
@@ -196,7 +201,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   }
   QueuedOp op;
   op.args = a;
-  op.seq = a.kind == CollKind::kSend || a.kind == CollKind::kRecv ? 0 : comm.seq();
+  op.seq = IsP2p(a.kind) ? 0 : comm.seq();
   op.path = path;
   op.device = device;
   op.device_id = send_dev ? send.device : recv.device;

@@ -379,6 +379,9 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   };
   CollArgs out_args = a;
   out_args.stream = out;
+  // A Recv's sender, reported by the first chunk: a receive from any source
+  // takes the later chunks from it (they are the rest of its message).
+  int sender = a.root;
 
   Breakdown t;
   INFINICCL_RETURN_IF_ERROR(stage_in(0));
@@ -403,6 +406,10 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     host.recvbuff = p.recv_blocks > 0 ? slot + p.send_blocks * p.cols * p.elem : nullptr;
     host.send_bytes = p.send_blocks * n * p.elem;
     host.recv_bytes = p.recv_blocks * n * p.elem;
+    if (a.kind == CollKind::kRecv) {
+      host.root = sender;
+      host.source = &sender;
+    }
     INFINICCL_RETURN_IF_ERROR(host_backend.Run(host));
     t.Add(&t.mpi);
     INFINICCL_RETURN_IF_ERROR(StageOut(device, out_args, p, placement.recv_on_device,
@@ -417,6 +424,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
     INFINICCL_RETURN_IF_ERROR(device.EventSynchronize(done[s].get()));
   }
   INFINICCL_RETURN_IF_ERROR(device.StreamSynchronize(in));
+  if (a.source != nullptr) *a.source = sender;
   t.Add(&t.copy_out);
   t.Log(a, chunks);
   return Status::Ok();

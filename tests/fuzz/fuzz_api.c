@@ -11,7 +11,8 @@
  * validation; counts beyond the buffers come with NULL buffers, which
  * validation must reject. Anything else the library accepts is a bug the
  * sanitizers report. Infinite waits cannot happen at one rank: Send/Recv
- * need a peer other than the caller.
+ * (tagged too) need a peer other than the caller, and a receive from
+ * INFINICCL_ANY_SOURCE outside a group needs a second rank.
  *
  * Built as a libFuzzer target with clang (-DINFINICCL_FUZZ=ON) and, with
  * any compiler, as fuzz_api_replay (fuzz_replay.c): deterministic random
@@ -107,7 +108,7 @@ static void *PickStream(Input *in) { return Take(in, 1) % 4 == 0 ? &g_stream_dum
 
 static void Collective(Input *in) {
   int huge = 0;
-  const uint64_t which = Take(in, 1) % 11;
+  const uint64_t which = Take(in, 1) % 13;
   const size_t count = PickCount(in, &huge);
   const int dt = PickInt(in), op = PickInt(in), root = PickInt(in);
   infinicclComm_t comm = PickComm(in);
@@ -129,6 +130,15 @@ static void Collective(Input *in) {
     case 8: rc = infinicclAllToAll(s, r, count, DT, comm, stream); break;
     case 9: rc = infinicclSend(s, count, DT, root, comm, stream); break;
     case 10: rc = infinicclRecv(r, count, DT, root, comm, stream); break;
+    case 11: rc = infinicclSendTagged(s, count, DT, root, op, comm, stream); break;
+    case 12: {
+      int source = -7;
+      rc = infinicclRecvTagged(r, count, DT, root, op, Take(in, 1) % 2 ? &source : NULL, comm,
+                               stream);
+      /* A refused call writes no sender. */
+      if (rc != infinicclSuccess && source != -7) Fail("RecvTagged source", rc);
+      break;
+    }
   }
   Check("collective", rc, comm);
   /* Contract checks the sanitizers cannot see: a huge count never succeeds

@@ -2,6 +2,7 @@
 every kind, groups, split, abort, staging statistics, version, and the
 emulated device (staged path)."""
 import array
+import contextlib
 import os
 
 import numpy as np
@@ -251,3 +252,97 @@ def test_sim_requires_writable_device_out(comm):
             _raises(lambda: comm.all_reduce(ReadOnly()), "read-only")
     finally:
         _agree(comm)
+
+
+# ---- tags and receives from any source (SendTagged / RecvTagged) -----------
+def _pattern(sender, tag, n):
+    """What `sender` sends with `tag`: distinct per sender, tag and index."""
+    return np.arange(n, dtype=np.int64) * 7 + 1000 * sender + 100000 * tag
+
+
+def test_send_recv_tags_reversed(comm):
+    """Two messages to the right neighbour, tags 3 then 8 (different lengths),
+    received from the left in the other order: inside a group at 2 MiB and
+    outside one at a few bytes."""
+    if comm.size < 2:
+        pytest.skip("needs 2 ranks")
+    n, me = comm.size, comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    for grouped, count in ((True, 1 << 18), (False, 9)):
+        a, b = _pattern(me, 3, count), _pattern(me, 8, count + 5)
+        ga, gb = np.zeros_like(a), np.zeros_like(b)
+        sa, sb = infiniccl.Source(), infiniccl.Source()
+        ctx = infiniccl.group() if grouped else contextlib.nullcontext()
+        with ctx:
+            comm.send(a, right, tag=3)
+            comm.send(b, right, tag=8)
+            comm.recv(gb, left, tag=8, source=sb)
+            comm.recv(ga, left, tag=3, source=sa)
+        assert np.array_equal(ga, _pattern(left, 3, count)), (grouped, ga[:4])
+        assert np.array_equal(gb, _pattern(left, 8, count + 5)), (grouped, gb[:4])
+        assert (sa.rank, sb.rank) == (left, left)
+
+
+def test_recv_any_source(comm):
+    """Each rank in turn receives one message from every other rank from any
+    source; the sender is reported and the data is that sender's."""
+    if comm.size < 2:
+        pytest.skip("needs 2 ranks")
+    n, me = comm.size, comm.rank
+    for receiver in range(n):
+        tag = 20 + receiver
+        if me != receiver:
+            comm.send(_pattern(me, tag, 6), receiver, tag=tag)
+            continue
+        seen = set()
+        for _ in range(n - 1):
+            got, src = np.zeros(6, np.int64), infiniccl.Source()
+            comm.recv(got, infiniccl.ANY_SOURCE, tag=tag, source=src)
+            assert src.rank not in seen and 0 <= src.rank < n and src.rank != me, src
+            seen.add(src.rank)
+            assert np.array_equal(got, _pattern(src.rank, tag, 6))
+    # Tag 0 is plain send/recv's: a plain send to a receive from any source.
+    if me == 0:
+        got, src = np.zeros(6, np.int64), infiniccl.Source()
+        comm.recv(got, infiniccl.ANY_SOURCE, source=src)
+        assert src.rank == n - 1 and np.array_equal(got, _pattern(n - 1, 0, 6))
+    elif me == n - 1:
+        comm.send(_pattern(me, 0, 6), 0)
+    comm.all_reduce(np.zeros(1, np.int32))  # every rank done before the next test
+
+
+def test_send_recv_tag_errors(comm):
+    x = np.zeros(2, np.int32)
+    src = infiniccl.Source()
+    for tag in (-1, infiniccl.TAG_MAX + 1, "3", 1.5):
+        with pytest.raises(infiniccl.Error, match="tag"):
+            comm.recv(x, 0, tag=tag)
+        with pytest.raises(infiniccl.Error, match="tag"):
+            comm.send(x, 0, tag=tag)
+    with pytest.raises(infiniccl.Error, match="peer"):
+        comm.send(x, infiniccl.ANY_SOURCE, tag=1)
+    with pytest.raises(infiniccl.Error, match="source"):
+        comm.recv(x, 0, tag=1, source=3)
+    assert src.rank == -1
+
+
+def test_sim_device_recv_any_source(comm):
+    """Device arrays: the sender is in the Source once the call is done."""
+    SimArray = _sim()
+    if comm.size < 2:
+        pytest.skip("needs 2 ranks")
+    n, me = comm.size, comm.rank
+    if me == 0:
+        outs = [(SimArray((1000,), np.int64), infiniccl.Source()) for _ in range(n - 1)]
+        for out, src in outs:
+            comm.recv(out, infiniccl.ANY_SOURCE, tag=41, source=src)
+        got = {}
+        for out, src in outs:
+            v = out.numpy()  # waits for the default stream, which the calls are on
+            got[src.rank] = v
+        assert sorted(got) == list(range(1, n)), sorted(got)
+        for r, v in got.items():
+            assert np.array_equal(v, _pattern(r, 41, 1000)), r
+    else:
+        comm.send(SimArray.from_numpy(_pattern(me, 41, 1000)), 0, tag=41)
+    comm.all_reduce(np.zeros(1, np.int32))

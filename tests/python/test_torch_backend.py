@@ -248,8 +248,58 @@ def test_send_recv(comm):
         dist.recv(buf[:, 1], src=0)
         if buf[:, 1].tolist() != list(range(8)) or buf[:, 0].abs().sum() != 0:
             errors.append("send/recv: %s" % buf)
-    with pytest.raises(RuntimeError, match="any source"):
-        dist.recv(torch.empty(1))
+    assert not errors, errors
+
+
+def test_send_recv_tags_and_any_source(comm):
+    n, me = comm.size, comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    errors = []
+    # Tags: two messages to the right of different sizes, tags 4 then 9,
+    # received in the other order (isend: the second send is posted before
+    # the first is received).
+    works = [dist.isend(torch.full((3,), float(me)), right, tag=4),
+             dist.isend(torch.full((70,), float(10 + me)), right, tag=9)]
+    b, a = torch.zeros(70), torch.zeros(3)
+    dist.recv(b, left, tag=9)
+    dist.recv(a, left, tag=4)
+    for w in works:
+        w.wait()
+    if not (a.eq(left).all() and b.eq(10 + left).all()):
+        errors.append("tags: %s %s" % (a, b[:3]))
+    # From any source: rank 0 takes one message from every other rank, by
+    # recv (its return value) and irecv (work._source_rank()); each tensor
+    # is [sender, 2 * sender].
+    if me == 0:
+        senders = []
+        for k in range(1, n):
+            t = torch.zeros(2, dtype=torch.int64)
+            if k % 2:
+                src = dist.recv(t, tag=5)
+            else:
+                w = dist.irecv(t, tag=5)
+                w.wait()
+                src = w._source_rank()
+            senders.append(src)
+            if t.tolist() != [src, 2 * src]:
+                errors.append("any source: %s from %s" % (t.tolist(), src))
+        if sorted(senders) != list(range(1, n)):
+            errors.append("senders %s" % senders)
+    else:
+        dist.send(torch.tensor([me, 2 * me]), 0, tag=5)
+    # batch_isend_irecv with tags: the receives listed in the other order.
+    small, large = torch.zeros(2), torch.zeros(1 << 16)
+    ops = [dist.P2POp(dist.isend, torch.full((2,), float(me)), right, tag=1),
+           dist.P2POp(dist.isend, torch.full((1 << 16,), float(-me)), right, tag=2),
+           dist.P2POp(dist.irecv, large, left, tag=2),
+           dist.P2POp(dist.irecv, small, left, tag=1)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    if not (small.eq(left).all() and large.eq(-left).all()):
+        errors.append("batch tags: %s %s" % (small, large[:3]))
+    with pytest.raises(RuntimeError, match="tag"):
+        dist.send(torch.zeros(1), right, tag=-1)
+    dist.barrier()
     assert not errors, errors
 
 

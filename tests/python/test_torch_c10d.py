@@ -204,6 +204,134 @@ def test_send_recv_and_source_rank(comm):
     assert got == ([[r, r * 1.5] for r in range(1, n)] if me == 0 else [])
 
 
+def _build(size, value):
+    """torch's _build_tensor: a size x size x size tensor of `value`."""
+    return torch.full((size, size, size), float(value))
+
+
+def test_send_recv_with_tag(comm):
+    # torch's test_send_recv_with_tag: rank r sends to every other rank with
+    # tag r; each receives from src with tag src, in rank order.
+    n, me = comm.size, comm.rank
+    got = []
+    for dst in range(n):
+        if dst == me:
+            for src in range(n):
+                if src == me:
+                    continue
+                out = _build(10, -1)
+                dist.recv(out, src, tag=src)
+                got.append((src, bool(out.eq(src).all())))
+        else:
+            dist.send(_build(10, me), dst, tag=me)
+    assert got == [(src, True) for src in range(n) if src != me]
+
+
+def test_send_recv_tags_interleaved(comm):
+    # Two messages of different tags and sizes to the right neighbour,
+    # received in the other order, under the autograd profiler (torch's
+    # test_send_recv_autograd_profiler times p2p under it): a backend that
+    # matched them in send order would truncate or swap them.
+    n, me = comm.size, comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    big, small = torch.zeros(5, 5, 5), torch.zeros(3)
+    with torch.autograd.profiler.profile():
+        sends = [dist.isend(_build(3, me)[0, 0], right, tag=11),
+                 dist.isend(_build(5, 100 + me), right, tag=22)]
+        dist.recv(big, left, tag=22)
+        dist.recv(small, left, tag=11)
+        for w in sends:
+            w.wait()
+    assert bool(big.eq(100 + left).all()) and bool(small.eq(left).all()), (big[0, 0], small)
+
+
+def test_send_recv_any_source(comm):
+    # torch's test_send_recv_any_source: each rank in turn receives from
+    # every other rank twice without src, by recv (its return value) and by
+    # irecv (work._source_rank()); the data is the sender's rank.
+    n, me = comm.size, comm.rank
+    recv_ranks, irecv_ranks, bad = [], [], []
+    for dst in range(n):
+        if dst == me:
+            for _ in range(n - 1):
+                for how in ("recv", "irecv"):
+                    out = _build(10, -1)
+                    if how == "recv":
+                        sender = dist.recv(out)
+                        recv_ranks.append(sender)
+                    else:
+                        work = dist.irecv(out)
+                        work.wait()
+                        sender = work._source_rank()
+                        irecv_ranks.append(sender)
+                    if not out.eq(sender).all():
+                        bad.append((how, sender, out.flatten()[:3].tolist()))
+        else:
+            dist.send(_build(10, me), dst)
+            dist.send(_build(10, me), dst)
+    mine = torch.tensor(recv_ranks + irecv_ranks, dtype=torch.int64)
+    everyone = [torch.empty_like(mine) for _ in range(n)]
+    dist.all_gather(everyone, mine)
+    counts = torch.bincount(torch.cat(everyone), minlength=n).tolist()
+    assert not bad, bad
+    # Which receive gets which sender's message is MPI's choice; each sender
+    # is received from twice.
+    assert sorted(recv_ranks + irecv_ranks) == sorted([r for r in range(n) if r != me] * 2)
+    assert counts == [2 * (n - 1)] * n
+
+
+def test_send_recv_any_source_with_tensor_return(comm):
+    # irecv without src on rank 0 from every other rank, tagged: each Work
+    # names its sender, whose tensor [sender, 10 * sender] it holds.
+    n, me = comm.size, comm.rank
+    got = {}
+    if me == 0:
+        for _ in range(1, n):
+            t = torch.zeros(2, dtype=torch.int64)
+            w = dist.irecv(t, tag=7)
+            assert w.wait()
+            got[w._source_rank()] = t.tolist()
+    else:
+        dist.send(torch.tensor([me, 10 * me]), 0, tag=7)
+    dist.barrier()
+    assert got == ({r: [r, 10 * r] for r in range(1, n)} if me == 0 else {})
+
+
+def test_batch_isend_irecv_tags(comm):
+    # torch's test_batch_isend_irecv_gloo_tags (receive tag src, send tag
+    # rank), and two messages to each peer in one batch, of different sizes
+    # and tags, whose receives are listed in the other order.
+    n, me = comm.size, comm.rank
+    ops, recvs = [], {}
+    for peer in range(n):
+        if peer == me:
+            continue
+        recvs[peer] = _build(peer + 1, -1)
+        ops.append(dist.P2POp(dist.irecv, recvs[peer], peer, tag=peer))
+        ops.append(dist.P2POp(dist.isend, _build(me + 1, me), peer, tag=me))
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    bad = [p for p, t in recvs.items() if not t.eq(p).all()]
+    ops, small, large = [], {}, {}
+    for peer in range(n):
+        if peer == me:
+            continue
+        ops.append(dist.P2POp(dist.isend, torch.full((4,), float(me)), peer, tag=1))
+        ops.append(dist.P2POp(dist.isend, torch.full((1 << 16,), float(-me)), peer, tag=2))
+        large[peer], small[peer] = torch.zeros(1 << 16), torch.zeros(4)
+        ops.append(dist.P2POp(dist.irecv, large[peer], peer, tag=2))
+        ops.append(dist.P2POp(dist.irecv, small[peer], peer, tag=1))
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    bad += [p for p in small if not (small[p].eq(p).all() and large[p].eq(-p).all())]
+    assert not bad, bad
+
+
+def test_send_recv_tag_out_of_range(comm):
+    with pytest.raises(RuntimeError, match="tag -1 is not a tag"):
+        dist.send(torch.zeros(1), (comm.rank + 1) % comm.size, tag=-1)
+
+
 def test_object_collectives(comm):
     n, me = comm.size, comm.rank
     objs = [None] * n

@@ -22,6 +22,8 @@ CHECK(ops, infinicclSum == 0 && infinicclProd == 1 && infinicclMax == 2 &&
                infinicclMin == 3 && infinicclAvg == 4 && infinicclNumOps == 5);
 CHECK(unique_id, sizeof(infinicclUniqueId) == INFINICCL_UNIQUE_ID_BYTES);
 CHECK(split_nocolor, INFINICCL_SPLIT_NOCOLOR == -1);
+CHECK(any_source, INFINICCL_ANY_SOURCE == -1);
+CHECK(tag_max, INFINICCL_TAG_MAX == 0xFFFFFF);
 CHECK(version, INFINICCL_VERSION_CODE ==
                    INFINICCL_MAJOR * 10000 + INFINICCL_MINOR * 100 + INFINICCL_PATCH);
 
@@ -44,6 +46,7 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclCommGetAsyncError, (AnyFunction)infinicclGetStagingStats,
     (AnyFunction)infinicclMemTrim,     (AnyFunction)infinicclCommInitMpi,
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
+    (AnyFunction)infinicclSendTagged,   (AnyFunction)infinicclRecvTagged,
 };
 
 /* The emulated device's API (infiniccl_sim.h). */
@@ -67,6 +70,12 @@ static infinicclResult_t (*const kAllReduce)(const void *, void *, size_t,
 static infinicclResult_t (*const kCommInitRank)(infinicclComm_t *, int, infinicclUniqueId,
                                                 int) = infinicclCommInitRank;
 static const char *(*const kGetErrorString)(infinicclResult_t) = infinicclGetErrorString;
+static infinicclResult_t (*const kSendTagged)(const void *, size_t, infinicclDataType_t, int,
+                                              int, infinicclComm_t,
+                                              void *) = infinicclSendTagged;
+static infinicclResult_t (*const kRecvTagged)(void *, size_t, infinicclDataType_t, int, int,
+                                              int *, infinicclComm_t,
+                                              void *) = infinicclRecvTagged;
 
 int main(void) {
   const infinicclDataType_t types[] = {
@@ -90,14 +99,16 @@ int main(void) {
   for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == NULL) return 10;
   }
-  if (sizeof kFunctions / sizeof kFunctions[0] != 32) return 11;
+  if (sizeof kFunctions / sizeof kFunctions[0] != 34) return 11;
   for (i = 0; i < sizeof kSimFunctions / sizeof kSimFunctions[0]; ++i) {
     if (kSimFunctions[i] == NULL) return 16;
   }
   if (sizeof kSimFunctions / sizeof kSimFunctions[0] != 11) return 17;
   if (kSimMemcpy == NULL || kSimKernel == NULL) return 18;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
-  if (kAllReduce == NULL || kCommInitRank == NULL) return 13;
+  if (kAllReduce == NULL || kCommInitRank == NULL || kSendTagged == NULL ||
+      kRecvTagged == NULL)
+    return 13;
   if (comm != NULL) return 14;
   id.internal[0] = 0;
   if (id.internal[0] != 0) return 15;

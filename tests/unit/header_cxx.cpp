@@ -79,6 +79,8 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclCommInitMpi),
     reinterpret_cast<AnyFunction>(&infinicclGroupStart),
     reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
+    reinterpret_cast<AnyFunction>(&infinicclSendTagged),
+    reinterpret_cast<AnyFunction>(&infinicclRecvTagged),
     reinterpret_cast<AnyFunction>(&infinicclSimMalloc),
     reinterpret_cast<AnyFunction>(&infinicclSimFree),
     reinterpret_cast<AnyFunction>(&infinicclSimMemcpy),

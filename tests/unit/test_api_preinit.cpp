@@ -122,6 +122,13 @@ TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
        [&] { return infinicclSend(buf, 2, infinicclInt, 1, nullptr, nullptr); }},
       {"infinicclRecv",
        [&] { return infinicclRecv(buf, 2, infinicclInt, 1, nullptr, nullptr); }},
+      {"infinicclSendTagged",
+       [&] { return infinicclSendTagged(buf, 2, infinicclInt, 1, -5, nullptr, nullptr); }},
+      {"infinicclRecvTagged",
+       [&] {
+         return infinicclRecvTagged(buf, 2, infinicclInt, INFINICCL_ANY_SOURCE, 3, &out,
+                                    nullptr, nullptr);
+       }},
       // Valid-looking arguments everywhere else: only the missing Init is wrong.
       {"infinicclAllReduce",
        [&] {

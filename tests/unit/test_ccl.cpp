@@ -104,6 +104,39 @@ TEST(CclMapping, InPlaceAllToAllIsNotForTheCcl) {
             nullptr);
 }
 
+// CCLs match Send/Recv by peer and order alone: a tag other than 0 or a
+// receive from any source takes MPI; tag 0 with a named peer is the CCL's.
+TEST(CclMapping, TaggedAndAnySourceSendRecvAreNotForTheCcl) {
+  for (CollKind k : {CollKind::kSend, CollKind::kRecv}) {
+    CollArgs a = Args(k, infinicclFloat32, infinicclSum);
+    a.root = 1;
+    a.tagged = true;
+    EXPECT_EQ(CclUnsupportedReason(a), nullptr);
+    a.tag = 3;
+    const char *why = CclUnsupportedReason(a);
+    ASSERT_NE(why, nullptr);
+    EXPECT_NE(std::string(why).find("tag"), std::string::npos) << why;
+  }
+  CollArgs any = Args(CollKind::kRecv, infinicclFloat32, infinicclSum);
+  any.root = INFINICCL_ANY_SOURCE;
+  any.tagged = true;
+  const char *why = CclUnsupportedReason(any);
+  ASSERT_NE(why, nullptr);
+  EXPECT_NE(std::string(why).find("any source"), std::string::npos) << why;
+  // So the route takes MPI, and INFINICCL_BACKEND=ccl says why not.
+  RouteFacts f;
+  f.device_buffers = true;
+  f.has_ccl = true;
+  f.ccl_name = "NCCL";
+  f.ccl_unsupported = why;
+  Path p = Path::kNone;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  const Status st = DecidePath(BackendChoice::kCcl, f, &p);
+  EXPECT_EQ(st.code(), infinicclNotSupported);
+  EXPECT_NE(st.message().find("any source"), std::string::npos) << st.message();
+}
+
 TEST(CclMapping, ResultCodesShareNcclsNumbering) {
   // ncclSuccess .. ncclInProgress are 0..7, in our order.
   const infinicclResult_t expected[] = {infinicclSuccess,         infinicclUnhandledError,

@@ -33,7 +33,7 @@ const CollKind kAllKinds[] = {CollKind::kAllReduce,     CollKind::kBroadcast,
                               CollKind::kReduceScatter, CollKind::kAllToAll,
                               CollKind::kSend,          CollKind::kRecv};
 
-bool IsP2p(CollKind k) {
+bool IsP2pKind(CollKind k) {
   return k == CollKind::kSend || k == CollKind::kRecv;
 }
 bool IsRootedKind(CollKind k) {
@@ -64,7 +64,7 @@ Uses UsesAt(CollKind k, int rank, int root) {
 
 // The root for rooted kinds, the peer for Send/Recv (never the caller).
 int RootFor(CollKind k, int rank, int size) {
-  return IsP2p(k) ? (rank + 1) % size : 1 % size;
+  return IsP2pKind(k) ? (rank + 1) % size : 1 % size;
 }
 
 // A call of kind `k` at `rank` with the default (disjoint) buffers where the
@@ -147,7 +147,7 @@ TEST(Validate, DisjointBuffersPassForEveryKindRankAndType) {
 TEST(Validate, SingleRank) {
   for (CollKind k : kAllKinds) {
     CollArgs a = Args(k, 0, 1);
-    if (IsP2p(k)) {
+    if (IsP2pKind(k)) {
       a.root = 0;  // the only peer there is: the caller itself
       ExpectInvalid(0, a, {"peer"}, 1);
     } else {
@@ -360,7 +360,7 @@ TEST(Validate, RootOutOfRange) {
       a.root = v;
       if (IsRootedKind(k)) {
         ExpectInvalid(0, a, {"root", std::to_string(v)});
-      } else if (IsP2p(k)) {
+      } else if (IsP2pKind(k)) {
         ExpectInvalid(0, a, {"peer", std::to_string(v)});
       } else {
         ExpectOk(0, a);  // root is not an argument of this kind
@@ -389,6 +389,52 @@ TEST(Validate, PeerIsTheCallingRank) {
       }
     }
   }
+}
+
+// Tags (SendTagged/RecvTagged): 0..INFINICCL_TAG_MAX on Send and Recv;
+// INFINICCL_ANY_SOURCE only as a tagged Recv's peer, and outside a group only
+// with another rank to send.
+TEST(Validate, Tags) {
+  for (CollKind k : {CollKind::kSend, CollKind::kRecv}) {
+    for (int tag : {0, 1, 77, INFINICCL_TAG_MAX}) {
+      CollArgs a = Args(k, 0);
+      a.tag = tag;
+      a.tagged = true;
+      ExpectOk(0, a);
+    }
+    for (int tag : {-1, INFINICCL_TAG_MAX + 1, -1000, INT32_MAX}) {
+      CollArgs a = Args(k, 0);
+      a.tag = tag;
+      a.tagged = true;
+      ExpectInvalid(0, a, {"tag " + std::to_string(tag), "INFINICCL_TAG_MAX"});
+    }
+  }
+}
+
+TEST(Validate, AnySource) {
+  CollArgs recv = Args(CollKind::kRecv, 2);
+  recv.root = INFINICCL_ANY_SOURCE;
+  recv.tagged = true;
+  ExpectOk(2, recv);
+  CollArgs one = recv;
+  ExpectInvalid(0, one, {"INFINICCL_ANY_SOURCE", "one rank"}, 1);
+  EXPECT_TRUE(ValidateCollective(0, 1, /*in_group=*/true, &one).ok());
+  // Plain Recv (not tagged) and any Send: -1 is no rank.
+  CollArgs plain = recv;
+  plain.tagged = false;
+  ExpectInvalid(2, plain, {"peer -1 is out of range"});
+  CollArgs send = Args(CollKind::kSend, 2);
+  send.root = INFINICCL_ANY_SOURCE;
+  send.tagged = true;
+  ExpectInvalid(2, send, {"any source is for receives"});
+  // Other negative peers stay out of range; the message names the wildcard.
+  recv.root = -2;
+  ExpectInvalid(2, recv, {"peer -2", "INFINICCL_ANY_SOURCE"});
+  // Rooted collectives take no wildcard.
+  CollArgs bcast = Args(CollKind::kBroadcast, 2);
+  bcast.root = INFINICCL_ANY_SOURCE;
+  bcast.tagged = true;
+  ExpectInvalid(2, bcast, {"root -1"});
 }
 
 // ---- counts too large for the address space -----------------------------------

@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -202,10 +203,13 @@ class WorkInfiniCCL : public c10d::Work {
 
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-  int sourceRank() const override { return source_rank_; }
+  // recv: its src; recvAnysource: the sender, written by the call before
+  // Done (so valid once wait() returns).
+  int sourceRank() const override { return source_ ? *source_ : source_rank_; }
 
   const std::string &what() const { return what_; }
   int source_rank_ = -1;
+  std::shared_ptr<int> source_;
 
  private:
   std::string what_;
@@ -585,35 +589,63 @@ class BackendInfiniCCL : public c10d::Backend {
   }
 
   // ---- point to point ----
+  // Tags are the library's (infinicclSendTagged/RecvTagged, 0..INFINICCL_TAG_MAX):
+  // a recv takes only a send of its tag; tag 0 (torch's default) is the
+  // library's plain Send/Recv.
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
-                                      int /*tag*/) override {
+                                      int tag) override {
     One(tensors, "send");
     Peer(dst, "send");
+    Tag(tag, "send");
     auto t = tensors[0].contiguous();
-    auto op = [this, t, dst](void *stream) {
+    auto op = [this, t, dst, tag](void *stream) {
       Buf b = Raw(t);
-      Check(infinicclSend(b.ptr, b.count, (infinicclDataType_t)b.type, dst, comm_, stream));
+      Check(infinicclSendTagged(b.ptr, b.count, (infinicclDataType_t)b.type, dst, tag, comm_,
+                                stream));
     };
     return P2P("send", OpType::SEND, tensors, op, -1);
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
-                                      int /*tag*/) override {
+                                      int tag) override {
     One(tensors, "recv");
     Peer(src, "recv");
+    Tag(tag, "recv");
     auto t = tensors[0];
-    auto op = [this, t, src](void *stream) {
+    auto op = [this, t, src, tag](void *stream) {
       Output o(t);
       Buf b = Raw(o.t);
-      Check(infinicclRecv(b.ptr, b.count, (infinicclDataType_t)b.type, src, comm_, stream));
+      Check(infinicclRecvTagged(b.ptr, b.count, (infinicclDataType_t)b.type, src, tag,
+                                nullptr, comm_, stream));
     };
     return P2P("recv", OpType::RECV, tensors, op, src);
   }
 
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> & /*tensors*/,
-                                               int /*tag*/) override {
-    Fail("recv without src (from any source) is not supported: the library's Recv names "
-         "its peer");
+  // recv without src (as gloo's): the first message of `tag` from any rank;
+  // the Work's sourceRank() (dist.recv's return value, irecv's
+  // work._source_rank()) is its sender once it has completed. Device
+  // tensors: the call waits for the stream, so that the sender is known
+  // when the Work is.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
+                                               int tag) override {
+    One(tensors, "recv");
+    Tag(tag, "recv");
+    if (coalescing_) {
+      Fail("batch_isend_irecv: a receive without a peer (from any source) cannot be "
+           "batched: the batch's one Work could not report its sender");
+    }
+    auto t = tensors[0];
+    auto source = std::make_shared<int>(-1);
+    auto op = [this, t, tag, source](void *stream) {
+      Output o(t);
+      Buf b = Raw(o.t);
+      Check(infinicclRecvTagged(b.ptr, b.count, (infinicclDataType_t)b.type,
+                                INFINICCL_ANY_SOURCE, tag, source.get(), comm_, stream));
+      if (!t.device().is_cpu()) {
+        c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).synchronize();
+      }
+    };
+    return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, op, -1, source);
   }
 
   // batch_isend_irecv: the sends and receives between startCoalescing and
@@ -699,6 +731,13 @@ class BackendInfiniCCL : public c10d::Backend {
     if (peer < 0 || peer >= size_) {
       Fail(std::string(what) + ": peer " + std::to_string(peer) + " is not a rank of the group (size " +
            std::to_string(size_) + ")");
+    }
+  }
+
+  static void Tag(int tag, const char *what) {
+    if (tag < 0 || tag > INFINICCL_TAG_MAX) {
+      Fail(std::string(what) + ": tag " + std::to_string(tag) + " is not a tag of the "
+           "library (0.." + std::to_string(INFINICCL_TAG_MAX) + ")");
     }
   }
 
@@ -886,7 +925,8 @@ class BackendInfiniCCL : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
-                                     const std::vector<at::Tensor> &tensors, Job job, int src) {
+                                     const std::vector<at::Tensor> &tensors, Job job, int src,
+                                     std::shared_ptr<int> source = nullptr) {
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(tensors, {}, &device);
     if (coalescing_) {
@@ -901,6 +941,7 @@ class BackendInfiniCCL : public c10d::Backend {
     }
     auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), timeout_, tensors);
     work->source_rank_ = src;
+    work->source_ = std::move(source);
     Enqueue(work, std::move(job), device, stream);
     return work;
   }

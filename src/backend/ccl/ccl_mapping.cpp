@@ -41,6 +41,11 @@ bool IsFloating(infinicclDataType_t t) {
 }  // namespace
 
 const char *CclUnsupportedReason(const CollArgs &a) {
+  if (NeedsMpiMatching(a)) {
+    return a.root == kAnySource
+               ? "a receive from any source (CCLs have no wildcard receive)"
+               : "a tag other than 0 (CCLs have no message tags)";
+  }
   if (a.kind == CollKind::kAllToAll && a.in_place) {
     return "in-place AllToAll (needs distinct send and receive buffers)";
   }

@@ -43,7 +43,9 @@ CclOp MapRedOp(infinicclRedOp_t op);
 //   - Avg of integer types (our Avg truncates toward zero; a CCL's integer
 //     Avg is not documented to, so we do not rely on it).
 //   - in-place AllToAll (NCCL documents no in-place AlltoAll, and grouped
-//     Send/Recv would overwrite blocks not yet sent).
+//     Send/Recv would overwrite blocks not yet sent);
+//   - Send/Recv with a tag other than 0 or from any source (SendTagged,
+//     RecvTagged): CCLs match messages by peer and order alone.
 const char *CclUnsupportedReason(const CollArgs &args);
 
 // NCCL's and MCCL's result codes 0..7 (success, unhandled CUDA error, system,

@@ -10,6 +10,7 @@
 #include "backend/mpi/p2p_batch.h"
 #include "mpi/large_count.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_tags.h"
 #include "mpi/mpi_thread.h"
 #include "mpi/mpi_types.h"
 #include "backend/mpi/rings.h"
@@ -322,14 +323,51 @@ Status MpiBackend::AllToAll(const CollArgs &a) {
 
 Status MpiBackend::Send(const CollArgs &a) {
   return MpiCheck(mpi::Send(a.sendbuff, a.count, MpiTypeTable::Type(a.dtype),
-                            DataTypeSize(a.dtype), a.root, kMpiP2pTag, comm_),
+                            DataTypeSize(a.dtype), a.root, MpiP2pTag(a.tag), comm_),
                   "MPI_Send");
 }
 
 Status MpiBackend::Recv(const CollArgs &a) {
   return MpiCheck(mpi::Recv(a.recvbuff, a.count, MpiTypeTable::Type(a.dtype),
-                            DataTypeSize(a.dtype), a.root, kMpiP2pTag, comm_),
+                            DataTypeSize(a.dtype), MpiPeer(a.root), MpiP2pTag(a.tag),
+                            comm_, a.source),
                   "MPI_Recv");
+}
+
+int MpiBackend::TagUpperBound() const {
+  int ub = tag_ub_.load(std::memory_order_relaxed);
+  if (ub >= 0) return ub;
+  void *value = nullptr;
+  int found = 0;
+  {
+    mpi::SerialLock lock;
+    if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found) != MPI_SUCCESS) found = 0;
+  }
+  // The standard's least value where the attribute cannot be read.
+  ub = found && value != nullptr ? *static_cast<int *>(value) : 32767;
+  tag_ub_.store(ub, std::memory_order_relaxed);
+  return ub;
+}
+
+Status MpiBackend::CheckMatching(const CollArgs &a, bool grouped) const {
+  if (!IsP2p(a.kind)) return Status::Ok();
+  if (a.tag != 0 && MpiP2pTag(a.tag) > TagUpperBound()) {
+    return MakeStatus(infinicclNotSupported,
+                      "tag %d needs MPI tag %d, above this MPI's MPI_TAG_UB (%d): it carries "
+                      "tags 0..%d",
+                      a.tag, MpiP2pTag(a.tag), TagUpperBound(),
+                      LargestApiTag(TagUpperBound()));
+  }
+  if (grouped && a.kind == CollKind::kRecv && a.root == kAnySource &&
+      !mpi::OneMessage(a.count)) {
+    return MakeStatus(infinicclNotSupported,
+                      "a receive from any source of %zu elements inside a group: with this "
+                      "MPI (MPI-%d) messages above INT_MAX elements are cut into several, "
+                      "whose sender a nonblocking receive cannot know in advance; receive "
+                      "it outside a group, or name the peer",
+                      a.count, MPI_VERSION);
+  }
+  return Status::Ok();
 }
 
 }  // namespace infiniccl

@@ -14,16 +14,13 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <vector>
 
 #include "backend/backend.h"
 #include "device/device_runtime.h"
 
 namespace infiniccl {
-
-// Send/Recv (blocking or grouped) use their own tag so they never match
-// anything else on the communicator.
-inline constexpr int kMpiP2pTag = 0x1cc1;
 
 class MpiBackend final : public Backend {
  public:
@@ -33,6 +30,7 @@ class MpiBackend final : public Backend {
   Status Run(const CollArgs &args) override;
   bool ReadsDeviceMemory(DeviceKind kind) const override;
   std::unique_ptr<P2pBatch> NewP2pBatch() override;
+  Status CheckMatching(const CollArgs &args, bool grouped) const override;
 
  private:
   Status AllReduce(const CollArgs &a);
@@ -58,10 +56,17 @@ class MpiBackend final : public Backend {
   // through the scratch on the host).
   Status Average(const CollArgs &a, void *buf, size_t count);
 
+  // MPI_TAG_UB of the communicator, read on first use.
+  int TagUpperBound() const;
+
   MPI_Comm comm_;
   int rank_;
   int size_;
   std::vector<char> scratch_;
+  mutable std::atomic<int> tag_ub_{-1};
 };
+
+// The MPI rank of a Send/Recv peer: MPI_ANY_SOURCE for kAnySource.
+inline int MpiPeer(int peer) { return peer == kAnySource ? MPI_ANY_SOURCE : peer; }
 
 }  // namespace infiniccl

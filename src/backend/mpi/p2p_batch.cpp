@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "mpi/large_count.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_tags.h"
 #include "mpi/mpi_thread.h"
 #include "mpi/mpi_types.h"
 
@@ -86,13 +87,20 @@ MpiP2pBatch::~MpiP2pBatch() {
 }
 
 Status MpiP2pBatch::Post(const CollArgs &a, const void *buf) {
-  Op op{a.kind, a.root, a.count, reqs_.size(), 0};
+  Op op{a.kind, a.root, a.tag, a.count, a.source, reqs_.size(), 0};
   const MPI_Datatype type = MpiTypeTable::Type(a.dtype);
   const size_t elem = DataTypeSize(a.dtype);
+  if (a.kind == CollKind::kRecv && a.root == kAnySource && !mpi::OneMessage(a.count)) {
+    return MakeStatus(infinicclNotSupported,
+                      "a grouped receive from any source of %zu elements would be cut into "
+                      "several messages",
+                      a.count);
+  }
+  const int tag = MpiP2pTag(a.tag);
   const int rc =
       a.kind == CollKind::kSend
-          ? mpi::Isend(buf, a.count, type, elem, a.root, kMpiP2pTag, comm_, &reqs_)
-          : mpi::Irecv(const_cast<void *>(buf), a.count, type, elem, a.root, kMpiP2pTag,
+          ? mpi::Isend(buf, a.count, type, elem, a.root, tag, comm_, &reqs_)
+          : mpi::Irecv(const_cast<void *>(buf), a.count, type, elem, MpiPeer(a.root), tag,
                        comm_, &reqs_);
   op.end_req = reqs_.size();
   // Requests already started (one chunk of several) are waited for at End.
@@ -113,15 +121,25 @@ Status MpiP2pBatch::Complete(const std::function<void(size_t)> &waiting,
     waiting(k);
     for (size_t i = op.first_req; i < op.end_req; ++i) {
       // Polled when serialised (under the library's lock, never held across
-      // the wait) or oversubscribed (mpi_thread.h).
-      const int rc = mpi::Wait(&reqs_[i]);
-      if (rc == MPI_SUCCESS) continue;
+      // the wait) or oversubscribed (mpi_thread.h). A Recv's sender is its
+      // (first) request's, written before the batch completes.
+      MPI_Status status;
+      const bool report = op.source != nullptr && i == op.first_req;
+      const int rc = mpi::Wait(&reqs_[i], report ? &status : MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS) {
+        if (report) *op.source = status.MPI_SOURCE;
+        continue;
+      }
       (*ok)[k] = false;
       if (first.ok()) {
         char what[160];
-        std::snprintf(what, sizeof what, "completing %s of %zu elements %s peer %d",
-                      CollKindName(op.kind), op.count,
-                      op.kind == CollKind::kSend ? "to" : "from", op.peer);
+        char tag[32] = "";
+        if (op.tag != 0) std::snprintf(tag, sizeof tag, " (tag %d)", op.tag);
+        char peer[24] = "any source";
+        if (op.peer != kAnySource) std::snprintf(peer, sizeof peer, "peer %d", op.peer);
+        std::snprintf(what, sizeof what, "completing %s of %zu elements%s %s %s",
+                      CollKindName(op.kind), op.count, tag,
+                      op.kind == CollKind::kSend ? "to" : "from", peer);
         first = MpiError(rc, what);
       }
       // A failed request is freed by MPI; make sure it is not touched again.

@@ -25,8 +25,10 @@ class MpiP2pBatch final : public P2pBatch {
  private:
   struct Op {
     CollKind kind;
-    int peer;
+    int peer;  // kAnySource: a Recv from any source
+    int tag;   // the API's
     size_t count;
+    int *source;  // a Recv's sender goes here (nullptr: nowhere)
     size_t first_req, end_req;  // its requests in reqs_
   };
   MPI_Comm comm_;

@@ -13,13 +13,13 @@
 
 #include "core/coll_args.h"
 #include "core/status.h"
+#include "mpi/mpi_tags.h"
 
 namespace infiniccl {
 
-// ReduceScatter's messages on the library's communicator: distinct from
-// kMpiP2pTag, so a grouped Isend/Irecv still pending on the same
+// The rings' messages carry kMpiRingTag (mpi/mpi_tags.h): below every tag of
+// Send/Recv, so a grouped Isend/Irecv still pending on the same
 // communicator can never match a ring message (or the other way round).
-inline constexpr int kMpiRingTag = 0x1cc2;
 
 // Open MPI 4.1's default MPI_Reduce_scatter_block is "reduce to rank 0, then
 // scatter" (coll/base basic_linear). Measured with infiniccl-bench on 2 cores,
