@@ -200,7 +200,7 @@ std::string MpiVersionFromLibraryVersion(const std::string &library_version) {
   return "";
 }
 
-// "AllReduce to 4 MiB, ..." with the limits of INFINICCL_SHM=auto.
+// "AllReduce to any size, ..." with the limits of INFINICCL_SHM=auto.
 static std::string ShmLine(infiniccl::Communicator *c) {
   using infiniccl::CollKind;
   const infiniccl::Config &cfg = infiniccl::GlobalConfig();
