@@ -33,24 +33,6 @@ namespace {
 constexpr size_t kRingBytes = size_t{8} << 20;
 int g_n = 0;
 
-std::vector<unsigned char> Pattern(infinicclDataType_t dt, uint64_t seed, int rank,
-                                   size_t count) {
-  std::vector<unsigned char> v(count * Info(dt).size);
-  for (size_t i = 0; i < count; ++i)
-    Encode(dt, v.data(), i, DataValue(dt, seed, rank, i));
-  return v;
-}
-
-// Number of elements of `got` that differ from rank `from`'s pattern.
-size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void *got,
-             size_t count) {
-  size_t wrong = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (Decode(dt, got, i) != DataValue(dt, seed, from, i)) ++wrong;
-  }
-  return wrong;
-}
-
 // Every rank sends to its right before it receives from its left, 8 MiB.
 void TestRing(infinicclComm_t comm, int rank) {
   const int right = (rank + 1) % g_n, left = (rank + g_n - 1) % g_n;

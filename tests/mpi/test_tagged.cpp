@@ -40,24 +40,6 @@ namespace {
 
 int g_n = 0;
 
-std::vector<unsigned char> Pattern(infinicclDataType_t dt, uint64_t seed, int rank,
-                                   size_t count) {
-  std::vector<unsigned char> v(count * Info(dt).size);
-  for (size_t i = 0; i < count; ++i)
-    Encode(dt, v.data(), i, DataValue(dt, seed, rank, i));
-  return v;
-}
-
-// Elements of `got` that differ from rank `from`'s pattern of `seed`.
-size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void *got,
-             size_t count) {
-  size_t wrong = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (Decode(dt, got, i) != DataValue(dt, seed, from, i)) ++wrong;
-  }
-  return wrong;
-}
-
 void Barrier(infinicclComm_t comm) {
   int one = 1, sum = 0;
   CHECK_RC(infinicclAllReduce(&one, &sum, 1, infinicclInt32, infinicclSum, comm, nullptr),

@@ -251,6 +251,24 @@ inline double DataValue(infinicclDataType_t dt, uint64_t seed, int rank, size_t 
                                     static_cast<uint64_t>(d.span));
 }
 
+// Rank `rank`'s DataValue pattern of `seed`, `count` elements, encoded.
+inline std::vector<unsigned char> Pattern(infinicclDataType_t dt, uint64_t seed, int rank,
+                                          size_t count) {
+  std::vector<unsigned char> v(count * Info(dt).size);
+  for (size_t i = 0; i < count; ++i) Encode(dt, v.data(), i, DataValue(dt, seed, rank, i));
+  return v;
+}
+
+// Elements of `got` that differ from rank `from`'s pattern of `seed`.
+inline size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void *got,
+                    size_t count) {
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (Decode(dt, got, i) != DataValue(dt, seed, from, i)) ++wrong;
+  }
+  return wrong;
+}
+
 // Input of reductions. Sum/Avg: |v| <= 5, so |sum| <= 5n stays exact in int8
 // and bf16 for n <= 25. Max/Min: wider, negative for signed types. Prod:
 // factors in {1, 2} (and -1 for signed), at most six 2s across all ranks so
