@@ -556,10 +556,12 @@ INFINICCL_API infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int col
  * handle return infinicclInvalidUsage saying it was aborted. The library's
  * resources for it are freed; its MPI communicator is not (MPI_Comm_free and
  * MPI_Comm_disconnect are collective) and goes at MPI_Finalize.
- * A call still running on `comm` cannot be cancelled in MPI: CommAbort waits
- * up to one second for it to return, and if it has not, logs which call it
- * is and ends the job with MPI_Abort on the communicator (where NCCL's abort
- * would make the blocked call return an error).
+ * A call on another thread that waits in the node's shared memory returns
+ * infinicclInvalidUsage saying `comm` was aborted. A call inside MPI cannot
+ * be cancelled: CommAbort waits up to one second for it to return, and if it
+ * has not, logs which call it is and ends the job with MPI_Abort on the
+ * communicator (where NCCL's abort would make the blocked call return an
+ * error).
  * @param comm the communicator.
  * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
@@ -579,6 +581,24 @@ INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
  * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
                                                            infinicclResult_t *asyncError);
+
+/** @brief Extension: what the calls in flight on `comm` wait for, as text, for a
+ * timeout's message (the torch backend's names the ranks that did not arrive
+ * this way). Never blocks and talks to no other rank: meant for another
+ * thread while a call on `comm` runs. One line per call in flight (the
+ * caller's, then one queued to the progress engine), as the watchdog's ERROR
+ * line gives it: operation, sequence number, arguments, and what this node's
+ * shared-memory board shows of the other ranks ("ranks that have not reached
+ * it: 1,2", ranks in another operation, ranks that returned from it early or
+ * have left `comm`; ranks on other nodes as unknown). An empty string when no
+ * call is in flight.
+ * @param comm the communicator.
+ * @param desc receives the text, NUL-terminated, cut to fit.
+ * @param len bytes at `desc`, at least 1.
+ * @return infinicclSuccess, infinicclInvalidArgument for a NULL `desc` or a
+ *         zero `len`, or another error code (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclCommDescribeWait(infinicclComm_t comm, char *desc,
+                                                         size_t len);
 
 /** @brief Number of ranks in a communicator.
  * @param comm the communicator.

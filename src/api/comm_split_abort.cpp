@@ -1,17 +1,22 @@
-// infinicclCommSplit, infinicclCommAbort and infinicclCommGetAsyncError:
-// making a communicator from another, asking whether its queued device work
-// failed, and giving it up without the other ranks.
+// infinicclCommSplit, infinicclCommAbort, infinicclCommGetAsyncError and
+// infinicclCommDescribeWait: making a communicator from another, asking
+// whether its queued device work failed or what its calls wait for, and
+// giving it up without the other ranks.
 #include <infiniccl/infiniccl.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 
 #include "api/api_call.h"
 #include "comm/comm_init.h"
 #include "core/log.h"
 #include "comm/runtime.h"
+#include "comm/watchdog.h"
 
 using namespace infiniccl;
 
@@ -81,6 +86,21 @@ infinicclResult_t infinicclCommGetAsyncError(infinicclComm_t comm,
   });
 }
 
+infinicclResult_t infinicclCommDescribeWait(infinicclComm_t comm, char *desc, size_t len) {
+  return ApiCall("infinicclCommDescribeWait", [&](CallContext &ctx) -> Status {
+    INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
+    if (desc == nullptr || len == 0) {
+      return Status(infinicclInvalidArgument, "desc is NULL or len is 0");
+    }
+    // No Enter(), as GetAsyncError: called while another thread waits in a call.
+    const std::string text = Watchdog::DescribeWait(*ctx.comm);
+    const size_t n = std::min(text.size(), len - 1);
+    std::memcpy(desc, text.data(), n);
+    desc[n] = '\0';
+    return Status::Ok();
+  });
+}
+
 infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
   return ApiCall("infinicclCommAbort", [&](CallContext &) -> Status {
     std::shared_ptr<Communicator> c;
@@ -93,6 +113,10 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     // the engine has started counts as a call in flight.
     ProgressEngine *engine = c->engine_if_started();
     if (engine != nullptr) engine->Cancel();
+    // A call waiting in the node's shared memory sees this within a sleep
+    // slice and returns InvalidUsage: it is not in flight for long.
+    if (ShmBackend *shm = c->shm_backend()) shm->Abort();
+    if (Topology *t = c->topology(); t != nullptr && t->group_shm) t->group_shm->Abort();
     // Send/Recv posted in a group that has not ended are calls in flight as
     // well: their MPI requests cannot be withdrawn either.
     auto busy = [&] {
@@ -134,9 +158,7 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     // would wait for queued and possibly hung work; `c` goes here: backends
     // and staging buffers freed.
     if (Backend *ccl = c->ccl_backend()) ccl->Abort();
-    if (ShmBackend *shm = c->shm_backend()) shm->Abort();
     if (Topology *t = c->topology(); t != nullptr && t->group_ccl) t->group_ccl->Abort();
-    if (Topology *t = c->topology(); t != nullptr && t->group_shm) t->group_shm->Abort();
     return Status::Ok();
   });
 }

@@ -163,8 +163,12 @@ int ParentOf(int pid) {
 constexpr int kLastResortSec = 10;
 constexpr int kFollowerExitSec = 15;
 
-[[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, bool queued,
-                       double seconds, int timeout, std::chrono::milliseconds grace) {
+// One call in flight on `c`, as the watchdog names it: operation, sequence
+// number, communicator, then `status` (how long it has waited, or nothing),
+// its arguments, where a queued or two-level call waits, and what the
+// node's board says of the other ranks.
+std::string DescribeCall(Communicator &c, const InFlight::Snapshot &s, bool queued,
+                         const char *status) {
   const bool p2p = IsP2p(s.kind);
   char where[48] = "";
   if (p2p) {
@@ -185,31 +189,37 @@ constexpr int kFollowerExitSec = 15;
     std::snprintf(seq, sizeof seq, "seq %llu", static_cast<unsigned long long>(s.seq));
   char what[512];
   std::snprintf(what, sizeof what,
-                "%s %s on comm %#llx (rank %d of %d) has not completed after %.0f s "
-                "(INFINICCL_TIMEOUT_SEC=%d): count=%llu dtype=%s%s%s%s path=%s",
+                "%s %s on comm %#llx (rank %d of %d)%s: count=%llu dtype=%s%s%s%s path=%s",
                 CollKindName(s.kind), seq, static_cast<unsigned long long>(c.handle()),
-                c.rank(), c.size(), seconds, timeout,
-                static_cast<unsigned long long>(s.count), DataTypeName(s.dtype),
-                IsReduction(s.kind) ? " op=" : "",
+                c.rank(), c.size(), status, static_cast<unsigned long long>(s.count),
+                DataTypeName(s.dtype), IsReduction(s.kind) ? " op=" : "",
                 IsReduction(s.kind) ? RedOpName(s.op) : "", where, PathName(s.path));
-  // A two-level call: which level this rank waits in (hier/topology.h).
-  std::string level;
+  std::string text = what;
   if (queued) {
     ProgressEngine *e = c.engine_if_started();
-    level = "; queued (the call returned at once; the progress engine runs it";
-    level += e != nullptr && e->waiting_for_stream()
-                 ? ", and still waits for the work queued before it on the caller's stream)"
-                 : ")";
+    text += "; queued (the call returned at once; the progress engine runs it";
+    text += e != nullptr && e->waiting_for_stream()
+                ? ", and still waits for the work queued before it on the caller's stream)"
+                : ")";
   }
+  // A two-level call: which level this rank waits in (hier/topology.h).
   if (s.path == Path::kHier && c.topology() != nullptr) {
-    level += "; waiting " + c.topology()->DescribeStep(c.topology()->step.load());
+    text += "; waiting " + c.topology()->DescribeStep(c.topology()->step.load());
   }
-  const std::string who = !p2p ? Stragglers(c, s.seq, static_cast<int>(s.kind))
-                          : s.root == kAnySource
-                              ? std::string("waiting on a message from any rank")
-                              : "waiting on peer " + std::to_string(s.root);
-  LogError("watchdog: %s%s; %s; aborting the job (MPI_Abort, exit code %d)", what,
-           level.c_str(), who.c_str(), kWatchdogExitCode);
+  text += "; ";
+  text += !p2p ? Stragglers(c, s.seq, static_cast<int>(s.kind))
+         : s.root == kAnySource ? std::string("waiting on a message from any rank")
+                                : "waiting on peer " + std::to_string(s.root);
+  return text;
+}
+
+[[noreturn]] void Fire(Communicator &c, const InFlight::Snapshot &s, bool queued,
+                       double seconds, int timeout, std::chrono::milliseconds grace) {
+  char status[96];
+  std::snprintf(status, sizeof status,
+                " has not completed after %.0f s (INFINICCL_TIMEOUT_SEC=%d)", seconds, timeout);
+  LogError("watchdog: %s; aborting the job (MPI_Abort, exit code %d)",
+           DescribeCall(c, s, queued, status).c_str(), kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
   // them that long to write their own line before the job is torn down.
   std::this_thread::sleep_for(grace);
@@ -309,6 +319,20 @@ void Watchdog::Unwatch(Communicator *comm) {
 
 std::string Watchdog::DescribeOthers(const Communicator &comm, uint64_t seq, int kind) {
   return Stragglers(comm, seq, kind);
+}
+
+std::string Watchdog::DescribeWait(Communicator &comm) {
+  ProgressEngine *engine = comm.engine_if_started();
+  const InFlight *records[kRecords] = {&comm.inflight(),
+                                       engine != nullptr ? &engine->inflight() : nullptr};
+  std::string text;
+  for (int i = 0; i < kRecords; ++i) {
+    InFlight::Snapshot snap;
+    if (records[i] == nullptr || !records[i]->Read(&snap)) continue;
+    if (!text.empty()) text += "\n";
+    text += DescribeCall(comm, snap, i == 1, "");
+  }
+  return text;
 }
 
 void Watchdog::Stop() {

@@ -36,6 +36,11 @@ class Watchdog {
   // The part of the ERROR line about the other ranks, for collective `seq`
   // of kind `kind` (a CollKind) on `comm`; exposed for tests.
   static std::string DescribeOthers(const Communicator &comm, uint64_t seq, int kind);
+  // Each call in flight on `comm` (the calling thread's, then its progress
+  // engine's), one per line, as the ERROR line names it less the time it has
+  // waited; empty when none is. No lock held against the calling thread, no
+  // MPI call (infinicclCommDescribeWait).
+  static std::string DescribeWait(Communicator &comm);
 };
 
 }  // namespace infiniccl

@@ -152,7 +152,7 @@ static void Other(Input *in) {
   infinicclUniqueId id;
   infinicclStagingStats stats;
   const int use_out = Take(in, 1) % 4 != 0;
-  switch (Take(in, 1) % 14) {
+  switch (Take(in, 1) % 15) {
     case 0: Check("GetRank", infinicclGetRank(use_out ? &out : NULL), NULL); break;
     case 1: Check("GetSize", infinicclGetSize(use_out ? &out : NULL), NULL); break;
     case 2: Check("GetUniqueId", infinicclGetUniqueId(use_out ? &id : NULL), NULL); break;
@@ -201,6 +201,13 @@ static void Other(Input *in) {
       infinicclComm_t h = PickComm(in);
       infinicclResult_t async = infinicclSuccess;
       Check("CommGetAsyncError", infinicclCommGetAsyncError(h, use_out ? &async : NULL), h);
+      break;
+    }
+    case 14: {
+      infinicclComm_t h = PickComm(in);
+      char text[16];
+      const size_t len = Take(in, 1) % (sizeof text + 1);
+      Check("CommDescribeWait", infinicclCommDescribeWait(h, use_out ? text : NULL, len), h);
       break;
     }
   }

@@ -3,16 +3,26 @@
 //             rank only, from another thread; later calls on the handle
 //             return InvalidUsage saying it was aborted; other
 //             communicators keep working with exact values.
-//   inflight  (2 ranks): rank 0 aborts while its other thread is blocked in
-//             an AllReduce that rank 1 never joins. MPI cannot cancel it, so
-//             the job must end (MPI_Abort) after the library's log line;
-//             ctest passes on that line (PASS_REGULAR_EXPRESSION).
+//   inflight  (2 ranks, INFINICCL_SHM=0): rank 0 aborts while its other
+//             thread is blocked in an AllReduce that rank 1 never joins. MPI
+//             cannot cancel it, so the job must end (MPI_Abort) after the
+//             library's log line; ctest passes on that line
+//             (PASS_REGULAR_EXPRESSION).
+//   inflight-shm (2-3 ranks, one node): the same AllReduce waits in shared
+//             memory. infinicclCommDescribeWait names it and the ranks that
+//             have not reached it (all but rank 0), and says nothing once no
+//             call is in flight; CommAbort makes the blocked call return
+//             InvalidUsage saying the communicator was aborted, returns
+//             within the abort's grace, and the job goes on: the other ranks
+//             destroy their communicator alone, a new one gives exact sums.
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test_util.h"
 
@@ -135,6 +145,68 @@ int InFlight() {
   return 4;
 }
 
+// The text infinicclCommDescribeWait gives for `c` ("" when idle).
+std::string Describe(infinicclComm_t c, size_t len = 4096) {
+  std::vector<char> text(len, 'x');
+  CHECK_RC(infinicclCommDescribeWait(c, text.data(), len), infinicclSuccess);
+  CHECK(std::memchr(text.data(), '\0', len) != nullptr, "not terminated within %zu", len);
+  return std::string(text.data());
+}
+
+int InFlightShm() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  ExpectSum(comm, "before");
+  CHECK(Describe(comm).empty(), "idle: '%s'", Describe(comm).c_str());
+  char small[4];
+  CHECK_RC(infinicclCommDescribeWait(comm, nullptr, 16), infinicclInvalidArgument);
+  CHECK_RC(infinicclCommDescribeWait(comm, small, 0), infinicclInvalidArgument);
+  if (g_rank == 0) {
+    infinicclResult_t blocked_rc = infinicclSuccess;
+    std::string blocked_error;
+    std::thread blocked([&] {
+      int64_t v = 1;
+      blocked_rc = infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
+      blocked_error = SafeLastError();
+    });
+    // The other ranks never join: the call stays in flight until the abort.
+    std::string text;
+    for (int i = 0; i < 500 && text.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      text = Describe(comm);
+    }
+    const std::string others = g_n == 2 ? "1" : g_n == 3 ? "1,2" : "1-" + std::to_string(g_n - 1);
+    CHECK(text.find("AllReduce seq ") == 0, "'%s'", text.c_str());
+    CHECK(text.find("count=1 dtype=int64 op=sum") != std::string::npos, "'%s'", text.c_str());
+    CHECK(text.find("ranks that have not reached it: " + others + ";") != std::string::npos,
+          "expected ranks %s: '%s'", others.c_str(), text.c_str());
+    // Cut to fit, terminated.
+    const std::string cut = Describe(comm, 8);
+    CHECK(cut == text.substr(0, 7), "'%s'", cut.c_str());
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_RC(infinicclCommAbort(comm), infinicclSuccess);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    blocked.join();
+    CHECK(took < 1.0, "CommAbort took %.2f s", took);
+    CHECK(blocked_rc == infinicclInvalidUsage, "the blocked AllReduce returned %d",
+          int(blocked_rc));
+    CHECK(SaysAborted(blocked_error.c_str()), "'%s'", blocked_error.c_str());
+    ExpectAborted(comm);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank != 0) CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+  infinicclComm_t next = nullptr;
+  CHECK_RC(infinicclCommInitAll(&next, 0, nullptr), infinicclSuccess);
+  ExpectSum(next, "a new communicator after the abort");
+  CHECK_RC(infinicclCommDestroy(next), infinicclSuccess);
+  const long total = TotalFailures();
+  std::printf("[rank %d/%d] test_comm_abort inflight-shm: %ld failures\n", g_rank, g_n,
+              g_failures);
+  CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  return g_failures == 0 && total == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -142,5 +214,6 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   if (argc > 1 && std::strcmp(argv[1], "inflight") == 0) return InFlight();
+  if (argc > 1 && std::strcmp(argv[1], "inflight-shm") == 0) return InFlightShm();
   return Local();
 }

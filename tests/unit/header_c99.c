@@ -47,6 +47,7 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclMemTrim,     (AnyFunction)infinicclCommInitMpi,
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
     (AnyFunction)infinicclSendTagged,   (AnyFunction)infinicclRecvTagged,
+    (AnyFunction)infinicclCommDescribeWait,
 };
 
 /* The emulated device's API (infiniccl_sim.h). */

@@ -74,6 +74,7 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclCommSplit),
     reinterpret_cast<AnyFunction>(&infinicclCommAbort),
     reinterpret_cast<AnyFunction>(&infinicclCommGetAsyncError),
+    reinterpret_cast<AnyFunction>(&infinicclCommDescribeWait),
     reinterpret_cast<AnyFunction>(&infinicclGetStagingStats),
     reinterpret_cast<AnyFunction>(&infinicclMemTrim),
     reinterpret_cast<AnyFunction>(&infinicclCommInitMpi),

@@ -79,6 +79,7 @@ TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
     std::function<infinicclResult_t()> fn;
   };
   int out = -7;
+  char text[64];
   infinicclComm_t comm_out = fake_comm;
   const std::vector<Call> calls = {
       {"infinicclAllReduce",
@@ -143,6 +144,8 @@ TEST(BeforeInit, EveryCallReturnsInvalidUsageAndNamesItself) {
       {"infinicclCommUserRank", [&] { return infinicclCommUserRank(fake_comm, &out); }},
       {"infinicclCommGetAsyncError",
        [&] { return infinicclCommGetAsyncError(fake_comm, &async); }},
+      {"infinicclCommDescribeWait",
+       [&] { return infinicclCommDescribeWait(fake_comm, text, sizeof text); }},
       {"infinicclGetRank", [&] { return infinicclGetRank(&out); }},
       {"infinicclGetSize", [&] { return infinicclGetSize(&out); }},
       {"infinicclFinalize", [&] { return infinicclFinalize(); }},
