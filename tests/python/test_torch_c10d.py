@@ -414,8 +414,34 @@ def test_group_timeout(comm):
     assert t.item() == n
     if me == 0:
         assert isinstance(err, dist.DistBackendError), repr(err)
-        assert "barrier" in str(err) and "3000 ms" in str(err), str(err)
+        assert "barrier" in str(err) and "Timed out waiting 3000ms" in str(err), str(err)
+        others = ",".join(str(r) for r in range(1, n)) if n <= 3 else "1-%d" % (n - 1)
+        assert "AllReduce seq " in str(err), str(err)
+        assert "ranks that have not reached it: %s;" % others in str(err), str(err)
         assert 2.5 < took < 5.5, took
+
+
+def test_timed_out_call_then_destroy(comm):
+    """As torch's test_barrier_timeout_*: rank 0 enters a barrier of a group
+    with a 2 s timeout that the other ranks never call. It raises in gloo's
+    words naming the ranks that did not arrive; destroying the group then
+    aborts its communicator (the barrier waits in shared memory, so it
+    returns), and the job goes on with exact results."""
+    n, me = comm.size, comm.rank
+    g = dist.new_group(list(range(n)), timeout=datetime.timedelta(seconds=2))
+    if me == 0:
+        t0 = time.monotonic()
+        with pytest.raises(dist.DistBackendError, match=" Timed out waiting 2000ms ") as e:
+            dist.barrier(group=g)
+        took = time.monotonic() - t0
+        assert 1.9 < took < 4.5, took
+        assert "ranks that have not reached it: " in str(e.value), str(e.value)
+    t0 = time.monotonic()
+    dist.destroy_process_group(g)
+    assert time.monotonic() - t0 < 10
+    t = torch.full((5,), me + 1, dtype=torch.int64)
+    dist.all_reduce(t)
+    assert t.tolist() == [n * (n + 1) // 2] * 5
 
 
 def test_new_group_subset(comm):

@@ -4,7 +4,7 @@ the "infiniccl" backend, each MPI rank playing one of the suite's ranks in
 place of the processes the suite would spawn:
 
     mpirun -np 3 PYTHON tools/torch_suite/run_suite.py [REGEX] [--list] [--after=TEST]
-                                                    [--backend=gloo]
+                                                    [--backend=gloo] [--timeouts]
 
 REGEX picks test names (default: every test_). Each test runs on all ranks
 in the same order: a fresh file:// rendezvous and TEMP_DIR, torch's own
@@ -13,8 +13,11 @@ ranks agree on the result (MAX of their exit codes through the library).
 Rank 0 prints one line per test and a summary. "infiniccl" is added to the
 suite's plugin, ddp and subgroup feature sets. --backend=gloo runs the same
 tests on gloo under the same runner (MPI only agrees on the results), the
-baseline the counts are compared with. Not in CI (python/README.md gives the
-counts per torch version).
+baseline the counts are compared with. --timeouts also runs the tests the
+suite keeps to gloo as "Only gloo backend supports timeouts" (the
+test_barrier_timeout_* tests; at 3 ranks or more, since the unwrapped test
+no longer skips small worlds). Not in CI (python/README.md gives the counts
+per torch version).
 """
 import logging
 import os
@@ -76,6 +79,18 @@ logging.getLogger().setLevel(logging.WARNING)  # torch's INFO per test and rank
 
 class Suite(dt.TestDistBackend, dt.DistributedTest._DistTestBase):
     pass
+
+
+GLOO_TIMEOUTS = "Only gloo backend supports timeouts"
+if "--timeouts" in sys.argv:
+    for _name in dir(Suite):
+        _f = getattr(Suite, _name)
+        # The mark is on the test function and on the decorators' copies of
+        # its attributes over it (functools.wraps).
+        while _name.startswith("test_") and _f is not None and \
+                getattr(_f, "__unittest_skip_why__", "") == GLOO_TIMEOUTS:
+            _f.__unittest_skip__ = False
+            _f = getattr(_f, "__wrapped__", None)
 
 
 SKIP_CODES = {v.exit_code: k for k, v in cd.TEST_SKIPS.items()}

@@ -10,7 +10,10 @@
 // calls are blocking in the library), and wait() raises the library's error.
 // wait() is bounded by the call's timeout, else the group's timeout
 // (init_process_group/new_group timeout=): past it, it raises an error that
-// names the op, the group and its ranks.
+// names the op, the group, its ranks and what the call waits for (the
+// library's infinicclCommDescribeWait: the ranks that have not reached it).
+// A group whose timed-out call still runs when it is destroyed aborts its
+// communicator (see Shutdown).
 // Device tensors: the call runs in the caller's thread once the group's queued
 // calls are done, ordered on torch's current stream of the tensor's device
 // (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
@@ -24,6 +27,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -156,13 +160,35 @@ void SameType(const at::Tensor &a, const at::Tensor &b, const char *what) {
   }
 }
 
+// What a group's Works share with it: the communicator, to name what a
+// timed-out call waits for, and whether a call of the group has timed out
+// (its shutdown then aborts the communicator rather than wait for the call).
+struct GroupState {
+  explicit GroupState(infinicclComm_t c) : comm(c) {}
+  const infinicclComm_t comm;
+  std::atomic<bool> timed_out{false};
+};
+
+// The library's description of the calls in flight on `comm`
+// (infinicclCommDescribeWait): the ranks that have not reached them.
+std::string InFlightText(infinicclComm_t comm) {
+  char text[2048] = "";
+  if (infinicclCommDescribeWait(comm, text, sizeof text) != infinicclSuccess) return "";
+  std::string s(text);
+  for (char &ch : s) {
+    if (ch == '\n') ch = ';';
+  }
+  return s;
+}
+
 class WorkInfiniCCL : public c10d::Work {
  public:
   WorkInfiniCCL(int rank, OpType type, std::string what, Ms timeout,
-                std::vector<at::Tensor> outputs)
+                std::vector<at::Tensor> outputs, std::shared_ptr<GroupState> group)
       : c10d::Work(rank, type),
         what_(std::move(what)),
         timeout_(timeout),
+        group_(std::move(group)),
         outputs_(std::move(outputs)),
         future_(c10::make_intrusive<c10::ivalue::Future>(
             c10::ListType::create(c10::TensorType::get()))) {}
@@ -188,10 +214,17 @@ class WorkInfiniCCL : public c10d::Work {
     if (limit.count() > 0) {
       if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
         lock.unlock();
+        group_->timed_out.store(true);
+        // gloo's words ("Timed out waiting 1ms"), which torch's tests match.
         std::ostringstream msg;
-        msg << what_ << " did not complete within " << limit.count()
-            << " ms (the timeout of the call or of its process group); a rank of the group "
-               "has not reached it";
+        msg << what_ << ": Timed out waiting " << limit.count()
+            << "ms for it to complete (the timeout of the call or of its process group); ";
+        const std::string waits = InFlightText(group_->comm);
+        if (waits.empty()) {
+          msg << "no call of the group is in flight on this rank";
+        } else {
+          msg << "in flight on this rank: " << waits;
+        }
         Fail(msg.str());
       }
     } else {
@@ -214,6 +247,7 @@ class WorkInfiniCCL : public c10d::Work {
  private:
   std::string what_;
   Ms timeout_;
+  std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -227,7 +261,8 @@ class BackendInfiniCCL : public c10d::Backend {
         timeout_(Ms(timeout_ms)),
         name_(std::move(name)),
         ranks_(std::move(ranks)),
-        store_(std::move(store)) {
+        store_(std::move(store)),
+        group_(std::make_shared<GroupState>(comm_)) {
     worker_ = std::thread([this] { Loop(); });
   }
 
@@ -237,13 +272,24 @@ class BackendInfiniCCL : public c10d::Backend {
   // destroyed, and later calls on the group are refused.
   void shutdown() override { Shutdown(); }
 
+  // A call of the group that timed out and still runs (its peers never came)
+  // would hold the worker forever: the communicator is aborted instead, which
+  // makes a call waiting in the node's shared memory return, and ends the
+  // job where the call is inside MPI (as torch's NCCL backend tears the
+  // process down after a timeout).
   void Shutdown() {
+    bool abort = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
       stop_ = true;
+      abort = group_->timed_out.load() && (busy_ || !queue_.empty());
     }
     cv_.notify_all();
+    if (abort && comm_ != nullptr) {
+      infinicclCommAbort(comm_);
+      comm_ = nullptr;
+    }
     if (worker_.joinable()) {
       // The worker may need the GIL to drop the last reference of a tensor
       // that Python also saw.
@@ -658,7 +704,7 @@ class BackendInfiniCCL : public c10d::Backend {
     batch_outputs_.clear();
     batch_work_ = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::COALESCED,
                                                      What("batch_isend_irecv"), timeout_,
-                                                     std::vector<at::Tensor>());
+                                                     std::vector<at::Tensor>(), group_);
   }
 
   c10::intrusive_ptr<c10d::Work> endCoalescing() override {
@@ -910,7 +956,8 @@ class BackendInfiniCCL : public c10d::Backend {
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(inputs, outputs, &device);
     Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
-    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), limit, outputs);
+    auto work =
+        c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), limit, outputs, group_);
     Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
     return work;
   }
@@ -939,7 +986,8 @@ class BackendInfiniCCL : public c10d::Backend {
       batch_.push_back(std::move(job));
       return batch_work_;
     }
-    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), timeout_, tensors);
+    auto work =
+        c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), timeout_, tensors, group_);
     work->source_rank_ = src;
     work->source_ = std::move(source);
     Enqueue(work, std::move(job), device, stream);
@@ -1032,6 +1080,7 @@ class BackendInfiniCCL : public c10d::Backend {
   std::string name_;
   std::vector<int64_t> ranks_;
   c10::intrusive_ptr<c10d::Store> store_;
+  std::shared_ptr<GroupState> group_;
   const Ms watchdog_ = WatchdogTimeout();
   uint64_t monitored_ = 0;  // monitored barriers so far: each one's store keys
 
