@@ -77,6 +77,8 @@ static infinicclResult_t (*const kSendTagged)(const void *, size_t, infinicclDat
 static infinicclResult_t (*const kRecvTagged)(void *, size_t, infinicclDataType_t, int, int,
                                               int *, infinicclComm_t,
                                               void *) = infinicclRecvTagged;
+static infinicclResult_t (*const kDescribeWait)(infinicclComm_t, char *,
+                                                size_t) = infinicclCommDescribeWait;
 
 int main(void) {
   const infinicclDataType_t types[] = {
@@ -100,7 +102,7 @@ int main(void) {
   for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == NULL) return 10;
   }
-  if (sizeof kFunctions / sizeof kFunctions[0] != 34) return 11;
+  if (sizeof kFunctions / sizeof kFunctions[0] != 35) return 11;
   for (i = 0; i < sizeof kSimFunctions / sizeof kSimFunctions[0]; ++i) {
     if (kSimFunctions[i] == NULL) return 16;
   }
@@ -108,7 +110,7 @@ int main(void) {
   if (kSimMemcpy == NULL || kSimKernel == NULL) return 18;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL || kSendTagged == NULL ||
-      kRecvTagged == NULL)
+      kRecvTagged == NULL || kDescribeWait == NULL)
     return 13;
   if (comm != NULL) return 14;
   id.internal[0] = 0;
