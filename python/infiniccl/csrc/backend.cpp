@@ -51,6 +51,10 @@ using Ms = std::chrono::milliseconds;
 
 constexpr int kUInt8 = infinicclUInt8;
 
+// A call on a group after destroy_process_group (shutdown) raises this; it
+// would otherwise wait for a worker that has ended.
+constexpr const char *kDestroyed = "the process group was destroyed (destroy_process_group)";
+
 [[noreturn]] void Fail(const std::string &msg) {
   C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): " + msg);
 }
@@ -164,8 +168,11 @@ void SameType(const at::Tensor &a, const at::Tensor &b, const char *what) {
 // timed-out call waits for, and whether a call of the group has timed out
 // (its shutdown then aborts the communicator rather than wait for the call).
 struct GroupState {
-  explicit GroupState(infinicclComm_t c) : comm(c) {}
+  GroupState(infinicclComm_t c, std::string w) : comm(c), where(std::move(w)) {}
   const infinicclComm_t comm;
+  // " on process group 'NAME' (ranks 0,1,2; this is rank R)": a call's name
+  // is its op and this, made only for a message.
+  const std::string where;
   std::atomic<bool> timed_out{false};
 };
 
@@ -183,29 +190,26 @@ std::string InFlightText(infinicclComm_t comm) {
 
 class WorkInfiniCCL : public c10d::Work {
  public:
-  WorkInfiniCCL(int rank, OpType type, std::string what, Ms timeout,
+  // `op`: a string literal ("allreduce").
+  WorkInfiniCCL(int rank, OpType type, const char *op, Ms timeout,
                 std::vector<at::Tensor> outputs, std::shared_ptr<GroupState> group)
       : c10d::Work(rank, type),
-        what_(std::move(what)),
+        op_(op),
         timeout_(timeout),
         group_(std::move(group)),
-        outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(
-            c10::ListType::create(c10::TensorType::get()))) {}
+        outputs_(std::move(outputs)) {}
 
   // Called once, by whoever ran the call.
   void Done(std::exception_ptr err) {
+    c10::intrusive_ptr<c10::ivalue::Future> future;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       completed_ = true;
       exception_ = err;
+      future = future_;
     }
     cv_.notify_all();
-    if (err) {
-      future_->setError(err);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
+    if (future) Complete(*future);
   }
 
   bool wait(Ms timeout) override {
@@ -217,7 +221,7 @@ class WorkInfiniCCL : public c10d::Work {
         group_->timed_out.store(true);
         // gloo's words ("Timed out waiting 1ms"), which torch's tests match.
         std::ostringstream msg;
-        msg << what_ << ": Timed out waiting " << limit.count()
+        msg << what() << ": Timed out waiting " << limit.count()
             << "ms for it to complete (the timeout of the call or of its process group); ";
         const std::string waits = InFlightText(group_->comm);
         if (waits.empty()) {
@@ -235,17 +239,42 @@ class WorkInfiniCCL : public c10d::Work {
   }
 
   std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // Made on the first request (DDP's comm hooks ask; most callers never do):
+  // completed here when the call is already done, else by Done.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (future_) return future_;
+    future_ = c10::make_intrusive<c10::ivalue::Future>(TensorListType());
+    auto future = future_;
+    const bool done = completed_;
+    lock.unlock();
+    if (done) Complete(*future);
+    return future;
+  }
   // recv: its src; recvAnysource: the sender, written by the call before
   // Done (so valid once wait() returns).
   int sourceRank() const override { return source_ ? *source_ : source_rank_; }
 
-  const std::string &what() const { return what_; }
+  std::string what() const { return std::string("infiniccl ") + op_ + group_->where; }
   int source_rank_ = -1;
   std::shared_ptr<int> source_;
 
  private:
-  std::string what_;
+  // completed_ is set, so exception_ no longer changes.
+  void Complete(c10::ivalue::Future &future) {
+    if (exception_) {
+      future.setError(exception_);
+    } else {
+      future.markCompleted(c10::IValue(outputs_));
+    }
+  }
+
+  static const c10::TypePtr &TensorListType() {
+    static const c10::TypePtr type = c10::ListType::create(c10::TensorType::get());
+    return type;
+  }
+
+  const char *op_;
   Ms timeout_;
   std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
@@ -262,7 +291,7 @@ class BackendInfiniCCL : public c10d::Backend {
         name_(std::move(name)),
         ranks_(std::move(ranks)),
         store_(std::move(store)),
-        group_(std::make_shared<GroupState>(comm_)) {
+        group_(std::make_shared<GroupState>(comm_, Where())) {
     worker_ = std::thread([this] { Loop(); });
   }
 
@@ -703,7 +732,7 @@ class BackendInfiniCCL : public c10d::Backend {
     batch_.clear();
     batch_outputs_.clear();
     batch_work_ = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::COALESCED,
-                                                     What("batch_isend_irecv"), timeout_,
+                                                     "batch_isend_irecv", timeout_,
                                                      std::vector<at::Tensor>(), group_);
   }
 
@@ -749,9 +778,11 @@ class BackendInfiniCCL : public c10d::Backend {
     at::Tensor target, t;
   };
 
-  std::string What(const char *op) const {
+  std::string What(const char *op) const { return std::string("infiniccl ") + op + group_->where; }
+
+  std::string Where() const {
     std::ostringstream s;
-    s << "infiniccl " << op << " on process group '" << name_ << "' (ranks";
+    s << " on process group '" << name_ << "' (ranks";
     for (size_t i = 0; i < ranks_.size(); ++i) s << (i ? "," : " ") << ranks_[i];
     if (ranks_.empty()) s << " 0.." << size_ - 1;
     s << "; this is rank " << rank_ << ")";
@@ -957,7 +988,7 @@ class BackendInfiniCCL : public c10d::Backend {
     void *stream = StreamOf(inputs, outputs, &device);
     Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
     auto work =
-        c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), limit, outputs, group_);
+        c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, limit, outputs, group_);
     Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
     return work;
   }
@@ -987,7 +1018,7 @@ class BackendInfiniCCL : public c10d::Backend {
       return batch_work_;
     }
     auto work =
-        c10::make_intrusive<WorkInfiniCCL>(rank_, type, What(op), timeout_, tensors, group_);
+        c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, timeout_, tensors, group_);
     work->source_rank_ = src;
     work->source_ = std::move(source);
     Enqueue(work, std::move(job), device, stream);
@@ -1020,9 +1051,12 @@ class BackendInfiniCCL : public c10d::Backend {
   // Host calls go to the worker; device calls run here once the queue is empty.
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
                void *stream, bool inline_host = false) {
-    Refuse(work->what().c_str());
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stop_) {
+      lock.unlock();
+      Fail(work->what() + ": " + kDestroyed);
+    }
     if (device.is_cpu() && inline_host) {
-      std::unique_lock<std::mutex> lock(mu_);
       if (queue_.empty() && !busy_) {
         // In call order: calls submitted meanwhile queue behind this one.
         busy_ = true;
@@ -1036,25 +1070,22 @@ class BackendInfiniCCL : public c10d::Backend {
       }
     }
     if (!device.is_cpu()) {
-      std::unique_lock<std::mutex> lock(mu_);
       idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
       lock.unlock();
       Run(work, job, stream);
       return;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.emplace_back(work, std::move(job));
-    }
+    queue_.emplace_back(work, std::move(job));
+    lock.unlock();
     cv_.notify_one();
   }
 
-  // A call on a group after destroy_process_group (shutdown) raises; it
-  // would otherwise wait for a worker that has ended.
+  // A call on a group after destroy_process_group (shutdown) raises (Enqueue
+  // checks the same under the lock it takes anyway).
   void Refuse(const char *what) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) {
-      Fail(std::string(what) + ": the process group was destroyed (destroy_process_group)");
+      Fail(std::string(what) + ": " + kDestroyed);
     }
   }
 
