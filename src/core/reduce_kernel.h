@@ -70,9 +70,13 @@ inline T Combine(T a, T b) {
 }
 
 #if defined(INFINICCL_REDUCE_AVX512)
-// The lanes of a 16-element step with `left` elements to go.
-inline __mmask16 Lanes(size_t left) {
-  return left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+// step(i, lanes) over [0, len) 16 elements at a time: every lane but in the
+// last, partial step, which has a mask of the elements left.
+template <typename Step>
+inline void By16(size_t len, Step step) {
+  size_t i = 0;
+  for (; i + 16 <= len; i += 16) step(i, __mmask16(0xffff));
+  if (i < len) step(i, static_cast<__mmask16>((1u << (len - i)) - 1u));
 }
 #endif
 
@@ -92,23 +96,21 @@ struct Half {
   static constexpr bool kConverts = true;
 #if defined(INFINICCL_REDUCE_AVX512)
   static void Load(const uint16_t *in, float *out, size_t len) {
-    for (size_t i = 0; i < len; i += 16) {
-      const __mmask16 m = Lanes(len - i);
+    By16(len, [&](size_t i, __mmask16 m) {
       const __m256i h = _mm256_maskz_loadu_epi16(m, in + i);
       _mm512_mask_storeu_ps(out + i, m, _mm512_maskz_cvtph_ps(m, h));
-    }
+    });
   }
   static void Store(const float *in, uint16_t *out, size_t len) {
     const __m256i keep = _mm256_set1_epi16(static_cast<short>(0xfe00));
-    for (size_t i = 0; i < len; i += 16) {
-      const __mmask16 m = Lanes(len - i);
+    By16(len, [&](size_t i, __mmask16 m) {
       const __m512 x = _mm512_maskz_loadu_ps(m, in + i);
       __m256i h = _mm512_maskz_cvtps_ph(m, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       // The instruction keeps a NaN's top payload bits; FloatToHalf drops them.
       const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
       h = _mm256_mask_blend_epi16(nan, h, _mm256_and_si256(h, keep));
       _mm256_mask_storeu_epi16(out + i, m, h);
-    }
+    });
   }
 #elif defined(INFINICCL_REDUCE_AVX2)
   static void Load(const uint16_t *in, float *out, size_t len) {
@@ -164,18 +166,16 @@ struct BFloat16 {
   static constexpr bool kConverts = true;
 #if defined(INFINICCL_REDUCE_AVX512)
   static void Load(const uint16_t *in, float *out, size_t len) {
-    for (size_t i = 0; i < len; i += 16) {
-      const __mmask16 m = Lanes(len - i);
+    By16(len, [&](size_t i, __mmask16 m) {
       const __m512i x = _mm512_maskz_cvtepu16_epi32(m, _mm256_maskz_loadu_epi16(m, in + i));
       _mm512_mask_storeu_ps(out + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)));
-    }
+    });
   }
   static void Store(const float *in, uint16_t *out, size_t len) {
     const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
     const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
     const __m512i quiet = _mm512_set1_epi32(0x40);
-    for (size_t i = 0; i < len; i += 16) {
-      const __mmask16 m = Lanes(len - i);
+    By16(len, [&](size_t i, __mmask16 m) {
       const __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, in + i));
       const __m512i top = _mm512_srli_epi32(x, 16);
       const __m512i bias = _mm512_add_epi32(half, _mm512_and_si512(top, one));
@@ -183,7 +183,7 @@ struct BFloat16 {
       const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, abs), inf);
       r = _mm512_mask_or_epi32(r, nan, top, quiet);
       _mm256_mask_storeu_epi16(out + i, m, _mm512_maskz_cvtepi32_epi16(m, r));
-    }
+    });
   }
 #elif defined(INFINICCL_REDUCE_AVX2)
   static void Load(const uint16_t *in, float *out, size_t len) {
