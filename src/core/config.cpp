@@ -36,6 +36,7 @@ constexpr Word kSubsystems[] = {
     {"DEVICE", kSubsysDevice},   {"WATCHDOG", kSubsysWatchdog}, {"ALL", kSubsysAll}};
 constexpr Word kBackends[] = {{"auto", 0}, {"mpi", 1}, {"ccl", 2}};
 constexpr Word kDevices[] = {{"auto", 0}, {"sim", 1}, {"cpu", 2}};
+constexpr Word kSimdLevels[] = {{"auto", 0}, {"avx512", 1}, {"avx2", 2}, {"baseline", 3}};
 constexpr Word kDeviceWaits[] = {{"auto", 0}, {"host_func", 1}};
 constexpr Word kAutoIsZero[] = {{"auto", 0}};
 constexpr Word kAutoIsMax[] = {{"auto", -1}};  // SIZE_MAX in a size_t
@@ -389,6 +390,13 @@ const std::vector<Config::Entry> &Config::Table() {
        "With `INFINICCL_SHM=auto`, the largest call (each rank's send buffer) that "
        "takes shared memory. `auto`: each collective's own, measured in "
        "docs/PERFORMANCE.md. Suffixes K, M, G."},
+      {"INFINICCL_SIMD", "auto", &Config::simd, {}, kSimdLevels,
+       "Instruction set of the host reduction kernels (shared-memory collectives): "
+       "`auto` the best this CPU runs; `avx512` (F, BW, VL, DQ), `avx2` (with FMA and "
+       "F16C) or `baseline` (the build's flags, x86-64: SSE2) force one, for tests and "
+       "A/B measurements; a level the CPU or the build lacks gives the best it has, with "
+       "an INFO line. Every level gives the same bits. `infiniccl-info` prints the level "
+       "in use."},
       {"INFINICCL_HIERARCHY", "auto", &Config::hierarchy, {}, kTristate,
        "Two-level collectives (docs/CCL.md): ranks grouped by node and device kind, a "
        "CCL inside each group, MPI between groups. `auto` when there are at least two "

@@ -74,6 +74,7 @@ struct Config {
   bool sim_stream_memops;       // INFINICCL_SIM_STREAM_MEMOPS
   Tristate shm;                 // INFINICCL_SHM
   size_t shm_max_bytes;         // INFINICCL_SHM_MAX_BYTES (SIZE_MAX = auto)
+  std::string simd;             // INFINICCL_SIMD: auto|avx512|avx2|baseline
   Tristate hierarchy;           // INFINICCL_HIERARCHY
   size_t hierarchy_min_bytes;   // INFINICCL_HIERARCHY_MIN_BYTES (SIZE_MAX = auto)
   bool sim_ccl;                 // INFINICCL_SIM_CCL

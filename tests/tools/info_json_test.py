@@ -126,6 +126,8 @@ def case_launcher(icclrun, info, flavor):
         # Four ranks on one node share memory at the default: the limits.
         expect(r.get("shm", "").startswith("AllReduce to ") and "MPI above" in r["shm"],
                "rank %d: shared memory %r" % (r["rank"], r.get("shm")))
+        expect(r.get("reduce_simd", "").split(" ")[0] in ("baseline", "avx2", "avx512"),
+               "rank %d: host reductions %r" % (r["rank"], r.get("reduce_simd")))
 
 
 def case_sim(icclrun, info, flavor):

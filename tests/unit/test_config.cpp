@@ -377,6 +377,7 @@ TEST(ConfigTable, EachDefaultAsShown) {
       {"INFINICCL_SIM_STREAM_MEMOPS", {"1", "1"}},
       {"INFINICCL_SHM", {"auto", "auto"}},
       {"INFINICCL_SHM_MAX_BYTES", {"auto", "auto"}},
+      {"INFINICCL_SIMD", {"auto", "auto"}},
       {"INFINICCL_HIERARCHY", {"auto", "auto"}},
       {"INFINICCL_HIERARCHY_MIN_BYTES", {"auto", "auto"}},
       {"INFINICCL_SIM_CCL", {"0", "0"}},
@@ -408,6 +409,7 @@ TEST(ConfigTable, ShownValuesReadBack) {
               {"INFINICCL_BACKEND", "Mpi"},
               {"INFINICCL_SIM_COPY_GBPS", "12.5"},
               {"INFINICCL_SIM_PINNED", "false"},
+              {"INFINICCL_SIMD", "avx2"},
               {"INFINICCL_HIERARCHY", "1"},
               {"INFINICCL_HIERARCHY_MIN_BYTES", "0"},
               {"INFINICCL_SIM_CCL", "on"},
@@ -504,6 +506,19 @@ TEST(ConfigTable, ChoiceSpellings) {
     EXPECT_EQ(c.device, "auto") << bad;
     ASSERT_EQ(c.warnings.size(), 1u) << bad;
     EXPECT_NE(c.warnings[0].find("is not auto, sim or cpu; using auto"),
+              std::string::npos)
+        << c.warnings[0];
+  }
+  // INFINICCL_SIMD: one of four words, exactly.
+  for (const char *level : {"auto", "avx512", "avx2", "baseline"}) {
+    EXPECT_EQ(ParseWith("INFINICCL_SIMD", level).simd, level);
+    EXPECT_TRUE(ParseWith("INFINICCL_SIMD", level).warnings.empty()) << level;
+  }
+  for (const char *bad : {"AVX2", "sse2", "avx512bw", ""}) {
+    const Config c = ParseWith("INFINICCL_SIMD", bad);
+    EXPECT_EQ(c.simd, "auto") << bad;
+    ASSERT_EQ(c.warnings.size(), 1u) << bad;
+    EXPECT_NE(c.warnings[0].find("is not auto, avx512, avx2 or baseline; using auto"),
               std::string::npos)
         << c.warnings[0];
   }

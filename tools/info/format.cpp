@@ -86,6 +86,7 @@ std::string FormatJson(const RankReport &r) {
       {"ccl_why_not", r.ccl_why_not},
       {"topology", r.topology},
       {"shm", r.shm},
+      {"reduce_simd", r.reduce_simd},
       {"settings", settings},
       {"setting_defaults", defaults},
       {"warnings", r.warnings},
@@ -148,6 +149,7 @@ std::string FormatHumanRank(const RankReport &r) {
                          : "no: " + r.ccl_why_not + " (device buffers go to MPI)");
   for (const std::string &line : r.topology) s += Line("groups:", line);
   s += Line("shared memory:", r.shm);
+  s += Line("host reductions:", r.reduce_simd);
   s += Line("GPU-aware MPI (CUDA):", std::string(r.mpi_gpu_aware ? "yes" : "no") + " (" +
                                          r.mpi_gpu_aware_how + ")");
   std::vector<std::string> changed;

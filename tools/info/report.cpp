@@ -11,6 +11,7 @@
 #include "backend/mpi/gpu_aware.h"
 #include "comm/communicator.h"
 #include "core/config.h"
+#include "core/reduce.h"
 #include "comm/runtime.h"
 #include "comm/comm_init.h"
 #include "device/registry.h"
@@ -229,6 +230,13 @@ static std::string ShmLine(infiniccl::Communicator *c) {
          mib(S::MaxBytes(CollKind::kBroadcast)) + " per rank; MPI above";
 }
 
+// "avx2 (INFINICCL_SIMD=auto; this CPU runs up to avx2)".
+static std::string SimdLine() {
+  return std::string(infiniccl::SimdLevelName(infiniccl::ReduceSimdLevel())) +
+         " (INFINICCL_SIMD=" + infiniccl::GlobalConfig().simd + "; this CPU runs up to " +
+         infiniccl::SimdLevelName(infiniccl::BestSimdLevel()) + ")";
+}
+
 bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
   *out = RankReport{};
   CollectBuild(out);
@@ -261,6 +269,7 @@ bool CollectReport(infinicclComm_t comm, RankReport *out, std::string *error) {
   }
   if (const infiniccl::Topology *t = c->topology()) out->topology = t->Describe();
   out->shm = ShmLine(c.get());
+  out->reduce_simd = SimdLine();
   return true;
 }
 

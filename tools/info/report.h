@@ -77,6 +77,9 @@ struct RankReport {
   // Shared memory among the communicator's ranks (INFINICCL_SHM): which
   // collectives take it up to what size, or why there is none.
   std::string shm;
+  // The instruction set of the host reduction kernels (INFINICCL_SIMD) and
+  // the best this CPU runs: "avx512 (INFINICCL_SIMD=auto; ...)".
+  std::string reduce_simd;
 
   std::vector<Setting> settings;      // Config::Table() order
   std::vector<std::string> warnings;  // config parse warnings
