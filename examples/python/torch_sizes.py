@@ -14,8 +14,11 @@ n (n + 1) / 2, exact in float32 at these rank counts.
 
 --deepspeed adds DeepSpeed's CPU shared-memory AllReduce (its
 `inference_all_reduce_` op, csrc/cpu/comm/shm.cpp, built by DeepSpeed on
-first use) as a third side, with every rank on this node (LOCAL_SIZE), and
-prints infiniccl / deepspeed too.
+first use) with every rank on this node (LOCAL_SIZE), twice: the op called
+directly ("deepspeed"), and through `deepspeed.comm.inference_all_reduce`
+("deepspeed.comm", what DeepSpeed's own tensor-parallel inference calls),
+set up by `deepspeed.init_distributed` over the initialised default group;
+and prints infiniccl / each.
 """
 import os
 import statistics
@@ -65,12 +68,15 @@ def main():
     groups = {"infiniccl": lambda t: dist.all_reduce(t),
               "gloo": lambda t: dist.all_reduce(t, group=gloo)}
     if "--deepspeed" in sys.argv:
-        from deepspeed.accelerator import get_accelerator
+        import deepspeed
+        import deepspeed.comm
 
         os.environ.setdefault("LOCAL_SIZE", str(size))  # every rank on this node
-        shm = get_accelerator().create_op_builder("ShareMemCommBuilder").load()
-        shm.initialize(size, rank)
+        os.environ.setdefault("LOCAL_RANK", str(rank))
+        deepspeed.init_distributed()  # builds and initialises the op
+        assert deepspeed.comm.comm.cdb.shm_comm_op is not None, "DeepSpeed's shm op was not built"
         groups["deepspeed"] = torch.ops.deepspeed.inference_all_reduce_
+        groups["deepspeed.comm"] = deepspeed.comm.inference_all_reduce
     times = {(g, b): [] for g in groups for b in sizes}
     for r in range(rounds + 1):  # round 0 warms up
         for b in sizes:
