@@ -40,6 +40,10 @@ void Announce(Communicator &comm, const CollArgs &a, Path path, const char *devi
 
 // Device buffers through the segment are staged through host memory too:
 // counted as staged calls and copies (infinicclGetStagingStats).
+// Per-rank bytes up to which a queued call through shared memory on device
+// buffers runs as a one-chunk call on the caller's stream (StagedOnStream).
+constexpr size_t kOnStreamShmBytes = size_t{256} << 10;
+
 Status RunShm(ShmBackend &shm, const CollArgs &x, DeviceRuntime *device,
               const BufferPlacement &placement) {
   ShmBackend::CopyCounts n;
@@ -206,7 +210,13 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   op.device = device;
   op.device_id = send_dev ? send.device : recv.device;
   std::shared_ptr<StagedOnStream> staged;
-  if (path == Path::kStagedMpi && !uniform) {
+  // A small call through shared memory takes the same shape, its slot
+  // copied into and out of the segment by the host: two memcpys of at most
+  // kOnStreamShmBytes cost less than the engine's waits for its own device
+  // copies (docs/PERFORMANCE.md, "Device buffers on the emulated device").
+  const bool small_shm =
+      path == Path::kShm && a.count * DataTypeSize(a.dtype) <= kOnStreamShmBytes;
+  if ((path == Path::kStagedMpi && !uniform) || small_shm) {
     staged = StagedOnStream::IfOneChunk(*device, a, placement, nranks);
   }
   if (staged != nullptr) {
@@ -216,8 +226,11 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   }
   if (staged != nullptr) {
     // One chunk: the copies on the caller's stream around the gate, only MPI
-    // on the engine's thread (no more thread hops than a blocking call).
-    op.run = [staged, c](const CollArgs &) { return staged->RunMpi(c->mpi_backend()); };
+    // (or the shared-memory protocol) on the engine's thread: no more thread
+    // hops than a blocking call.
+    Backend *host = path == Path::kShm ? static_cast<Backend *>(c->shm_backend())
+                                       : &c->mpi_backend();
+    op.run = [staged, host](const CollArgs &) { return staged->RunHost(*host); };
     op.after_gate = [staged] { return staged->End(); };
     op.retire = [staged] { staged->Retire(); };
   } else {

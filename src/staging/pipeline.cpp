@@ -327,7 +327,7 @@ Status StagedOnStream::Begin(DeviceRuntime &device, const CollArgs &a, const voi
   return StageIn(device, a, p, /*on_device=*/true, slot, 0, p.count);
 }
 
-Status StagedOnStream::RunMpi(Backend &host_backend) const { return host_backend.Run(host_); }
+Status StagedOnStream::RunHost(Backend &host_backend) const { return host_backend.Run(host_); }
 
 Status StagedOnStream::End() {
   state_ = State::kGated;

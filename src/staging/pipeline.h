@@ -47,7 +47,8 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
 
 // A one-chunk staged call split around the progress engine's gate, in the
 // shape of Aluminum's host-transfer backend: the copies run on the caller's
-// stream, the engine's thread only runs MPI. On the caller's stream:
+// stream, the engine's thread only runs the host backend (MPI, or shared
+// memory for small calls) on the slot. On the caller's stream:
 //   [device-to-host copies][engine's event][gate][host-to-device copies][done]
 // so a small queued call crosses no more threads than a blocking one.
 // - IfOneChunk: the call's plan when it is one chunk and every buffer it
@@ -60,8 +61,8 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
 //   this one's would not be, Begin queues nothing and says so (`began`
 //   false), and the call goes to the engine's thread whole, leasing there
 //   when it runs.
-// - RunMpi (engine's thread, once the stream reached the call): MPI on the
-//   slot.
+// - RunHost (engine's thread, once the stream reached the call): the host
+//   backend on the slot.
 // - End (caller's thread, right after the gate wait, inside Enqueue): queues
 //   the host-to-device copies and the `done` event on the caller's stream.
 // - Retire (engine's thread, after the gate opened, before the next
@@ -81,7 +82,7 @@ class StagedOnStream {
                                                     const CollArgs &args,
                                                     BufferPlacement placement, int nranks);
   Status Begin(DeviceRuntime &device, const CollArgs &args, const void *owner, bool *began);
-  Status RunMpi(Backend &host_backend) const;
+  Status RunHost(Backend &host_backend) const;
   Status End();
   void Retire();
 
