@@ -178,6 +178,13 @@ for np in 2 4; do
       -b 64K -e 64M -f 4 --warmup 3 --iters 10 --validate
   done
 done
+# The progress engine's call + synchronize against blocking calls through the
+# segment, 2 ranks: queued calls up to 256 KiB run on the caller's stream
+# (StagedOnStream), larger ones copy on the engine's stream.
+for async in 0 auto; do
+  step bench.engine_shm 20 env INFINICCL_ASYNC=$async "${mpi[@]}" -np 2 "${bench[@]}" \
+    --modes return_allreduce -b 64K -e 4M -f 4 --warmup 5 --iters 20
+done
 # The same with 4 MiB chunks: on a GPU that four processes time-slice, fewer,
 # larger copies may pay for the collectives that move no reduction (the
 # 1 MiB default came from the AllReduce sweep only).
