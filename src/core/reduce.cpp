@@ -2,6 +2,10 @@
 // set, the one to run chosen once from the CPU and INFINICCL_SIMD.
 #include "core/reduce.h"
 
+#if defined(INFINICCL_REDUCE_X86)
+#include <cpuid.h>
+#endif
+
 #include "core/config.h"
 #include "core/log.h"
 
@@ -28,14 +32,21 @@ namespace {
 using Kernel = void (*)(void *, const void *const *, int, size_t, infinicclDataType_t,
                         infinicclRedOp_t, int, void *);
 
+#if defined(INFINICCL_REDUCE_X86)
+bool HasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 bool Runs(SimdLevel level) {
   switch (level) {
     case SimdLevel::kBaseline: return true;
 #if defined(INFINICCL_REDUCE_X86)
     // __builtin_cpu_supports also asks the OS (XCR0) for the vector state.
+    // F16C from CPUID itself: clang's builtin does not know the name.
     case SimdLevel::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
     case SimdLevel::kAvx512:
       return Runs(SimdLevel::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
