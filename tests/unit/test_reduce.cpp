@@ -168,15 +168,16 @@ TEST_P(ReduceInto_, EveryOpSourceCountAndLayoutIsExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllTypes, ReduceInto_,
+// Every dtype, each test named after it.
+const auto kAllTypes =
     ::testing::Values(infinicclInt8, infinicclInt16, infinicclInt32, infinicclInt64,
                       infinicclUInt8, infinicclUInt16, infinicclUInt32, infinicclUInt64,
-                      infinicclFloat16, infinicclBFloat16, infinicclFloat32,
-                      infinicclFloat64),
-    [](const ::testing::TestParamInfo<infinicclDataType_t> &info) {
-      return std::string(infiniccl::DataTypeName(info.param));
-    });
+                      infinicclFloat16, infinicclBFloat16, infinicclFloat32, infinicclFloat64);
+std::string TypeName(const ::testing::TestParamInfo<infinicclDataType_t> &info) {
+  return std::string(infiniccl::DataTypeName(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ReduceInto_, kAllTypes, TypeName);
 
 // ---- arbitrary bit patterns, every kernel against a reference and baseline --
 
@@ -454,15 +455,7 @@ TEST_P(ReduceIntoBits, EveryLevelMatchesTheReferenceAndBaselineBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllTypes, ReduceIntoBits,
-    ::testing::Values(infinicclInt8, infinicclInt16, infinicclInt32, infinicclInt64,
-                      infinicclUInt8, infinicclUInt16, infinicclUInt32, infinicclUInt64,
-                      infinicclFloat16, infinicclBFloat16, infinicclFloat32,
-                      infinicclFloat64),
-    [](const ::testing::TestParamInfo<infinicclDataType_t> &info) {
-      return std::string(infiniccl::DataTypeName(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllTypes, ReduceIntoBits, kAllTypes, TypeName);
 
 // Every float16 and bfloat16 bit pattern through one source (converted in
 // and out) and through Sum, Avg and Max with a second source: every level

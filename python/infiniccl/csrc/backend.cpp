@@ -174,6 +174,9 @@ struct GroupState {
   // is its op and this, made only for a message.
   const std::string where;
   std::atomic<bool> timed_out{false};
+
+  // "infiniccl allreduce on process group ...": a call's name in a message.
+  std::string Name(const char *op) const { return std::string("infiniccl ") + op + where; }
 };
 
 // The library's description of the calls in flight on `comm`
@@ -255,7 +258,7 @@ class WorkInfiniCCL : public c10d::Work {
   // Done (so valid once wait() returns).
   int sourceRank() const override { return source_ ? *source_ : source_rank_; }
 
-  std::string what() const { return std::string("infiniccl ") + op_ + group_->where; }
+  std::string what() const { return group_->Name(op_); }
   int source_rank_ = -1;
   std::shared_ptr<int> source_;
 
@@ -778,7 +781,7 @@ class BackendInfiniCCL : public c10d::Backend {
     at::Tensor target, t;
   };
 
-  std::string What(const char *op) const { return std::string("infiniccl ") + op + group_->where; }
+  std::string What(const char *op) const { return group_->Name(op); }
 
   std::string Where() const {
     std::ostringstream s;
