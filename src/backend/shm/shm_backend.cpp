@@ -25,6 +25,7 @@ namespace infiniccl {
 namespace {
 
 constexpr size_t kLine = 64;
+constexpr size_t kPage = 4096;
 // How a rank waits for another, in three steps:
 // - it spins, never leaving its core, for kSpin: a rank that shares its core
 //   with another busy process keeps its time slice, so a hand-over from a
@@ -163,9 +164,15 @@ ShmBackend::Control *ShmBackend::ControlOf(int rank) const {
       segment_->region(segment_->node_rank_of()[static_cast<size_t>(rank)]));
 }
 
-char *ShmBackend::Stage(int rank, uint32_t chunk) const {
+char *ShmBackend::Stage(int rank, uint32_t chunk, size_t at) const {
   return segment_->region(segment_->node_rank_of()[static_cast<size_t>(rank)]) +
-         kControlBytes + (chunk & 1u) * kStageBytes;
+         kControlBytes + (chunk & 1u) * kStageBytes + at;
+}
+
+size_t ShmBackend::Window(size_t bytes, uint32_t chunk) {
+  if (bytes < kRotateFromBytes || bytes > kRotateToBytes) return 0;
+  const size_t width = (bytes + kPage - 1) / kPage * kPage;
+  return (chunk >> 1) % (kStageBytes / width) * width;
 }
 
 void ShmBackend::Post(Phase phase, uint32_t value) {
@@ -323,10 +330,12 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
   const size_t chunks = (a.count + cap - 1) / cap;
   const uint32_t first = next_chunk_;
   next_chunk_ += static_cast<uint32_t>(chunks);
+  // A call of one chunk takes its window of the stage (Window).
+  const size_t window = chunks == 1 ? Window(a.count * elem, first) : 0;
   Copies copies(dev, a.stream, counts);
   const auto copy_in = [&](size_t k) -> Status {
     const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
-    char *stage = Stage(rank_, first + static_cast<uint32_t>(k));
+    char *stage = Stage(rank_, first + static_cast<uint32_t>(k), window);
     if (send_dev) return copies.Copy(stage, in + off, n * elem, false, true);
     const Slices s(n, size_, elem);
     const size_t lo = s.lo(rank_) * elem, hi = s.lo(rank_ + 1) * elem;
@@ -340,7 +349,7 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
     const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
     const uint32_t g = first + static_cast<uint32_t>(k);
     const Slices s(n, size_, elem);
-    char *mine = Stage(rank_, g);
+    char *mine = Stage(rank_, g, window);
     // Chunk k is in; chunk k-1's copies out are done.
     INFINICCL_RETURN_IF_ERROR(copies.Finish());
     if (k > 0) Post(kDone, g);
@@ -354,7 +363,7 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
     const size_t slice = s.lo(rank_) * elem;
     for (int j = 0; j < size_; ++j) {
       sources_[static_cast<size_t>(j)] =
-          j == rank_ && !send_dev ? in + off + slice : Stage(j, g) + slice;
+          j == rank_ && !send_dev ? in + off + slice : Stage(j, g, window) + slice;
     }
     // Into the own stage for the others; a host recvbuff gets it at once.
     ReduceInto(mine + slice, sources_.data(), size_, s.len(rank_), a.dtype, a.op, divisor,
@@ -365,7 +374,7 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
       if (j == rank_ && !recv_dev) continue;
       const size_t lo = s.lo(j) * elem;
       INFINICCL_RETURN_IF_ERROR(
-          copies.Copy(out + off + lo, Stage(j, g) + lo, s.len(j) * elem, recv_dev, false));
+          copies.Copy(out + off + lo, Stage(j, g, window) + lo, s.len(j) * elem, recv_dev, false));
     }
   }
   INFINICCL_RETURN_IF_ERROR(copies.Finish());

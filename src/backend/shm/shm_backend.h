@@ -77,7 +77,18 @@ class ShmBackend final : public Backend {
   enum Phase { kArrived = 0, kReduced = 1, kDone = 2, kNumPhases = 3 };
   struct Control;
   Control *ControlOf(int rank) const;
-  char *Stage(int rank, uint32_t chunk) const;
+  // Rank `rank`'s stage for `chunk` (two, alternating), `at` bytes in.
+  char *Stage(int rank, uint32_t chunk, size_t at = 0) const;
+  // Where in its stage a one-chunk AllReduce of `bytes` works: a window
+  // that moves on with every call through the whole stage, so that the
+  // lines a rank writes were last touched many calls ago and are no longer
+  // in the other cores' caches (a write to a line another core holds waits
+  // for that core to drop it). 0 (the stage's start) below
+  // kRotateFromBytes, where the lines a call reuses stay in this core's
+  // cache and fresh ones cost more, and above half a stage.
+  static size_t Window(size_t bytes, uint32_t chunk);
+  static constexpr size_t kRotateFromBytes = size_t{32} << 10;
+  static constexpr size_t kRotateToBytes = size_t{256} << 10;
   void Post(Phase phase, uint32_t value);
   // Posts `value` to every phase still below it: at the end of each chunk,
   // so a phase a collective does not use never falls behind (the counters
