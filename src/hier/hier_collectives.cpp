@@ -43,20 +43,31 @@ bool OnDevice(const PointerInfo &info) {
   return info.space == MemorySpace::kDevice || info.space == MemorySpace::kManaged;
 }
 
+// Where a step's own buffers are, on c.device: the caller's, or the
+// topology's device scratch, which the call's placement does not describe
+// (a step may write the group's scratch where the call has no receive
+// buffer at this rank: a lone leader's part of a Reduce to another group's
+// root, which the placement calls host). A side without bytes, or one
+// Classify cannot place, keeps the call's placement.
+BufferPlacement StepPlacement(const Ctx &c, const CollArgs &b) {
+  BufferPlacement p = c.placement;
+  PointerInfo info;
+  if (b.send_bytes > 0 && c.device->Classify(b.sendbuff, &info).ok()) {
+    p.send_on_device = OnDevice(info);
+  }
+  if (b.recv_bytes > 0 && c.device->Classify(b.recvbuff, &info).ok()) {
+    p.recv_on_device = OnDevice(info);
+  }
+  return p;
+}
+
 // A call over one rank: the result is the send buffer (a reduction of one
 // contribution, a broadcast or gather of its own block).
 Status RunAlone(Ctx &c, const CollArgs &b) {
   if (b.recvbuff == nullptr || b.sendbuff == b.recvbuff || b.in_place) return Status::Ok();
   if (c.device != nullptr) {
-    // The copy's own buffers decide its direction, not the call's
-    // placement: a step may write the group's device scratch where the
-    // call has no receive buffer at this rank (a lone leader's part of a
-    // Reduce to another group's root), which the placement calls host.
-    BufferPlacement p = c.placement;
-    PointerInfo info;
-    if (c.device->Classify(b.sendbuff, &info).ok()) p.send_on_device = OnDevice(info);
-    if (c.device->Classify(b.recvbuff, &info).ok()) p.recv_on_device = OnDevice(info);
-    return RunLocalCopy(*c.device, b, p, /*stream_ordered=*/false);
+    // The copy's own buffers decide its direction.
+    return RunLocalCopy(*c.device, b, StepPlacement(c, b), /*stream_ordered=*/false);
   }
   std::memmove(b.recvbuff, b.sendbuff, b.recv_bytes);
   return Status::Ok();
@@ -86,16 +97,10 @@ Status InGroup(Ctx &c, const CollArgs &b) {
                std::memory_order_relaxed);
   if (ccl) return t.group_ccl->Run(b);
   if (shm) {
-    // The step's buffers: the caller's, or the topology's scratch (device
-    // memory of c.device).
-    bool send_dev = false, recv_dev = false;
-    if (c.device != nullptr) {
-      PointerInfo info;
-      send_dev = b.send_bytes > 0 && c.device->Classify(b.sendbuff, &info).ok() && OnDevice(info);
-      recv_dev = b.recv_bytes > 0 && c.device->Classify(b.recvbuff, &info).ok() && OnDevice(info);
-    }
     CountHier(3);
-    return t.group_shm->RunOn(b, c.device, send_dev, recv_dev);
+    if (c.device == nullptr) return t.group_shm->RunOn(b, nullptr, false, false);
+    const BufferPlacement p = StepPlacement(c, b);
+    return t.group_shm->RunOn(b, c.device, p.send_on_device, p.recv_on_device);
   }
   if (c.device != nullptr) {
     if (t.group_mpi->ReadsDeviceMemory(c.device->kind())) {
