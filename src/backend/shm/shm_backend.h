@@ -85,7 +85,9 @@ class ShmBackend final : public Backend {
   // in the other cores' caches (a write to a line another core holds waits
   // for that core to drop it). 0 (the stage's start) below
   // kRotateFromBytes, where the lines a call reuses stay in this core's
-  // cache and fresh ones cost more, and above half a stage.
+  // cache and fresh ones cost more, and above kRotateToBytes, where
+  // windows measured no faster (docs/PERFORMANCE.md, "Shared memory on a
+  // node").
   static size_t Window(size_t bytes, uint32_t chunk);
   static constexpr size_t kRotateFromBytes = size_t{32} << 10;
   static constexpr size_t kRotateToBytes = size_t{256} << 10;
