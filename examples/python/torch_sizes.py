@@ -6,7 +6,9 @@ torch"):
                                                           [--deepspeed]
 
 Each round times every size on both groups, alternating (a change of the
-machine's load falls on both sides of a ratio); each cell is the median over
+machine's load falls on both sides of a ratio), at least 20 calls a size (a
+few calls measure the first calls after the other groups' more than the
+call itself); each cell is the median over
 rounds of that round's mean time per call, and the ratio the median of the
 per-round ratios infiniccl / gloo. Every result is checked: rank r
 contributes r + 1 in every element, so each element of the sum is
@@ -81,7 +83,7 @@ def main():
     for r in range(rounds + 1):  # round 0 warms up
         for b in sizes:
             t = torch.empty(b // 4)
-            calls = max(3, min(200, (16 << 20) // b))
+            calls = max(20, min(200, (16 << 20) // b))
             for g, reduce in groups.items():
                 elapsed = timed(t, reduce, rank, size, calls)
                 if r:
