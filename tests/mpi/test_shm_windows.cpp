@@ -1,11 +1,13 @@
 // AllReduce through shared memory, call after call, over the sizes where a
 // one-chunk call works in a window of its stage that moves on with every
-// call (ShmBackend::Window): windowed sizes (32-256 KiB, odd counts among
-// them) between sizes that are not (below 32 KiB, one whole stage, several
-// stages), in place and out of place, in float32, bfloat16 and int64, for
-// more calls than a stage has windows, so windows wrap around and a stage
-// is written while the other ranks may still read the other one. Every
-// element of every result is compared exactly with a sum computed here.
+// call (ShmBackend::Window) and where a call of more than four chunks copies
+// in with streaming stores (ShmBackend::kStreamFromChunks): windowed sizes
+// (32-256 KiB, odd counts among them) between sizes that are not (below 32
+// KiB, one whole stage, four stages, more), in place and out of place, in
+// float32, bfloat16 and int64, for more calls than a stage has windows, so
+// windows wrap around and a stage is written while the other ranks may
+// still read the other one. Every element of every result is compared
+// exactly with a sum computed here.
 //
 //   test_shm_windows [rounds=3]     (run with INFINICCL_SHM=1)
 #include <mpi.h>
@@ -46,10 +48,11 @@ int main(int argc, char **argv) {
                         {infinicclBFloat16, "bfloat16", 2},
                         {infinicclInt64, "int64", 8}};
   // Bytes a call: windowed (32 KiB to 256 KiB) and not, in an order that
-  // alternates them.
+  // alternates them; four chunks (normal stores) and more (streaming).
   const size_t sizes[] = {size_t{64} << 10,       size_t{32} << 10,  (size_t{100} << 10) + 24,
                           size_t{8} << 10,        size_t{256} << 10, (size_t{33} << 10) + 8,
-                          (size_t{1} << 20) + 64, size_t{1} << 20,   (size_t{160} << 10) + 40};
+                          (size_t{1} << 20) + 64, size_t{1} << 20,   (size_t{160} << 10) + 40,
+                          (size_t{4} << 20) + 64, size_t{4} << 20,   (size_t{7} << 20) + 24};
   long calls = 0;
   for (int round = 0; round < rounds; ++round) {
     for (const Type &t : types) {

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -300,6 +303,35 @@ Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev
 
 namespace {
 
+// memcpy with streaming (non-temporal) stores: the lines go to memory
+// without first being read into this core's cache, so a line another core
+// still holds is not taken from it line by line (the wait a normal store
+// has for each such line). Plain memcpy where the target has no such
+// stores.
+void StreamCopy(char *dst, const char *src, size_t bytes) {
+#if defined(__SSE2__)
+  const size_t head = std::min(bytes, (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i *from = reinterpret_cast<const __m128i *>(src + i);
+    __m128i *to = reinterpret_cast<__m128i *>(dst + i);
+    const __m128i a = _mm_loadu_si128(from), b = _mm_loadu_si128(from + 1);
+    const __m128i c = _mm_loadu_si128(from + 2), d = _mm_loadu_si128(from + 3);
+    _mm_stream_si128(to, a);
+    _mm_stream_si128(to + 1, b);
+    _mm_stream_si128(to + 2, c);
+    _mm_stream_si128(to + 3, d);
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+  _mm_sfence();  // before the post that tells the other ranks the chunk is in
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void CacheCopy(char *dst, const char *src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
 // Slices of a chunk of n elements among `size` ranks: whole cache lines,
 // the last ones possibly short or empty.
 struct Slices {
@@ -339,8 +371,9 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
     if (send_dev) return copies.Copy(stage, in + off, n * elem, false, true);
     const Slices s(n, size_, elem);
     const size_t lo = s.lo(rank_) * elem, hi = s.lo(rank_ + 1) * elem;
-    std::memcpy(stage, in + off, lo);
-    std::memcpy(stage + hi, in + off + hi, n * elem - hi);
+    const auto copy = chunks > kStreamFromChunks ? StreamCopy : CacheCopy;
+    copy(stage, in + off, lo);
+    copy(stage + hi, in + off + hi, n * elem - hi);
     return Status::Ok();
   };
   INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, first - 1, a));

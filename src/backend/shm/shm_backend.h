@@ -7,7 +7,7 @@
 // AllReduce, ReduceScatter, Reduce, AllGather and Broadcast; every dtype and
 // op (float16 and bfloat16 reduced in float). Buffers of any size run in
 // chunks through two stages per rank, so a rank copies chunk k+1 in while
-// slower ranks still read chunk k. Buffers in device memory (the staged path
+// slower ranks still read chunk k (a large AllReduce with streaming stores). Buffers in device memory (the staged path
 // of a device without a CCL) are copied by the device runtime straight into
 // and out of the segment, on the call's stream; the segment is page-locked
 // with that runtime at the first such call (cudaHostRegister and its kin).
@@ -71,6 +71,14 @@ class ShmBackend final : public Backend {
   static size_t MaxBytes(CollKind kind, bool devices = false);
   // Bytes of each stage of a rank's region.
   static constexpr size_t kStageBytes = size_t{1} << 20;
+  // A host AllReduce of more chunks than this copies its input into the
+  // stages with streaming stores. Each stage is written again two chunks
+  // after the other ranks read it, and a normal store to a line another
+  // core still holds waits for that core to give it up: 2-3x the time
+  // when the VM's two cores move data slowly. Smaller calls keep normal
+  // stores, whose lines the other rank then reads from a shared cache
+  // (docs/PERFORMANCE.md, "Shared memory on a node").
+  static constexpr size_t kStreamFromChunks = 4;
 
  private:
   ShmBackend() = default;
