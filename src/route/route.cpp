@@ -209,6 +209,8 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   op.path = path;
   op.device = device;
   op.device_id = send_dev ? send.device : recv.device;
+  ShmBackend *shm = c->shm_backend();
+  const bool lands = path == Path::kShm && shm->Lands(a, device, send_dev, recv_dev);
   std::shared_ptr<StagedOnStream> staged;
   // A small call through shared memory takes the same shape, its slot
   // copied into and out of the segment by the host: two memcpys of at most
@@ -216,7 +218,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   // copies (docs/PERFORMANCE.md, "Device buffers on the emulated device").
   const bool small_shm =
       path == Path::kShm && a.count * DataTypeSize(a.dtype) <= kOnStreamShmBytes;
-  if ((path == Path::kStagedMpi && !uniform) || small_shm) {
+  if ((path == Path::kStagedMpi && !uniform) || (small_shm && !lands)) {
     staged = StagedOnStream::IfOneChunk(*device, a, placement, nranks);
   }
   if (staged != nullptr) {
@@ -224,7 +226,18 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
     INFINICCL_RETURN_IF_ERROR(staged->Begin(*device, a, c, &began));
     if (!began) staged = nullptr;  // the queued calls' slots fill the cap
   }
-  if (staged != nullptr) {
+  if (lands) {
+    // Through the landing areas of the segment: the copies on the caller's
+    // stream around the gate, only the reduction on the engine's thread.
+    INFINICCL_RETURN_IF_ERROR(shm->LandIn(a, device));
+    StagingPool &pool = StagingPool::Global();
+    const size_t bytes = a.count * DataTypeSize(a.dtype);
+    pool.CountCall(false);
+    pool.CountCopy(CopyKind::kDeviceToHost, bytes, 1);
+    pool.CountCopy(CopyKind::kHostToDevice, bytes, 1);
+    op.run = [shm, a](const CollArgs &) { return shm->RunLanded(a); };
+    op.after_gate = [shm, a, device] { return shm->LandOut(a, device); };
+  } else if (staged != nullptr) {
     // One chunk: the copies on the caller's stream around the gate, only MPI
     // (or the shared-memory protocol) on the engine's thread: no more thread
     // hops than a blocking call.
@@ -239,7 +252,10 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   op.done = [c, seq = op.seq](const Status &st) {
     c->NoteReturned(seq, static_cast<int>(st.code()));
   };
-  INFINICCL_RETURN_IF_ERROR(comm.engine().Enqueue(std::move(op)));
+  const Status st = comm.engine().Enqueue(std::move(op));
+  // Not queued: the landing area is free once LandIn's copy has run.
+  if (!st.ok() && lands) (void)shm->LandOut(a, device, /*copy=*/false);
+  INFINICCL_RETURN_IF_ERROR(st);
   if (queued != nullptr) *queued = true;
   return Status::Ok();
 }

@@ -129,6 +129,10 @@ struct ShmBackend::Control {
   };
   Counter phase[kNumPhases];
   alignas(kLine) std::atomic<int32_t> pid;
+  // One-chunk AllReduce g: g + 1 when this rank's input is in its landing
+  // area (and its result goes there), g when in its stage; written before
+  // the rank posts its arrival.
+  std::atomic<uint32_t> landed;
 };
 
 namespace {
@@ -140,7 +144,7 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
   out->reset();
   std::unique_ptr<NodeSegment> segment;
-  INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 2 * kStageBytes, 0, "shm",
+  INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 3 * kStageBytes, 0, "shm",
                                                 &segment, why));
   if (segment == nullptr) return Status::Ok();
   if (segment->node_size() != size) {
@@ -152,6 +156,7 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   b->size_ = size;
   b->segment_ = std::move(segment);
   b->sources_.resize(static_cast<size_t>(size));
+  b->landed_.resize(static_cast<size_t>(size));
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   b->spin_ = cores > 0 && size > cores ? std::chrono::microseconds(0) : kSpin;
   Control *mine = new (b->segment_->region(b->segment_->node_rank())) Control();
@@ -170,6 +175,15 @@ ShmBackend::Control *ShmBackend::ControlOf(int rank) const {
 char *ShmBackend::Stage(int rank, uint32_t chunk, size_t at) const {
   return segment_->region(segment_->node_rank_of()[static_cast<size_t>(rank)]) +
          kControlBytes + (chunk & 1u) * kStageBytes + at;
+}
+
+char *ShmBackend::Landing(int rank) const {
+  return segment_->region(segment_->node_rank_of()[static_cast<size_t>(rank)]) +
+         kControlBytes + 2 * kStageBytes;
+}
+
+char *ShmBackend::InputOf(int rank, uint32_t chunk, size_t window, bool landed) const {
+  return landed ? Landing(rank) : Stage(rank, chunk, window);
 }
 
 size_t ShmBackend::Window(size_t bytes, uint32_t chunk) {
@@ -268,11 +282,26 @@ bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
 }
 
 ShmBackend::~ShmBackend() {
+  if (landing_free_ != nullptr) {
+    if (aborted_.load(std::memory_order_relaxed)) {
+      // CommAbort: a landed call's copies may wait on a stream behind a
+      // kernel that never ends; the mapping stays (its name is unlinked
+      // already: the memory goes with the process).
+      INFINICCL_INFO("shared memory: the aborted communicator's segment stays mapped until "
+                     "the process exits (device copies into it may still be queued)");
+      (void)segment_.release();
+      return;
+    }
+    (void)registered_with_->EventSynchronize(landing_free_);
+    (void)registered_with_->EventDestroy(landing_free_);
+  }
   // Errors ignored: at process exit the runtime may already be torn down.
   if (registered_with_ != nullptr) (void)registered_with_->HostUnregister(segment_->base());
 }
 
-void ShmBackend::RegisterWith(DeviceRuntime *device) {
+bool ShmBackend::RegisterWith(DeviceRuntime *device) {
+  std::lock_guard<std::mutex> lock(register_mutex_);
+  if (register_tried_) return registered_with_ == device;
   register_tried_ = true;
   const Status st = device->HostRegister(segment_->base(), segment_->bytes());
   if (st.ok()) {
@@ -285,11 +314,38 @@ void ShmBackend::RegisterWith(DeviceRuntime *device) {
                    "through it are synchronous",
                    device->description(), st.message().c_str());
   }
+  return registered_with_ == device;
+}
+
+bool ShmBackend::Lands(const CollArgs &a, DeviceRuntime *device, bool send_dev,
+                       bool recv_dev) {
+  return a.kind == CollKind::kAllReduce && send_dev && recv_dev && device != nullptr &&
+         a.count > 0 && a.count * DataTypeSize(a.dtype) <= kStageBytes && RegisterWith(device);
+}
+
+Status ShmBackend::LandIn(const CollArgs &a, DeviceRuntime *device) {
+  if (landing_free_ == nullptr) {
+    INFINICCL_RETURN_IF_ERROR(device->EventCreate(&landing_free_));
+  } else if (landing_stream_ != a.stream) {
+    INFINICCL_RETURN_IF_ERROR(device->StreamWaitEvent(a.stream, landing_free_));
+  }
+  landing_stream_ = a.stream;
+  return device->MemcpyAsync(Landing(rank_), a.sendbuff, a.count * DataTypeSize(a.dtype),
+                             CopyKind::kDeviceToHost, a.stream);
+}
+
+Status ShmBackend::LandOut(const CollArgs &a, DeviceRuntime *device, bool copy) {
+  if (copy) {
+    INFINICCL_RETURN_IF_ERROR(device->MemcpyAsync(a.recvbuff, Landing(rank_),
+                                                  a.count * DataTypeSize(a.dtype),
+                                                  CopyKind::kHostToDevice, a.stream));
+  }
+  return device->EventRecord(landing_free_, a.stream);
 }
 
 Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,
                          bool recv_dev, CopyCounts *counts) {
-  if (device != nullptr && (send_dev || recv_dev) && !register_tried_) RegisterWith(device);
+  if (device != nullptr && (send_dev || recv_dev)) RegisterWith(device);
   switch (a.kind) {
     case CollKind::kAllReduce: return AllReduce(a, device, send_dev, recv_dev, counts);
     case CollKind::kReduceScatter: return ReduceScatter(a, device, send_dev, recv_dev, counts);
@@ -354,7 +410,7 @@ struct Slices {
 // issued before chunk k is reduced, and chunk k's copies out finish while
 // chunk k+1 is reduced, so device copies overlap the reduction.
 Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev,
-                             bool recv_dev, CopyCounts *counts) {
+                             bool recv_dev, CopyCounts *counts, bool landed) {
   const size_t elem = DataTypeSize(a.dtype), cap = kStageBytes / elem;
   const char *in = static_cast<const char *>(a.sendbuff);
   char *out = static_cast<char *>(a.recvbuff);
@@ -362,10 +418,15 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
   const size_t chunks = (a.count + cap - 1) / cap;
   const uint32_t first = next_chunk_;
   next_chunk_ += static_cast<uint32_t>(chunks);
-  // A call of one chunk takes its window of the stage (Window).
+  // A call of one chunk takes its window of the stage (Window), and says
+  // whether it landed: each rank reads the others' inputs where they are
+  // and writes its slice of the result into the landing area of each rank
+  // that landed.
   const size_t window = chunks == 1 ? Window(a.count * elem, first) : 0;
+  if (chunks == 1) ControlOf(rank_)->landed.store(landed ? first + 1 : first, std::memory_order_relaxed);
   Copies copies(dev, a.stream, counts);
   const auto copy_in = [&](size_t k) -> Status {
+    if (landed) return Status::Ok();  // LandIn's copy, on the caller's stream
     const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
     char *stage = Stage(rank_, first + static_cast<uint32_t>(k), window);
     if (send_dev) return copies.Copy(stage, in + off, n * elem, false, true);
@@ -378,11 +439,11 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
   };
   INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, first - 1, a));
   INFINICCL_RETURN_IF_ERROR(copy_in(0));
+  bool any_landed = landed, all_landed = landed;
   for (size_t k = 0; k < chunks; ++k) {
     const size_t at = k * cap, n = std::min(cap, a.count - at), off = at * elem;
     const uint32_t g = first + static_cast<uint32_t>(k);
     const Slices s(n, size_, elem);
-    char *mine = Stage(rank_, g, window);
     // Chunk k is in; chunk k-1's copies out are done.
     INFINICCL_RETURN_IF_ERROR(copies.Finish());
     if (k > 0) Post(kDone, g);
@@ -395,23 +456,49 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
     INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
     const size_t slice = s.lo(rank_) * elem;
     for (int j = 0; j < size_; ++j) {
+      const bool lands =
+          j == rank_ ? landed
+                     : chunks == 1 && ControlOf(j)->landed.load(std::memory_order_relaxed) == g + 1;
+      landed_[static_cast<size_t>(j)] = lands;
+      any_landed = any_landed || lands;
+      all_landed = all_landed && lands;
       sources_[static_cast<size_t>(j)] =
-          j == rank_ && !send_dev ? in + off + slice : Stage(j, g, window) + slice;
+          j == rank_ && !send_dev ? in + off + slice : InputOf(j, g, window, lands) + slice;
     }
-    // Into the own stage for the others; a host recvbuff gets it at once.
-    ReduceInto(mine + slice, sources_.data(), size_, s.len(rank_), a.dtype, a.op, divisor,
-               recv_dev ? nullptr : out + off + slice);
+    // Into the own stage or landing area for the others; a host recvbuff
+    // gets it at once, else the first other rank that landed.
+    char *mine = InputOf(rank_, g, window, landed) + slice;
+    int pushed = -1;
+    char *also = recv_dev ? nullptr : out + off + slice;
+    for (int j = 0; also == nullptr && j < size_; ++j) {
+      if (j != rank_ && landed_[static_cast<size_t>(j)]) {
+        pushed = j;
+        also = Landing(j) + slice;
+      }
+    }
+    ReduceInto(mine, sources_.data(), size_, s.len(rank_), a.dtype, a.op, divisor, also);
+    for (int j = 0; any_landed && j < size_; ++j) {
+      if (j != rank_ && j != pushed && landed_[static_cast<size_t>(j)]) {
+        std::memcpy(Landing(j) + slice, mine, s.len(rank_) * elem);
+      }
+    }
     Post(kReduced, g + 1);
     INFINICCL_RETURN_IF_ERROR(WaitAll(kReduced, g + 1, a));
+    if (landed) continue;  // every slice is in the landing area: LandOut copies it out
     for (int j = 0; j < size_; ++j) {
       if (j == rank_ && !recv_dev) continue;
       const size_t lo = s.lo(j) * elem;
-      INFINICCL_RETURN_IF_ERROR(
-          copies.Copy(out + off + lo, Stage(j, g, window) + lo, s.len(j) * elem, recv_dev, false));
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off + lo,
+                                            InputOf(j, g, window, landed_[static_cast<size_t>(j)]) + lo,
+                                            s.len(j) * elem, recv_dev, false));
     }
   }
   INFINICCL_RETURN_IF_ERROR(copies.Finish());
   PostAll(first + static_cast<uint32_t>(chunks));
+  // A rank that did not land read this landing area's slice of the result:
+  // the next call's copy in (on the stream, not waiting for the ranks)
+  // must come after that.
+  if (landed && !all_landed) INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, first + 1, a));
   return Status::Ok();
 }
 

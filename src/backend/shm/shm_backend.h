@@ -7,10 +7,20 @@
 // AllReduce, ReduceScatter, Reduce, AllGather and Broadcast; every dtype and
 // op (float16 and bfloat16 reduced in float). Buffers of any size run in
 // chunks through two stages per rank, so a rank copies chunk k+1 in while
-// slower ranks still read chunk k (a large AllReduce with streaming stores). Buffers in device memory (the staged path
-// of a device without a CCL) are copied by the device runtime straight into
-// and out of the segment, on the call's stream; the segment is page-locked
-// with that runtime at the first such call (cudaHostRegister and its kin).
+// slower ranks still read chunk k (a large AllReduce with streaming
+// stores). Buffers in device memory (the staged path of a device without a
+// CCL) are copied by the device runtime straight into and out of the
+// segment, on the call's stream; the segment is page-locked with that
+// runtime at the first such call (cudaHostRegister and its kin).
+//
+// A queued AllReduce of device buffers of one stage at most lands: its
+// input is copied on the caller's stream into the rank's landing area
+// (LandIn, before the progress engine's gate), the ranks reduce there, each
+// rank writing its reduced slice into every landing area (RunLanded, on
+// the engine's thread), and the result is copied out of the own landing
+// area behind the gate (LandOut). No rank reads another's memory once the
+// reduction is done, so a landing area is free again as soon as its own
+// copy out has run, which the caller's streams order without the engine.
 //
 // Ranks step through chunks in lockstep on counters in the segment, one per
 // phase per rank (arrived, reduced, done). A waiter spins briefly (not when
@@ -26,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,6 +68,23 @@ class ShmBackend final : public Backend {
   Status RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev, bool recv_dev,
                CopyCounts *counts = nullptr);
   const char *Unsupported(const CollArgs &a) const override;
+
+  // Whether `a` lands (see above): an AllReduce from and to memory of
+  // `device` of kStageBytes at most, with the segment page-locked with it
+  // (registered here at the first call), so both copies are asynchronous.
+  // Each rank decides alone: a rank that does not land runs the staged
+  // protocol, which serves landed peers (AllReduce).
+  bool Lands(const CollArgs &a, DeviceRuntime *device, bool send_dev, bool recv_dev);
+  // On the caller's thread, in call order: the copy into the landing area
+  // on a.stream, after the copy out of the landed call before it (on
+  // another stream: a wait for it queued on a.stream).
+  Status LandIn(const CollArgs &a, DeviceRuntime *device);
+  // The reduction of the landed call `a` (after LandIn's copy has run).
+  Status RunLanded(const CollArgs &a) { return AllReduce(a, nullptr, true, true, nullptr, true); }
+  // The copy out of the landing area into a.recvbuff on a.stream, after the
+  // gate that RunLanded opens; `copy` false (the call was not queued):
+  // only marks the landing area free once the stream has run LandIn's copy.
+  Status LandOut(const CollArgs &a, DeviceRuntime *device, bool copy = true);
   void Abort() override { aborted_.store(true, std::memory_order_relaxed); }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
@@ -83,6 +111,10 @@ class ShmBackend final : public Backend {
  private:
   ShmBackend() = default;
   enum Phase { kArrived = 0, kReduced = 1, kDone = 2, kNumPhases = 3 };
+  // Where rank `rank`'s input of one-chunk AllReduce `chunk` is, and where
+  // its slice of the result goes: its landing area, or its stage.
+  char *InputOf(int rank, uint32_t chunk, size_t window, bool landed) const;
+  char *Landing(int rank) const;
   struct Control;
   Control *ControlOf(int rank) const;
   // Rank `rank`'s stage for `chunk` (two, alternating), `at` bytes in.
@@ -110,7 +142,7 @@ class ShmBackend final : public Backend {
   Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
 
   Status AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
-                         CopyCounts *counts);
+                   CopyCounts *counts, bool landed = false);
   Status ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
                              CopyCounts *counts);
   Status Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, bool recv_dev,
@@ -122,16 +154,24 @@ class ShmBackend final : public Backend {
 
   // Page-locks the segment with `device` (first device call): its copies
   // into and out of the segment are then DMA, asynchronous both ways.
-  void RegisterWith(DeviceRuntime *device);
+  // Whether the segment is page-locked with `device` (tried at the first
+  // call, from the caller's or the engine's thread).
+  bool RegisterWith(DeviceRuntime *device);
 
   std::unique_ptr<NodeSegment> segment_;
+  std::mutex register_mutex_;
   DeviceRuntime *registered_with_ = nullptr;  // the runtime it is page-locked with
   bool register_tried_ = false;
+  // Recorded behind each landed call's copy out (LandOut): the landing
+  // area is free once it is reached. On the stream of landing_stream_.
+  void *landing_free_ = nullptr;
+  void *landing_stream_ = nullptr;
   int rank_ = 0, size_ = 1;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
   std::atomic<bool> aborted_{false};
   std::chrono::microseconds spin_{0};  // the first step of a wait (shm_backend.cpp)
   std::vector<const void *> sources_;  // one per rank, kept: no allocation per call
+  std::vector<char> landed_;           // per rank: whether its one-chunk call landed
 };
 
 }  // namespace infiniccl
