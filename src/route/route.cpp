@@ -212,10 +212,11 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   ShmBackend *shm = c->shm_backend();
   const bool lands = path == Path::kShm && shm->Lands(a, device, send_dev, recv_dev);
   std::shared_ptr<StagedOnStream> staged;
-  // A small call through shared memory takes the same shape, its slot
-  // copied into and out of the segment by the host: two memcpys of at most
-  // kOnStreamShmBytes cost less than the engine's waits for its own device
-  // copies (docs/PERFORMANCE.md, "Device buffers on the emulated device").
+  // An AllReduce through shared memory of at most one stage lands in the
+  // segment (ShmBackend::Lands). Another small call through it takes the
+  // staged shape, its slot copied into and out of the segment by the host:
+  // two memcpys of at most kOnStreamShmBytes cost less than the engine's
+  // waits for its own device copies.
   const bool small_shm =
       path == Path::kShm && a.count * DataTypeSize(a.dtype) <= kOnStreamShmBytes;
   if ((path == Path::kStagedMpi && !uniform) || (small_shm && !lands)) {

@@ -179,8 +179,9 @@ for np in 2 4; do
   done
 done
 # The progress engine's call + synchronize against blocking calls through the
-# segment, 2 ranks: queued calls up to 256 KiB run on the caller's stream
-# (StagedOnStream), larger ones copy on the engine's stream.
+# segment, 2 ranks: queued AllReduces up to 1 MiB land (copies on the
+# caller's stream into and out of the segment's landing areas), larger ones
+# copy on the engine's stream.
 for async in 0 auto; do
   step bench.engine_shm 20 env INFINICCL_ASYNC=$async "${mpi[@]}" -np 2 "${bench[@]}" \
     --modes return_allreduce -b 64K -e 4M -f 4 --warmup 5 --iters 20

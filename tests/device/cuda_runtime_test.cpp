@@ -349,6 +349,9 @@ TEST_F(CudaRuntimeTest, GpuGateHoldsTheStreamUntilOpened) {
 // called while a gate holds a stream, they return, before or after the gate
 // opens (a helper opens it after 2 s), and the log says which. The library
 // never allocates pinned or device memory on an engine's thread either way.
+// cudaHostRegister too: the shared-memory segment is page-locked at the
+// first device call through it, on the caller's thread or the engine's
+// (ShmBackend::RegisterWith), where the emulated device assumes no wait.
 TEST_F(CudaRuntimeTest, GpuAllocationsWhileAGateIsClosed) {
   REQUIRE_GPU();
   void *gate = nullptr, *stream = nullptr;
@@ -366,10 +369,16 @@ TEST_F(CudaRuntimeTest, GpuAllocationsWhileAGateIsClosed) {
   const bool host_waited = opened.load();
   ASSERT_TRUE(rt_->Malloc(&dev, 1 << 20).ok());
   const bool dev_waited = opened.load();
-  std::printf("cudaMallocHost while a gate is closed: %s; cudaMalloc: %s\n",
+  std::vector<char> pageable(size_t{4} << 20);
+  ASSERT_TRUE(rt_->HostRegister(pageable.data(), pageable.size()).ok());
+  const bool register_waited = opened.load();
+  std::printf("cudaMallocHost while a gate is closed: %s; cudaMalloc: %s; "
+              "cudaHostRegister: %s\n",
               host_waited ? "waited for the gate" : "returned at once",
-              dev_waited ? "waited for the gate" : "returned at once");
+              dev_waited ? "waited for the gate" : "returned at once",
+              register_waited ? "waited for the gate" : "returned at once");
   opener.join();
+  EXPECT_TRUE(rt_->HostUnregister(pageable.data()).ok());
   ASSERT_TRUE(rt_->StreamSynchronize(stream).ok());
   EXPECT_TRUE(rt_->Free(dev).ok());
   EXPECT_TRUE(rt_->FreeHost(host).ok());

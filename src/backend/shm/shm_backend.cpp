@@ -6,15 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <ctime>
 #include <new>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/config.h"
 #include "core/dtype.h"
