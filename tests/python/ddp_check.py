@@ -18,9 +18,10 @@ the ranks' own weights exactly.
 python/ (a built copy of the package with its C++ backend).
 """
 import os
-import subprocess
 import sys
 import tempfile
+
+from against_gloo import environment, launch, parse, report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "..", "examples", "python", "ddp.py")
@@ -32,33 +33,17 @@ def main():
     except ImportError:
         print("SKIPPED: %s cannot import torch (Debian: python3-torch)" % sys.executable)
         return 77
-    args = sys.argv[1:]
-    device = "cpu"
-    first = None
-    while args and args[0].startswith("--"):
-        if args[0].startswith("--device="):
-            device = args.pop(0).split("=", 1)[1]
-        elif args[0] == "--pythonpath":
-            first = args[1]
-            args = args[2:]
-        else:
-            break
-    nps = [int(n) for n in args[0].split(",")]
-    mpiexec = args[1:]
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [first, os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
+    options, first, nps, mpiexec = parse(sys.argv[1:])
+    device = options["device"]
+    env = environment(first)
     failures = []
     for np_ in nps:
         with tempfile.TemporaryDirectory() as out:
             w = {}
             for backend in ("infiniccl", "gloo"):
-                cmd = mpiexec[:1] + ["-n", str(np_)] + mpiexec[1:] + [
-                    sys.executable, SCRIPT, "--backend", backend, "--steps", "20", "--out", out,
-                    "--grad-kib", "256"] + (
-                    ["--device", device] if backend == "infiniccl" else [])
-                print("+ " + " ".join(cmd), flush=True)
-                rc = subprocess.call(cmd, env=env)
+                rc = launch(mpiexec, np_, [SCRIPT, "--backend", backend, "--steps", "20",
+                                           "--out", out, "--grad-kib", "256"] + (
+                    ["--device", device] if backend == "infiniccl" else []), env)
                 if rc != 0:
                     failures.append("%d ranks, %s: exit %d" % (np_, backend, rc))
                     continue
@@ -78,10 +63,7 @@ def main():
             elif not diff <= bound:
                 failures.append("%d ranks: weights beyond %g of gloo's (%.3g)" %
                                 (np_, bound, diff))
-    for f in failures:
-        print("FAILED: " + f)
-    print("ddp_check: %s" % ("FAILED" if failures else "OK"))
-    return 1 if failures else 0
+    return report("ddp_check", failures)
 
 
 if __name__ == "__main__":

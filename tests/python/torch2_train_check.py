@@ -8,9 +8,10 @@ DIR (a built copy of the package with its C++ backend) comes before the
 source tree's python/. Exits 77 (ctest's skip) without torch 2.1+.
 """
 import os
-import subprocess
 import sys
 import tempfile
+
+from against_gloo import environment, launch, parse, report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "torch2_train.py")
@@ -25,16 +26,8 @@ def main():
     if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 1):
         print("SKIPPED: torch %s (FSDP2 and DTensor need torch 2.x)" % torch.__version__)
         return 77
-    args = sys.argv[1:]
-    first = None
-    if args[0] == "--pythonpath":
-        first, args = args[1], args[2:]
-    nps = [int(n) for n in args[0].split(",")]
-    mpiexec = args[1:]
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [first, os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")]
-        if p)
+    _, first, nps, mpiexec = parse(sys.argv[1:])
+    env = environment(first)
     failures = []
     with tempfile.TemporaryDirectory() as out:
         for np_ in nps:
@@ -42,9 +35,7 @@ def main():
                 res = {}
                 for backend in ("infiniccl", "gloo"):
                     path = os.path.join(out, "%s_%s_%d.pt" % (mode, backend, np_))
-                    cmd = mpiexec[:1] + ["-n", str(np_)] + mpiexec[1:] + [
-                        sys.executable, SCRIPT, backend, mode, path]
-                    rc = subprocess.call(cmd, env=env)
+                    rc = launch(mpiexec, np_, [SCRIPT, backend, mode, path], env)
                     if rc or not os.path.exists(path):
                         failures.append("%s %s at %d ranks: exit %d" % (mode, backend, np_, rc))
                         break
@@ -60,10 +51,7 @@ def main():
                 if diff / top > 1e-6 or (np_ == 2 and diff != 0):
                     failures.append("%s at %d ranks: weights differ from gloo's by %.2e" %
                                     (mode, np_, diff / top))
-    for f in failures:
-        print("FAILED: " + f)
-    print("torch2_train_check: %s" % ("FAILED" if failures else "OK"))
-    return 1 if failures else 0
+    return report("torch2_train_check", failures)
 
 
 if __name__ == "__main__":

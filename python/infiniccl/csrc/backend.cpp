@@ -443,14 +443,21 @@ class BackendInfiniCCL : public c10d::Backend {
                   });
   }
 
+  // The output of an all-gather of `input`, or the input of a
+  // reduce-scatter into `output`: the other's size times the group's.
+  void CheckTimesGroup(const at::Tensor &big, const at::Tensor &small, const char *what,
+                       const char *big_name, const char *small_name) const {
+    SameType(big, small, what);
+    if (big.numel() != small.numel() * size_) {
+      Fail(std::string(what) + ": " + big_name + " has " + std::to_string(big.numel()) +
+           " elements, not " + std::to_string(small.numel() * size_) + " (the " + small_name +
+           "'s size times the group's)");
+    }
+  }
+
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
                                                  const c10d::AllgatherOptions &opts) override {
-    SameType(output, input, "all_gather_into_tensor");
-    if (output.numel() != input.numel() * size_) {
-      Fail("all_gather_into_tensor: output has " + std::to_string(output.numel()) +
-           " elements, not " + std::to_string(input.numel() * size_) +
-           " (the input's size times the group's)");
-    }
+    CheckTimesGroup(output, input, "all_gather_into_tensor", "output", "input");
     std::vector<at::Tensor> ins{input}, outs{output};
     return Submit("all_gather_into_tensor", OpType::_ALLGATHER_BASE, ins, outs, opts,
                   [this, input, output](void *stream) { GatherInto(output, input, stream); });
@@ -461,10 +468,8 @@ class BackendInfiniCCL : public c10d::Backend {
       const c10d::AllgatherOptions &opts) override {
     TORCH_CHECK(outputs.size() == inputs.size(), "infiniccl: as many outputs as inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
-      SameType(outputs[i], inputs[i], "allgather_into_tensor_coalesced");
-      if (outputs[i].numel() != inputs[i].numel() * size_) {
-        Fail("allgather_into_tensor_coalesced: an output of the wrong size");
-      }
+      CheckTimesGroup(outputs[i], inputs[i], "allgather_into_tensor_coalesced", "an output",
+                      "input");
     }
     return Submit("allgather_into_tensor_coalesced", OpType::COALESCED, inputs, outputs,
                   opts, [this, inputs, outputs](void *stream) {
@@ -491,12 +496,7 @@ class BackendInfiniCCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
-    SameType(output, input, "reduce_scatter_tensor");
-    if (input.numel() != output.numel() * size_) {
-      Fail("reduce_scatter_tensor: input has " + std::to_string(input.numel()) +
-           " elements, not " + std::to_string(output.numel() * size_) +
-           " (the output's size times the group's)");
-    }
+    CheckTimesGroup(input, output, "reduce_scatter_tensor", "input", "output");
     auto rop = opts.reduceOp;
     std::vector<at::Tensor> ins{input}, outs{output};
     return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts,
@@ -510,10 +510,8 @@ class BackendInfiniCCL : public c10d::Backend {
       const c10d::ReduceScatterOptions &opts) override {
     TORCH_CHECK(outputs.size() == inputs.size(), "infiniccl: as many outputs as inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
-      SameType(outputs[i], inputs[i], "reduce_scatter_tensor_coalesced");
-      if (inputs[i].numel() != outputs[i].numel() * size_) {
-        Fail("reduce_scatter_tensor_coalesced: an input of the wrong size");
-      }
+      CheckTimesGroup(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced", "an input",
+                      "output");
     }
     auto rop = opts.reduceOp;
     return Submit("reduce_scatter_tensor_coalesced", OpType::COALESCED, inputs, outputs,
