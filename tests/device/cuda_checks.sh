@@ -181,10 +181,10 @@ done
 # The progress engine's call + synchronize against blocking calls through the
 # segment, 2 ranks: queued AllReduces up to 1 MiB land (copies on the
 # caller's stream into and out of the segment's landing areas), larger ones
-# copy on the engine's stream.
+# copy on the engine's stream; the results validated.
 for async in 0 auto; do
   step bench.engine_shm 20 env INFINICCL_ASYNC=$async "${mpi[@]}" -np 2 "${bench[@]}" \
-    --modes return_allreduce -b 64K -e 4M -f 4 --warmup 5 --iters 20
+    --modes return_allreduce -b 64K -e 4M -f 4 --warmup 5 --iters 20 --validate
 done
 # The same with 4 MiB chunks: on a GPU that four processes time-slice, fewer,
 # larger copies may pay for the collectives that move no reduction (the
