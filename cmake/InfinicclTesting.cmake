@@ -13,6 +13,22 @@ if(INFINICCL_MPI STREQUAL "openmpi")
        --mca btl self,vader)
 endif()
 
+# An Open MPI with the fault-tolerance extension (ULFM, Open MPI 5: its
+# ompi_info beside the launcher says "FT MPI support: yes") runs the tests
+# that kill a rank and go on with `--with-ft ulfm`.
+set(INFINICCL_ULFM_LAUNCH "")
+if(INFINICCL_MPI STREQUAL "openmpi" AND MPIEXEC_EXECUTABLE)
+  get_filename_component(_mpi_bin "${MPIEXEC_EXECUTABLE}" DIRECTORY)
+  find_program(_ompi_info NAMES ompi_info HINTS "${_mpi_bin}" NO_DEFAULT_PATH NO_CACHE)
+  if(_ompi_info)
+    execute_process(COMMAND ${_ompi_info} OUTPUT_VARIABLE _ompi_info_out ERROR_QUIET)
+    if(_ompi_info_out MATCHES "FT MPI support: yes")
+      set(INFINICCL_ULFM_LAUNCH --with-ft ulfm)
+      message(STATUS "InfiniCCL: this Open MPI tolerates failures; the ulfm tests run")
+    endif()
+  endif()
+endif()
+
 function(infiniccl_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;COMMAND;TIMEOUT" "ARGS;RANKS;ENV;LABELS" ${ARGN})
   if(NOT T_TIMEOUT)

@@ -566,6 +566,70 @@ INFINICCL_API infinicclResult_t infinicclCommSplit(infinicclComm_t comm, int col
  * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
 
+/** Flags of infinicclCommShrink (NCCL's NCCL_SHRINK_DEFAULT and
+ * NCCL_SHRINK_ABORT). */
+#define INFINICCL_SHRINK_DEFAULT 0x00
+/** Abort what is in flight on the parent first (the failure case): its queued
+ * device work is dropped and its streams released, its calls waiting in
+ * shared memory return, and with a fault-tolerant MPI its MPI communicator is
+ * revoked so calls blocked inside MPI return too. */
+#define INFINICCL_SHRINK_ABORT 0x01
+
+/** @brief Revokes `comm` (NCCL's ncclCommRevoke; an extension): this rank's
+ * pending and later calls on `comm` fail fast with infinicclRemoteError
+ * ("revoked"), and so do the other ranks' where they can see it: every rank's
+ * with an MPI that tolerates failures (ULFM: Open MPI 5 under
+ * `mpirun --with-ft ulfm`, or MPICH), which revokes the MPI communicator, and
+ * every rank waiting in the node's shared memory. Local and never blocking: a
+ * rank blocked on a live peer that will never come returns. Afterwards
+ * `comm` is good for infinicclCommShrink, infinicclCommGetFailedRanks,
+ * infinicclCommAbort and infinicclCommDestroy only.
+ * @param comm the communicator.
+ * @param flags 0 (no flags are defined).
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclCommRevoke(infinicclComm_t comm, int flags);
+
+/** @brief The ranks of `comm` known to have failed (an extension, for
+ * choosing what to pass to infinicclCommShrink): processes MPI reports as
+ * failed (a fault-tolerant MPI) and ranks of this node whose process is gone
+ * (the shared-memory transport's liveness). Collective over the surviving
+ * ranks with a fault-tolerant MPI, which agree on the list (MPIX_Comm_agree),
+ * so every survivor gets the same ranks; local otherwise.
+ * @param comm the communicator.
+ * @param ranks receives the failed ranks in `comm`'s numbering, ascending
+ *        (may be NULL when *count is 0).
+ * @param count in: the capacity of `ranks`; out: the number of failed ranks
+ *        (which may exceed the capacity: then only the first ones are written).
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclCommGetFailedRanks(infinicclComm_t comm, int *ranks,
+                                                            int *count);
+
+/** @brief A communicator of `comm`'s ranks less `excludeRanks` (NCCL's
+ * ncclCommShrink; an extension). Called by every rank that stays, never by an
+ * excluded one; the survivors keep their relative order. The new
+ * communicator gets every path a new communicator of those ranks gets: a
+ * fresh shared-memory segment, its own progress engine and a CCL
+ * communicator. `comm` stays valid and is destroyed (or aborted) as usual.
+ * With INFINICCL_SHRINK_DEFAULT the excluded ranks must be alive or dead but
+ * not in a call on `comm`; the survivors' queued work on `comm` completes
+ * first. With INFINICCL_SHRINK_ABORT (after a failure) what is in flight on
+ * `comm` is aborted first; a fault-tolerant MPI then shrinks the MPI
+ * communicator to its live processes (MPIX_Comm_shrink), so every excluded
+ * rank must have failed. The survivors must pass the same list: they check
+ * it, and a list that differs returns infinicclInvalidUsage on every
+ * survivor.
+ * @param comm the parent communicator.
+ * @param excludeRanks the ranks to leave out, in `comm`'s numbering.
+ * @param excludeCount how many; 0 is a copy of `comm`.
+ * @param newcomm receives the new communicator.
+ * @param flags INFINICCL_SHRINK_DEFAULT or INFINICCL_SHRINK_ABORT.
+ * @return infinicclSuccess; infinicclInvalidArgument for a bad list (out of
+ *         range, repeated, naming the caller); or another error code
+ *         (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclCommShrink(infinicclComm_t comm,
+                                                    const int *excludeRanks, int excludeCount,
+                                                    infinicclComm_t *newcomm, int flags);
+
 /** @brief Whether work already handed to the device for `comm` has failed since
  * (NCCL's ncclCommGetAsyncError; an extension): sets *asyncError to
  * infinicclSuccess, or to the error, whose message infinicclGetLastError(comm)

@@ -11,17 +11,10 @@
 #include "comm/comm_init.h"
 #include "comm/runtime.h"
 #include "core/log.h"
-#include "mpi/mpi_error.h"
-#include "mpi/mpi_tags.h"
-#include "mpi/mpi_thread.h"
 
 using namespace infiniccl;
 
 namespace {
-
-// MPI_Comm_create_group's tag (mpi/mpi_tags.h): creations from one process
-// are sequential, and no Send/Recv tag equals it.
-constexpr int kCreateGroupTag = kMpiCreateGroupTag;
 
 Status CheckRanks(const Communicator &parent, int nranks, const int *ranks, int *me) {
   if (nranks < 1 || ranks == nullptr) {
@@ -75,32 +68,9 @@ infinicclResult_t infinicclCommInitRanks(infinicclComm_t parent, int nranks,
     // An MPI call on the parent: after its queued work.
     INFINICCL_RETURN_IF_ERROR(ctx.comm->DrainQueued());
     INFINICCL_RETURN_IF_ERROR(ctx.comm->CheckDrained("MPI_Comm_create_group"));
-    MPI_Comm sub = MPI_COMM_NULL;
-    {
-      mpi::SerialLock lock;
-      MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
-      Status s = MpiCheck(MPI_Comm_group(ctx.comm->mpi_comm(), &all), "MPI_Comm_group");
-      if (s.ok()) s = MpiCheck(MPI_Group_incl(all, nranks, ranks, &some), "MPI_Group_incl");
-      if (s.ok()) {
-        s = MpiCheck(MPI_Comm_create_group(ctx.comm->mpi_comm(), some, kCreateGroupTag, &sub),
-                     "MPI_Comm_create_group");
-      }
-      if (some != MPI_GROUP_NULL) MPI_Group_free(&some);
-      if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
-      INFINICCL_RETURN_IF_ERROR(s);
-    }
-    // The parent's device on every rank: devlist[local rank in the new
-    // communicator], whatever that local rank turns out to be.
-    const Communicator::Binding &b = ctx.comm->binding();
-    std::vector<int> devlist(nranks, b.device < 0 ? 0 : b.device);
     std::unique_ptr<Communicator> c;
-    Status s = InitUnderMpi(sub, b.device < 0 ? 0 : nranks,
-                            b.device < 0 ? nullptr : devlist.data(), &c);
-    {
-      mpi::SerialLock lock;
-      MPI_Comm_free(&sub);  // InitUnderMpi keeps a duplicate
-    }
-    INFINICCL_RETURN_IF_ERROR(s);
+    INFINICCL_RETURN_IF_ERROR(
+        InitAmong(*ctx.comm, ctx.comm->mpi_comm(), std::vector<int>(ranks, ranks + nranks), &c));
     INFINICCL_INFO("CommInitRanks: rank %d of %d (rank %d of %d in the parent)", c->rank(),
                    c->size(), ctx.comm->rank(), ctx.comm->size());
     *newcomm = Runtime::Register(std::move(c));

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "comm/runtime.h"
 #include "comm/watchdog.h"
+#include "mpi/fault_tolerance.h"
 
 using namespace infiniccl;
 
@@ -126,6 +127,13 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     const auto deadline = std::chrono::steady_clock::now() + kAbortGrace;
     while (busy() > 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (busy() > 0 && c->has_mpi() && mpi::FtCompiled() && mpi::Revoke(c->mpi_comm()).ok()) {
+      // A fault-tolerant MPI ends the calls blocked on a revoked communicator.
+      const auto revoked = std::chrono::steady_clock::now() + kAbortGrace;
+      while (busy() > 0 && std::chrono::steady_clock::now() < revoked) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
     if (busy() > 0) {
       // MPI cannot cancel a blocking (or started nonblocking) collective, and

@@ -16,7 +16,9 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "device/registry.h"
+#include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_tags.h"
 #include "mpi/mpi_thread.h"
 #include "staging/pipeline.h"
 #include "staging/staging_pool.h"
@@ -652,6 +654,112 @@ Status SplitComm(Communicator &parent, int color, int key,
     // all have the CCL split from the parent's or all have none.
     INFINICCL_RETURN_IF_ERROR(AttachGroups(*c));
   }
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+namespace {
+
+// InitUnderMpi over `sub` with the parent's device on every rank:
+// devlist[local rank in the new communicator], whatever that local rank
+// turns out to be.
+Status InitBoundAs(const Communicator &parent, MPI_Comm sub,
+                   std::unique_ptr<Communicator> *out) {
+  const Communicator::Binding &b = parent.binding();
+  int n = 0;
+  MPI_Comm_size(sub, &n);
+  std::vector<int> devlist(static_cast<size_t>(n), b.device < 0 ? 0 : b.device);
+  return InitUnderMpi(sub, b.device < 0 ? 0 : n, b.device < 0 ? nullptr : devlist.data(), out);
+}
+
+}  // namespace
+
+Status InitAmong(const Communicator &parent, MPI_Comm base, const std::vector<int> &members,
+                 std::unique_ptr<Communicator> *out) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  {
+    mpi::SerialLock lock;
+    MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+    Status s = MpiCheck(MPI_Comm_group(base, &all), "MPI_Comm_group");
+    if (s.ok()) {
+      s = MpiCheck(MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some),
+                   "MPI_Group_incl");
+    }
+    if (s.ok()) {
+      // Creations from one process are sequential, and no Send/Recv tag
+      // equals this one (mpi/mpi_tags.h).
+      s = MpiCheck(MPI_Comm_create_group(base, some, kMpiCreateGroupTag, &sub),
+                   "MPI_Comm_create_group");
+    }
+    if (some != MPI_GROUP_NULL) MPI_Group_free(&some);
+    if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
+    INFINICCL_RETURN_IF_ERROR(s);
+  }
+  Status s = InitBoundAs(parent, sub, out);
+  mpi::SerialLock lock;
+  MPI_Comm_free(&sub);  // InitUnderMpi keeps a duplicate
+  return s;
+}
+
+namespace {
+
+// The survivors' lists must be one list: each rank's count and a hash of
+// its sorted list, gathered on the new communicator.
+Status AgreeOnExcluded(Communicator &c, const std::vector<int> &exclude) {
+  uint64_t mine[2] = {exclude.size(), 1469598103934665603ull};
+  for (int r : exclude) mine[1] = (mine[1] ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  std::vector<uint64_t> all(2 * static_cast<size_t>(c.size()));
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2,
+                                                   MPI_UINT64_T, c.mpi_comm()),
+                                     "MPI_Allgather"));
+  std::string differ;
+  for (int r = 0; r < c.size(); ++r) {
+    const uint64_t *theirs = &all[2 * static_cast<size_t>(r)];
+    if (theirs[0] != all[0] || theirs[1] != all[1]) differ += " " + std::to_string(r);
+  }
+  if (differ.empty()) return Status::Ok();
+  return Status(infinicclInvalidUsage,
+                "the surviving ranks passed different lists of ranks to exclude: the new "
+                "communicator's ranks" + differ + " differ from its rank 0 (pass the same "
+                "excludeRanks on every surviving rank)");
+}
+
+}  // namespace
+
+Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool abort_first,
+                  std::unique_ptr<Communicator> *out) {
+  std::vector<char> excluded(static_cast<size_t>(parent.size()), 0);
+  for (int r : exclude) excluded[static_cast<size_t>(r)] = 1;
+  std::vector<int> survivors;
+  for (int r = 0; r < parent.size(); ++r) {
+    if (!excluded[static_cast<size_t>(r)]) survivors.push_back(r);
+  }
+  std::unique_ptr<Communicator> c;
+  if (abort_first && mpi::FtCompiled()) {
+    // The parent is revoked: only MPI's shrink still works on it, and it
+    // takes every live process, so the excluded ranks are the failed ones.
+    MPI_Comm live = MPI_COMM_NULL;
+    INFINICCL_RETURN_IF_ERROR(mpi::Shrink(parent.mpi_comm(), &live));
+    int live_size = 0;
+    MPI_Comm_size(live, &live_size);
+    Status s = Status::Ok();
+    if (live_size != static_cast<int>(survivors.size())) {
+      s = MakeStatus(infinicclInvalidUsage,
+                     "%d ranks of the parent's %d are alive, and %zu were to stay: with "
+                     "INFINICCL_SHRINK_ABORT the excluded ranks are the failed ones "
+                     "(infinicclCommGetFailedRanks); every live rank calls the shrink",
+                     live_size, parent.size(), survivors.size());
+    }
+    if (s.ok()) s = InitBoundAs(parent, live, &c);
+    {
+      mpi::SerialLock lock;
+      MPI_Comm_free(&live);  // InitUnderMpi keeps a duplicate
+    }
+    INFINICCL_RETURN_IF_ERROR(s);
+  } else {
+    INFINICCL_RETURN_IF_ERROR(InitAmong(parent, parent.mpi_comm(), survivors, &c));
+  }
+  INFINICCL_RETURN_IF_ERROR(AgreeOnExcluded(*c, exclude));
   *out = std::move(c);
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "core/status.h"
@@ -43,5 +44,21 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
 // gets its CCL communicator from the CCL's own split where it has one.
 Status SplitComm(Communicator &parent, int color, int key,
                  std::unique_ptr<Communicator> *out);
+
+// A communicator of `members` (ranks of `base`, in this order) made by
+// those ranks alone (MPI_Comm_create_group on `base`), each bound to
+// `parent`'s device: infinicclCommInitRanks, and infinicclCommShrink of
+// live ranks.
+Status InitAmong(const Communicator &parent, MPI_Comm base, const std::vector<int> &members,
+                 std::unique_ptr<Communicator> *out);
+
+// infinicclCommShrink, on every surviving rank of `parent`: `exclude` are
+// ranks of `parent`, checked by the caller (in range, distinct, not this
+// one). `abort_first`: what is in flight on `parent` was cancelled and,
+// with a fault-tolerant MPI, its MPI communicator revoked, so MPI's shrink
+// finds the live ranks. The survivors compare their lists on the new
+// communicator (InvalidUsage on every rank when they differ).
+Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool abort_first,
+                  std::unique_ptr<Communicator> *out);
 
 }  // namespace infiniccl

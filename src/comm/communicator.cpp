@@ -34,8 +34,9 @@ Communicator::~Communicator() {
   MPI_Finalized(&finalized);
   // An aborted communicator's MPI communicator is left to MPI_Finalize:
   // freeing it is collective and its peers may never join.
-  if (topology_) topology_->Release(!finalized && !aborted() && !diverged());
-  if (comm_ != MPI_COMM_NULL && !finalized && !aborted() && !diverged()) {
+  const bool collective_free = !finalized && !aborted() && !diverged() && !revoked();
+  if (topology_) topology_->Release(collective_free);
+  if (comm_ != MPI_COMM_NULL && collective_free) {
     mpi::SerialLock lock;
     MPI_Comm_free(&comm_);
   }
@@ -54,6 +55,12 @@ Status Communicator::Enter(const char *function, CallGuard *guard) {
     in_flight_.fetch_sub(1);
     return Status(infinicclInvalidUsage,
                   "the communicator was aborted (infinicclCommAbort); create a new one");
+  }
+  if (revoked_.load()) {
+    in_flight_.fetch_sub(1);
+    return Status(infinicclRemoteError,
+                  "the communicator was revoked (infinicclCommRevoke, or a shrink that "
+                  "aborted it); shrink it or destroy it");
   }
   last_call_.store(function);
   guard->comm_ = this;

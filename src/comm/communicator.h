@@ -170,6 +170,12 @@ class Communicator {
   bool diverged() const { return diverged_.load(); }
   std::string diverged_why() const;
 
+  // infinicclCommRevoke, or a shrink that aborts: later calls are refused
+  // (RemoteError), what is in flight is cancelled, and, as a diverged
+  // communicator, it is released locally (its MPI communicator not freed).
+  void MarkRevoked() { revoked_.store(true); }
+  bool revoked() const { return revoked_.load(); }
+
   // The infinicclComm_t value naming this communicator (0 before Register).
   uintptr_t handle() const { return handle_; }
   void set_handle(uintptr_t h) { handle_ = h; }
@@ -206,6 +212,7 @@ class Communicator {
   std::atomic<int> group_users_{0};
   bool check_ = false;
   std::atomic<bool> diverged_{false};
+  std::atomic<bool> revoked_{false};
   std::string diverged_why_;  // under error_mutex_
   uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
   InFlight inflight_;

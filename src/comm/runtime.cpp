@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
 #include "mpi/mpi_types.h"
@@ -200,6 +201,9 @@ Status Runtime::Finalize() {
     // a call) deadlocks Open MPI 4.1's mpirun in PMIx_server_finalize after
     // every rank is gone (fault_skip_np3, about one run in three); waiting
     // in an MPI barrier instead, it is killed like any rank inside MPI.
+    // With a fault-tolerant MPI a rank may have failed: the barrier then
+    // returns its error instead of ending the survivors.
+    if (mpi::FtCompiled()) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Barrier(MPI_COMM_WORLD);
     INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));
   }

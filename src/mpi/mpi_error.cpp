@@ -1,5 +1,10 @@
 #include "mpi/mpi_error.h"
 
+// Open MPI keeps the fault-tolerance extension's error classes there.
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
 namespace infiniccl {
 
 Status MpiError(int rc, const char *what) {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs test_shrink under the launcher given and passes when exactly
+# <survivors> ranks print "SHRINK PASS" and the job leaves nothing of the
+# library in /dev/shm. mpirun's own status is not used: a killed rank makes
+# it non-zero.
+# usage: run_shrink.sh <survivors> <launcher and program...>
+set -u
+want=$1
+shift
+before=$(ls /dev/shm 2>/dev/null | grep '^infiniccl-' | sort)
+out=$(mktemp)
+timeout 150 "$@" >"$out" 2>&1
+rc=$?
+cat "$out"
+got=$(grep -c '^SHRINK PASS' "$out")
+rm -f "$out"
+status=0
+if [ "$got" -ne "$want" ]; then
+  echo "run_shrink: $got rank(s) passed, expected $want (launcher status $rc)" >&2
+  status=1
+fi
+# Ranks unmap on exit; give the last ones a moment.
+sleep 1
+after=$(ls /dev/shm 2>/dev/null | grep '^infiniccl-' | sort)
+left=$(comm -13 <(echo "$before") <(echo "$after") | grep . || true)
+if [ -n "$left" ]; then
+  echo "run_shrink: left in /dev/shm: $left" >&2
+  status=1
+fi
+exit $status
