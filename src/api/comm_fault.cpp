@@ -1,5 +1,6 @@
-// infinicclCommRevoke, infinicclCommGetFailedRanks and infinicclCommShrink:
-// going on after a rank failed (NCCL's ncclCommRevoke and ncclCommShrink).
+// infinicclCommRevoke, infinicclCommGetFailedRanks, infinicclCommShrink and
+// infinicclCommGrow: going on after a rank failed, and taking new processes
+// in (NCCL's ncclCommRevoke, ncclCommShrink and ncclCommGrow).
 // With an MPI that tolerates failures (ULFM) the MPI communicator is revoked
 // and shrunk as well; without one they act on this process and its node.
 #include <infiniccl/infiniccl.h>
@@ -177,6 +178,49 @@ infinicclResult_t infinicclCommShrink(infinicclComm_t comm, const int *excludeRa
                    child->rank(), child->size(), c.rank(), c.size(), excludeCount,
                    abort_first ? ", parent aborted" : "");
     *newcomm = Runtime::Register(std::move(child));
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclCommGrow(infinicclComm_t comm, int newRanks, const char *command,
+                                    char *const *argv, infinicclComm_t *newcomm) {
+  return ApiCall("infinicclCommGrow", [&](CallContext &ctx) -> Status {
+    if (newcomm == nullptr) return Status(infinicclInvalidArgument, "newcomm is NULL");
+    *newcomm = nullptr;
+    std::unique_ptr<Communicator> grown;
+    if (comm == nullptr) {
+      INFINICCL_RETURN_IF_ERROR(Runtime::CheckActive());
+      if (newRanks != 0) {
+        return MakeStatus(infinicclInvalidArgument,
+                          "newRanks is %d with a NULL comm (a started process joining "
+                          "passes 0)",
+                          newRanks);
+      }
+      INFINICCL_RETURN_IF_ERROR(GrowComm(nullptr, 0, nullptr, nullptr, &grown));
+    } else {
+      INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
+      Communicator &c = *ctx.comm;
+      if (!c.has_mpi()) {
+        return Status(infinicclNotSupported,
+                      "the communicator has no MPI communicator (made by "
+                      "infinicclCommInitRank); grow needs one");
+      }
+      if (newRanks < 1) {
+        return MakeStatus(infinicclInvalidArgument, "newRanks is %d: at least 1", newRanks);
+      }
+      if (c.rank() == 0 && (command == nullptr || command[0] == '\0')) {
+        return Status(infinicclInvalidArgument, "command is NULL or empty on rank 0");
+      }
+      Communicator::CallGuard guard;
+      INFINICCL_RETURN_IF_ERROR(c.Enter("infinicclCommGrow", &guard));
+      // An MPI call on the parent: after its queued work.
+      INFINICCL_RETURN_IF_ERROR(c.DrainQueued());
+      INFINICCL_RETURN_IF_ERROR(c.CheckDrained("MPI_Comm_spawn"));
+      INFINICCL_RETURN_IF_ERROR(GrowComm(&c, newRanks, command, argv, &grown));
+    }
+    INFINICCL_INFO("CommGrow: rank %d of %d%s", grown->rank(), grown->size(),
+                   comm == nullptr ? " (a started process)" : "");
+    *newcomm = Runtime::Register(std::move(grown));
     return Status::Ok();
   });
 }

@@ -764,4 +764,38 @@ Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool ab
   return Status::Ok();
 }
 
+Status GrowComm(Communicator *parent, int count, const char *command, char *const *argv,
+                std::unique_ptr<Communicator> *out) {
+  MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+  {
+    mpi::SerialLock lock;
+    if (parent == nullptr) {
+      INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_get_parent(&inter), "MPI_Comm_get_parent"));
+      if (inter == MPI_COMM_NULL) {
+        return Status(infinicclInvalidUsage,
+                      "comm is NULL but no communicator started this process "
+                      "(MPI_Comm_get_parent): only a process started by "
+                      "infinicclCommGrow joins with a NULL comm");
+      }
+    } else {
+      std::vector<int> errcodes(static_cast<size_t>(count), MPI_SUCCESS);
+      INFINICCL_RETURN_IF_ERROR(MpiCheck(
+          MPI_Comm_spawn(command, const_cast<char **>(argv), count, MPI_INFO_NULL, 0,
+                         parent->mpi_comm(), &inter, errcodes.data()),
+          "MPI_Comm_spawn"));
+    }
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    // The parent's ranks first (high = 0), the started processes after them.
+    const Status merge =
+        MpiCheck(MPI_Intercomm_merge(inter, parent == nullptr ? 1 : 0, &merged),
+                 "MPI_Intercomm_merge");
+    if (parent != nullptr) MPI_Comm_free(&inter);  // a child's parent handle is MPI's
+    INFINICCL_RETURN_IF_ERROR(merge);
+  }
+  Status s = InitUnderMpi(merged, 0, nullptr, out);
+  mpi::SerialLock lock;
+  MPI_Comm_free(&merged);  // InitUnderMpi keeps a duplicate
+  return s;
+}
+
 }  // namespace infiniccl

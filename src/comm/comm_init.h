@@ -61,4 +61,11 @@ Status InitAmong(const Communicator &parent, MPI_Comm base, const std::vector<in
 Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool abort_first,
                   std::unique_ptr<Communicator> *out);
 
+// infinicclCommGrow: `parent` null in a process MPI started for a grow (it
+// joins the processes that started it); otherwise every rank of `parent`
+// starts `count` processes of `command` (argv NULL-terminated or null).
+// Collective over the merged communicator, as InitUnderMpi.
+Status GrowComm(Communicator *parent, int count, const char *command, char *const *argv,
+                std::unique_ptr<Communicator> *out);
+
 }  // namespace infiniccl

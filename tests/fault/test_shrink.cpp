@@ -13,7 +13,10 @@
 //                                call returns within 10 s of its last good one;
 //                                GetFailedRanks names exactly the dead rank;
 //                                ShrinkAbort gives a communicator of the others
-//                                in their order, whose AllReduces are exact.
+//                                in their order, whose AllReduces are exact;
+//                                then CommGrow starts one process (`test_shrink
+//                                child`) that joins them, and the grown
+//                                communicator's AllReduces are exact.
 //                                Needs an MPI that tolerates failures (Open MPI 5
 //                                under `mpirun --with-ft ulfm`).
 //   test_shrink revoke           rank 0 revokes instead of joining an AllReduce:
@@ -208,9 +211,35 @@ int Kill(infinicclComm_t comm, int rank, int size, bool device) {
   Check(infinicclCommShrink(comm, failed, count, &sub, INFINICCL_SHRINK_ABORT), comm,
         "infinicclCommShrink(INFINICCL_SHRINK_ABORT)");
   SumsExact(sub, rank, size - 1, device);
-  Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
   Check(infinicclCommAbort(comm), comm, "infinicclCommAbort (the parent)");
+  // Back to `size` ranks: a started process takes the dead one's place.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 1;
+  self[n] = '\0';
+  char child[] = "child", where[] = "device", host[] = "host";
+  char *const args[] = {child, device ? where : host, nullptr};
+  infinicclComm_t grown = nullptr;
+  Check(infinicclCommGrow(sub, 1, self, args, &grown), sub, "infinicclCommGrow");
+  SumsExact(grown, rank, size, device);
+  Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
+  Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
   std::printf("SHRINK PASS rank=%d\n", rank);
+  return 0;
+}
+
+// A process the survivors started: it joins them and sums with them.
+int Child(bool device) {
+  infinicclComm_t grown = nullptr;
+  Check(infinicclCommGrow(nullptr, 0, nullptr, nullptr, &grown), nullptr,
+        "infinicclCommGrow (started process)");
+  int rank = -1, size = 0;
+  Check(infinicclCommUserRank(grown, &rank), grown, "infinicclCommUserRank");
+  Check(infinicclCommCount(grown, &size), grown, "infinicclCommCount");
+  g_rank = rank;
+  SumsExact(grown, size - 1, size, device);
+  Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
+  std::printf("SHRINK PASS rank=%d (started)\n", rank);
   return 0;
 }
 
@@ -246,6 +275,12 @@ int main(int argc, char **argv) {
   }
   infinicclComm_t comm = nullptr;
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
+  if (std::strcmp(argv[1], "child") == 0) {
+    const int rc = Child(argc > 2 && std::strcmp(argv[2], "device") == 0);
+    std::fflush(stdout);
+    Check(infinicclFinalize(), nullptr, "infinicclFinalize");
+    return rc;
+  }
   Check(infinicclCommInitAll(&comm, 0, nullptr), nullptr, "infinicclCommInitAll");
   int rank = 0, size = 1;
   Check(infinicclCommUserRank(comm, &rank), comm, "infinicclCommUserRank");

@@ -152,7 +152,7 @@ static void Other(Input *in) {
   infinicclUniqueId id;
   infinicclStagingStats stats;
   const int use_out = Take(in, 1) % 4 != 0;
-  switch (Take(in, 1) % 15) {
+  switch (Take(in, 1) % 18) {
     case 0: Check("GetRank", infinicclGetRank(use_out ? &out : NULL), NULL); break;
     case 1: Check("GetSize", infinicclGetSize(use_out ? &out : NULL), NULL); break;
     case 2: Check("GetUniqueId", infinicclGetUniqueId(use_out ? &id : NULL), NULL); break;
@@ -208,6 +208,35 @@ static void Other(Input *in) {
       char text[16];
       const size_t len = Take(in, 1) % (sizeof text + 1);
       Check("CommDescribeWait", infinicclCommDescribeWait(h, use_out ? text : NULL, len), h);
+      break;
+    }
+    case 15: {
+      /* The live communicator is never revoked: every later call would fail. */
+      infinicclComm_t h = PickComm(in);
+      const int flags = PickInt(in);
+      if (h != g_comm) Check("CommRevoke", infinicclCommRevoke(h, flags), h);
+      break;
+    }
+    case 16: {
+      infinicclComm_t h = PickComm(in);
+      int ranks[4];
+      int count = (int)(Take(in, 1) % 6) - 1;
+      Check("CommGetFailedRanks",
+            infinicclCommGetFailedRanks(h, use_out ? ranks : NULL, use_out ? &count : NULL), h);
+      if (count > 0) Fail("CommGetFailedRanks: a failed rank on a healthy communicator", count);
+      break;
+    }
+    case 17: {
+      infinicclComm_t h = PickComm(in);
+      int exclude[3] = {PickInt(in), PickInt(in), PickInt(in)};
+      const int n = (int)(Take(in, 1) % 5) - 1;
+      const int flags = (int)(Take(in, 1) % 3);
+      /* The aborting form would revoke the live communicator. */
+      if (h == g_comm && flags == INFINICCL_SHRINK_ABORT) break;
+      infinicclResult_t rc = infinicclCommShrink(h, Take(in, 1) % 4 ? exclude : NULL, n,
+                                                 use_out ? &c : NULL, flags);
+      Check("CommShrink", rc, h);
+      if (rc == infinicclSuccess) Check("CommDestroy", infinicclCommDestroy(c), c);
       break;
     }
   }

@@ -169,6 +169,38 @@ def test_abort_then_use(comm):
     _agree(comm)
 
 
+def test_shrink(comm):
+    # The first rank leaves; the others shrink it away and keep their order.
+    n, me = comm.size, comm.rank
+    assert comm.failed_ranks() == []
+    if me == 0:
+        _agree(comm)
+        return
+    with pytest.raises(infiniccl.Error) as e:
+        comm.shrink(exclude=[me])
+    assert e.value.code == infiniccl.INVALID_ARGUMENT and "this rank" in str(e.value)
+    with pytest.raises(infiniccl.Error) as e:
+        comm.shrink(exclude=[n])
+    assert e.value.code == infiniccl.INVALID_ARGUMENT
+    sub = comm.shrink(exclude=[0])
+    assert (sub.size, sub.rank) == (n - 1, me - 1)
+    got = np.zeros(sub.size, np.int64)
+    sub.all_gather(np.array([me * 10], np.int64), got)
+    assert got.tolist() == [r * 10 for r in range(1, n)]
+    sub.destroy()
+    _agree(comm)
+
+
+def test_revoke_then_use(comm):
+    c = comm.split(0, comm.rank)
+    c.revoke()
+    with pytest.raises(infiniccl.Error) as e:
+        c.all_reduce(np.zeros(1))
+    assert e.value.code == infiniccl.REMOTE_ERROR and "revoked" in str(e.value)
+    c.abort()
+    _agree(comm)
+
+
 def test_version_and_stats(comm):
     v = infiniccl.version()
     assert isinstance(v, tuple) and len(v) == 3 and v >= (0, 1, 0)
