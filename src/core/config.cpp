@@ -339,7 +339,7 @@ const std::vector<Config::Entry> &Config::Table() {
        "They stay synchronous where the engine cannot run: MPI below "
        "`MPI_THREAD_MULTIPLE`, or a device runtime without device-side waits "
        "(`infiniccl-info` and one INFO line say why). `0`: every call returns with its "
-       "result, as before the engine (for comparison and debugging)."},
+       "result, as a blocking call does (for comparison and debugging)."},
       {"INFINICCL_DEVICE_WAIT", "auto", &Config::device_wait_host_func, {}, kDeviceWaits,
        "How a CUDA stream waits for the progress engine: `auto` by stream memory "
        "operations (`cuStreamWaitValue32`) where the driver allows them, else a host "
