@@ -36,7 +36,8 @@
  *    host or all device): large staged operations run in chunks,
  *    identically on every device-memory rank.
  *  - On device buffers of a communicator with a native CCL (NCCL on NVIDIA,
- *    MCCL on MetaX), the call is enqueued on `stream` and returns without
+ *    RCCL on AMD and Hygon, MCCL on MetaX, HCCL on Ascend, CNCL on
+ *    Cambricon), the call is enqueued on `stream` and returns without
  *    waiting, as in NCCL: recvbuff holds the result for work queued after it
  *    on `stream`. Calls the CCL cannot take with these semantics (reductions
  *    of Int16/UInt16, integer Avg, in-place AllToAll) take the MPI path

@@ -242,8 +242,8 @@ const std::vector<Config::Entry> &Config::Table() {
        "(Init, config, communicators), `BIND` (device binding), `COLL` (collectives, "
        "groups, the path chosen, `INFINICCL_CHECK`, the progress engine's queued "
        "calls), `STAGING` (host staging and "
-       "pipeline), `CCL` (NCCL, MCCL), `MPI` (the MPI backend), `DEVICE` (device "
-       "runtimes), `WATCHDOG`, or `ALL`; a leading `^` enables all but those named "
+       "pipeline), `CCL` (NCCL, RCCL, MCCL, HCCL, CNCL), `MPI` (the MPI backend), "
+       "`DEVICE` (device runtimes), `WATCHDOG`, or `ALL`; a leading `^` enables all but those named "
        "(`^STAGING,MPI`)."},
       {"INFINICCL_ABORT_ON_ERROR", "0", &Config::abort_on_error, {}, kBool,
        "`1`: the first failed call aborts the job (`MPI_Abort`) after logging, instead "
@@ -317,8 +317,8 @@ const std::vector<Config::Entry> &Config::Table() {
        "`MPIX_GPU_query_support`), `1` always (for an MPI the query gets wrong), `0` "
        "never."},
       {"INFINICCL_BACKEND", "auto", &Config::backend, {}, kBackends,
-       "Path of device buffers: `auto` sends them to the native CCL (NCCL, MCCL) when "
-       "the communicator has one and the CCL can run the call, else to MPI; `mpi` "
+       "Path of device buffers: `auto` sends them to the native CCL (NCCL, RCCL, MCCL, "
+       "HCCL, CNCL) when the communicator has one and the CCL can run the call, else to MPI; `mpi` "
        "never uses a CCL (and `infinicclCommInitAll` makes no CCL communicator); `ccl` "
        "only the CCL: a call it cannot take fails (`infinicclInvalidUsage` for host "
        "buffers, `infinicclNotSupported` otherwise) instead of falling back. Host "
