@@ -135,11 +135,12 @@ bool ReadSubsystems(const Config::Entry &e, const char *v, unsigned *out,
 template <typename T>
 constexpr bool kIsChoice = std::is_enum_v<T> || std::is_same_v<T, bool>;
 
-// Variables with the prefix that the tools, not the library, read.
-// icclrun reads the first two, the Python package the third.
+// Variables with the prefix that the tools, not the library, read:
+// icclrun the first two, the Python package the next two, its build the
+// last two.
 constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN",
                                           "INFINICCL_LIBRARY", "INFINICCL_TORCH_BACKEND",
-                                          "INFINICCL_INCLUDE"};
+                                          "INFINICCL_INCLUDE", "INFINICCL_TORCH_EXTENSION"};
 
 size_t EditDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> row(b.size() + 1);

@@ -18,7 +18,7 @@ Checks:
   spans) appears in docs/PERFORMANCE.md, so each figure has one source;
 - the user pages (USER_PAGES) have at most 10 sentences of more than 40
   words each (prose outside code blocks and tables; a sentence ends at
-  ". ", "? " or "! " before a capital, a backquote or a bracket, or at a
+  ". ", "? " or "! " before a capital, a digit, a backquote or a bracket, or at a
   blank line, a list item or a heading) and no table cell longer than
   400 characters.
 Prints every failure; exits 1 on any.
@@ -143,7 +143,7 @@ def check_headline(src, errors):
                               "docs/PERFORMANCE.md" % (i + 1, num))
 
 
-SENTENCE_END = re.compile(r"(?<=[.?!])[)\"']?\s+(?=[A-Z`(\[*])")
+SENTENCE_END = re.compile(r"(?<=[.?!])[)\"']?\s+(?=[A-Z0-9`(\[*])")
 
 
 def prose_and_cells(text):
