@@ -17,6 +17,9 @@ Checks:
   (the summary and the tuning table) point to those sections instead;
 - every number in README.md's "Headline figures" table (outside code
   spans) appears in docs/PERFORMANCE.md, so each figure has one source;
+- examples/README.md names every program of examples/ (.cpp, .py), and
+  docs/MIGRATION.md maps at least 10 NCCL calls (`nccl...` names in its
+  tables);
 - the user pages (USER_PAGES) have at most 10 sentences of more than 40
   words each (prose outside code blocks and tables; a sentence ends at
   ". ", "? " or "! " before a capital, a digit, a backquote or a bracket, or at a
@@ -147,6 +150,24 @@ def check_headline(src, errors):
                               "docs/PERFORMANCE.md" % (i + 1, num))
 
 
+def check_examples_and_migration(src, errors):
+    with open(os.path.join(src, "examples", "README.md"), encoding="utf-8") as f:
+        index = f.read()
+    ex = os.path.join(src, "examples")
+    for root, _, names in os.walk(ex):
+        for n in sorted(names):
+            if not n.endswith((".cpp", ".py")):
+                continue
+            rel = os.path.relpath(os.path.join(root, n), ex)
+            if "`%s`" % rel not in index:
+                errors.append("examples/README.md does not name examples/%s" % rel)
+    with open(os.path.join(src, "docs", "MIGRATION.md"), encoding="utf-8") as f:
+        rows = [line for line in f if line.startswith("| `nccl")]
+    calls = {m for line in rows for m in re.findall(r"`(nccl[A-Z]\w*)`", line.split("|")[1])}
+    if len(calls) < 10:
+        errors.append("docs/MIGRATION.md maps %d NCCL calls (at least 10)" % len(calls))
+
+
 SENTENCE_END = re.compile(r"(?<=[.?!])[)\"']?\s+(?=[A-Z0-9`(\[*])")
 
 
@@ -248,6 +269,7 @@ def main():
     check_data_folder(src, errors)
     check_tables(src, errors)
     check_headline(src, errors)
+    check_examples_and_migration(src, errors)
     for e in errors:
         print(e)
     if not errors:
