@@ -37,6 +37,7 @@ from torch._C import _distributed_c10d as _c10d
 
 import infiniccl as _ic
 from infiniccl import _buffers as _b
+from infiniccl import _loader
 
 __all__ = ["BACKEND", "ProcessGroupInfiniCCL", "backend_kind", "under_mpi"]
 
@@ -811,21 +812,18 @@ def _declare():
 
 
 def _load_cpp():
-    """infiniccl._c10d (the C++ backend) on torch 2.1+, when it was built
-    and INFINICCL_TORCH_BACKEND is not "python"; else None."""
-    if os.environ.get("INFINICCL_TORCH_BACKEND", "auto") == "python":
-        return None
+    """infiniccl._c10d (the C++ backend) on torch 2.7+, checked against the
+    torch it was built for (_loader.load_torch_backend: ImportError naming
+    the pip command when it is missing or built for another torch); None on
+    torch 1.x and below 2.7, or with INFINICCL_TORCH_BACKEND=python."""
+    choice = os.environ.get("INFINICCL_TORCH_BACKEND", "auto")
     if getattr(_c10d, "Backend", None) is None:
+        if choice == "cpp":
+            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but torch %s has no c10d Backend "
+                              "class: the C++ backend needs torch %d.%d or later" %
+                              ((torch.__version__,) + _loader.TORCH_CPP_MIN))
         return None
-    try:
-        from infiniccl import _c10d as cpp
-    except ImportError as e:
-        if os.environ.get("INFINICCL_TORCH_BACKEND") == "cpp":
-            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but infiniccl._c10d cannot be "
-                              "imported (%s): reinstall the package with torch installed "
-                              "(pip install --no-build-isolation ./python)" % e) from e
-        return None
-    return cpp
+    return _loader.load_torch_backend(torch.__version__, choice)
 
 
 _cpp = _load_cpp()
