@@ -290,7 +290,8 @@ def case_torchrun_nproc_auto():
     with tempfile.TemporaryDirectory() as d:
         smi = os.path.join(d, "nvidia-smi")
         with open(smi, "w") as f:
-            f.write("#!/bin/sh\nfor i in 0 1 2; do echo \"GPU $i: Stand-in (UUID: GPU-$i)\"; done\n")
+            f.write("#!/bin/sh\n"
+                    "for i in 0 1 2; do echo \"GPU $i: Stand-in (UUID: GPU-$i)\"; done\n")
         os.chmod(smi, 0o755)
         base = {k: v for k, v in clean_env().items() if k != "CUDA_VISIBLE_DEVICES"}
         three = dict(base, PATH=d + os.pathsep + base.get("PATH", ""))
