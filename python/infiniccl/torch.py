@@ -37,6 +37,7 @@ from torch._C import _distributed_c10d as _c10d
 
 import infiniccl as _ic
 from infiniccl import _buffers as _b
+from infiniccl import _loader
 
 __all__ = ["BACKEND", "ProcessGroupInfiniCCL", "backend_kind", "under_mpi"]
 
@@ -70,7 +71,8 @@ _Base = getattr(_c10d, "Backend", None) or dist.ProcessGroup  # torch 2.x: Backe
 _MPI_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
              "MV2_COMM_WORLD_SIZE", "PALS_RANKID", "FLUX_TASK_RANK", "MPT_LRANK")
 _LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-               "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "FLUX_TASK_LOCAL_ID", "MPT_LRANK")
+               "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "FLUX_TASK_LOCAL_ID", "MPT_LRANK",
+               "SLURM_LOCALID")
 _LOCAL_SIZE_VARS = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 
 
@@ -97,6 +99,34 @@ def _world_comm():
     return _world[0]
 
 
+def _slurm_tasks_here(env):
+    """This node's task count under srun: SLURM_STEP_TASKS_PER_NODE (or
+    SLURM_TASKS_PER_NODE), e.g. "2(x3),1" (nodes 0-2 run 2, node 3 runs 1),
+    at SLURM_NODEID; None when they do not say."""
+    spec = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE")
+    try:
+        node = int(env.get("SLURM_NODEID", "0"))
+        counts = []
+        for part in spec.split(","):
+            n, _, times = part.partition("(x")
+            counts += [int(n)] * (int(times.rstrip(")")) if times else 1)
+        return str(counts[node])
+    except (AttributeError, ValueError, IndexError):
+        return None
+
+
+def _local_from_hosts(w):
+    """(rank among the ranks on this host, their number), from every rank's
+    host name (all_gather of 64 bytes each)."""
+    mine = bytearray(64)
+    name = socket.gethostname().encode()[:64]
+    mine[:len(name)] = name
+    every = bytearray(64 * w.size)
+    w.all_gather(mine, out=every)
+    hosts = [bytes(every[i * 64:(i + 1) * 64]) for i in range(w.size)]
+    return hosts[:w.rank].count(bytes(mine)), hosts.count(bytes(mine))
+
+
 def _set_torchrun_env():
     """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
     MASTER_PORT from MPI where missing (collective over the MPI world)."""
@@ -105,11 +135,15 @@ def _set_torchrun_env():
     env.setdefault("RANK", str(w.rank))
     env.setdefault("WORLD_SIZE", str(w.size))
     local = next((env[v] for v in _LOCAL_VARS if v in env), None)
-    if local is not None:
-        env.setdefault("LOCAL_RANK", local)
     local_size = next((env[v] for v in _LOCAL_SIZE_VARS if v in env), None)
-    if local_size is not None:
-        env.setdefault("LOCAL_WORLD_SIZE", local_size)
+    if local_size is None and "SLURM_LOCALID" in env:  # srun
+        local_size = _slurm_tasks_here(env)
+    if local is None or local_size is None:
+        # A launcher naming neither (PMIx alone, say): the ranks on this
+        # host, from every rank's host name (collective, like the rest).
+        local, local_size = _local_from_hosts(w)
+    env.setdefault("LOCAL_RANK", str(local))
+    env.setdefault("LOCAL_WORLD_SIZE", str(local_size))
     if "MASTER_ADDR" in env and "MASTER_PORT" in env:
         return
     # Rank 0 names its host and a free port; the others use 127.0.0.1 when on
@@ -811,21 +845,18 @@ def _declare():
 
 
 def _load_cpp():
-    """infiniccl._c10d (the C++ backend) on torch 2.1+, when it was built
-    and INFINICCL_TORCH_BACKEND is not "python"; else None."""
-    if os.environ.get("INFINICCL_TORCH_BACKEND", "auto") == "python":
-        return None
+    """infiniccl._c10d (the C++ backend) on torch 2.7+, checked against the
+    torch it was built for (_loader.load_torch_backend: ImportError naming
+    the pip command when it is missing or built for another torch); None on
+    torch 1.x and below 2.7, or with INFINICCL_TORCH_BACKEND=python."""
+    choice = os.environ.get("INFINICCL_TORCH_BACKEND", "auto")
     if getattr(_c10d, "Backend", None) is None:
+        if choice == "cpp":
+            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but torch %s has no c10d Backend "
+                              "class: the C++ backend needs torch %d.%d or later" %
+                              ((torch.__version__,) + _loader.TORCH_CPP_MIN))
         return None
-    try:
-        from infiniccl import _c10d as cpp
-    except ImportError as e:
-        if os.environ.get("INFINICCL_TORCH_BACKEND") == "cpp":
-            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but infiniccl._c10d cannot be "
-                              "imported (%s): reinstall the package with torch installed "
-                              "(pip install --no-build-isolation ./python)" % e) from e
-        return None
-    return cpp
+    return _loader.load_torch_backend(torch.__version__, choice)
 
 
 _cpp = _load_cpp()

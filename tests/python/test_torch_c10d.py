@@ -21,7 +21,7 @@ if ict.backend_kind() != "cpp" and os.environ.get("TEST_TORCH_NEEDS_CPP") == "1"
     raise ImportError("TEST_TORCH_NEEDS_CPP=1 but infiniccl.torch uses the Python backend "
                       "(infiniccl._c10d was not built or does not import)")
 if ict.backend_kind() != "cpp":
-    pytest.skip("infiniccl._c10d (the C++ backend, torch 2.1+) is not built",
+    pytest.skip("infiniccl._c10d (the C++ backend, torch 2.7+) is not built",
                 allow_module_level=True)
 from infiniccl import _c10d  # noqa: E402
 
