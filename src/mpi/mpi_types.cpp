@@ -79,7 +79,9 @@ struct Table {
 };
 Table g_table;
 
-const MPI_Op kBuiltinOps[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+// Indexed by op: Sum, Prod, Max, Min, (Avg: Sum), Band, Bor, Bxor.
+const MPI_Op kBuiltinOps[infinicclNumOps] = {MPI_SUM,  MPI_PROD, MPI_MAX, MPI_MIN,
+                                             MPI_SUM,  MPI_BAND, MPI_BOR, MPI_BXOR};
 
 Status MakeTwoByteType(const char *name, MPI_Datatype *out) {
   INFINICCL_RETURN_IF_ERROR(
