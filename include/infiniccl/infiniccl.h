@@ -20,8 +20,8 @@
  *    types. Float16/BFloat16 reductions accumulate in float and round to
  *    nearest even on every combination step.
  *  - infinicclBand, infinicclBor and infinicclBxor (extensions) combine the
- *    bits of the integer types (Int8..UInt64; a bool tensor travels as
- *    UInt8); on a floating type they are rejected with
+ *    bits of the integer types (Int8..UInt64, signed ones as two's
+ *    complement); with a floating type a reduction is rejected with
  *    infinicclInvalidArgument.
  *  - On host buffers a call is blocking: when it returns, recvbuff holds the
  *    result. `stream` is ignored for host buffers.

@@ -173,8 +173,12 @@ MPI_Datatype MpiTypeTable::Type(infinicclDataType_t dtype) {
 
 MPI_Op MpiTypeTable::Op(infinicclDataType_t dtype, infinicclRedOp_t op) {
   const int index = op == infinicclAvg ? 0 : static_cast<int>(op);
-  if (dtype == infinicclFloat16) return g_table.float16_ops[0][index];
-  if (dtype == infinicclBFloat16) return g_table.float16_ops[1][index];
+  if (dtype == infinicclFloat16 || dtype == infinicclBFloat16) {
+    // No bitwise op of a floating type (validation refuses it): MPI_OP_NULL,
+    // which MPI rejects, rather than a read past the table.
+    if (index >= 4) return MPI_OP_NULL;
+    return g_table.float16_ops[dtype == infinicclFloat16 ? 0 : 1][index];
+  }
   const int u = UnsignedIndex(dtype);
   if (u >= 0 && (op == infinicclMax || op == infinicclMin)) {
     return g_table.unsigned_ops[u][op == infinicclMax ? 0 : 1];

@@ -232,7 +232,7 @@ struct VendorProbe {
 
   // Whether the CCL can run `c`, from its documentation (and InfiniCCL's own
   // rules for every CCL: no 16-bit integer reductions, no integer Avg, no
-  // in-place AllToAll).
+  // bitwise op, no in-place AllToAll).
   bool CclCan(const World &w, const Case &c) const {
     const bool reduction = IsReduction(c.coll);
     if (c.count == 0) return false;                // no device bytes: host path
@@ -241,7 +241,8 @@ struct VendorProbe {
     const bool int16 = c.dt == infinicclInt16 || c.dt == infinicclUInt16;
     const bool floating = c.dt == infinicclFloat16 || c.dt == infinicclBFloat16 ||
                           c.dt == infinicclFloat32 || c.dt == infinicclFloat64;
-    if (reduction && (int16 || (c.op == infinicclAvg && !floating))) return false;
+    if (reduction && (int16 || (c.op == infinicclAvg && !floating) || IsBitwise(c.op)))
+      return false;
     if (hccl) {
       if (reduction && c.op == infinicclAvg) return false;
       if (reduction && (c.dt == infinicclUInt8 || c.dt == infinicclUInt32)) return false;
