@@ -559,7 +559,7 @@ void RunBitwiseRefused(const World &w, Coll coll, const DtypeInfo &d, uint64_t &
     for (char &ch : op_name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
     CHECK(msg.find(op_name) != std::string::npos && msg.find(type) != std::string::npos &&
               msg.find("integer") != std::string::npos,
-          "%s: the message names neither the op, the type nor what it takes: %s",
+          "%s: the message should name the op, the type and what the op takes: %s",
           Describe(c).c_str(), msg.c_str());
     CheckUntouched(c, "recv", recv);
     CheckRegion(c, "send", send, 0, send_count, kExact, [](size_t i) { return double(i % 7); });
