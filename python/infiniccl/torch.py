@@ -60,7 +60,14 @@ _COMPLEX = {torch.complex64: _b.FLOAT32, torch.complex128: _b.FLOAT64}
 _R = _c10d.ReduceOp.RedOpType
 _SUM, _AVG = 0, 4
 _OPS = {_R.SUM: 0, _R.PRODUCT: 1, _R.MAX: 2, _R.MIN: 3, _R.AVG: 4}
-_BOOL_OPS = {_R.SUM: 2, _R.MAX: 2, _R.BOR: 2, _R.PRODUCT: 3, _R.MIN: 3, _R.BAND: 3}
+# BAND, BOR, BXOR: the library's bitwise ops, for integer and bool tensors
+# only (on other tensors _red raises before any library call).
+_BITWISE = {_R.BAND: 5, _R.BOR: 6, _R.BXOR: 7}
+_INT_OPS = dict(_OPS)
+_INT_OPS.update(_BITWISE)
+_BOOL_OPS = {_R.SUM: 2, _R.MAX: 2, _R.PRODUCT: 3, _R.MIN: 3}
+_BOOL_OPS.update(_BITWISE)
+_INTEGER = frozenset(d for d in _CODES if not d.is_floating_point and d is not torch.bool)
 
 _AllReduce = _lib.infinicclAllReduce
 _Future = torch._C.Future  # torch.futures.Future's base: the same object, 1.5 us less
@@ -193,7 +200,8 @@ def _desc(t, red=None):
 def _red(opts, t):
     op = opts.reduceOp
     k = getattr(op, "op", op)
-    code = (_BOOL_OPS if t.dtype is torch.bool else _OPS).get(k)
+    dt = t.dtype
+    code = (_BOOL_OPS if dt is torch.bool else _INT_OPS if dt in _INTEGER else _OPS).get(k)
     if code is None:
         raise _error(_ic.NOT_SUPPORTED, "reduction %s is not supported for %s" %
                      (getattr(k, "name", k), t.dtype))

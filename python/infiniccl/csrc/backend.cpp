@@ -125,6 +125,7 @@ Buf Raw(const at::Tensor &t) {
 Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
   auto k = rop.op_;
   bool is_bool = t.scalar_type() == at::kBool;
+  bool bitwise_ok = c10::isIntegralType(t.scalar_type(), /*includeBool=*/true);
   int lop = -1;
   switch (k) {
     case c10d::ReduceOp::SUM: lop = is_bool ? infinicclMax : infinicclSum; break;
@@ -132,8 +133,11 @@ Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
     case c10d::ReduceOp::PRODUCT: lop = is_bool ? infinicclMin : infinicclProd; break;
     case c10d::ReduceOp::MIN: lop = infinicclMin; break;
     case c10d::ReduceOp::MAX: lop = infinicclMax; break;
-    case c10d::ReduceOp::BOR: lop = is_bool ? infinicclMax : -1; break;
-    case c10d::ReduceOp::BAND: lop = is_bool ? infinicclMin : -1; break;
+    // The library's bitwise ops, on integer and bool tensors only (bool
+    // travels as uint8 0/1); others fail here, before any library call.
+    case c10d::ReduceOp::BAND: lop = bitwise_ok ? infinicclBand : -1; break;
+    case c10d::ReduceOp::BOR: lop = bitwise_ok ? infinicclBor : -1; break;
+    case c10d::ReduceOp::BXOR: lop = bitwise_ok ? infinicclBxor : -1; break;
     default: break;
   }
   if (lop < 0) {
