@@ -1,5 +1,7 @@
 #include "comm/communicator.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,6 +11,8 @@
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
+
+int Communicator::CurrentPid() { return static_cast<int>(getpid()); }
 
 Communicator::~Communicator() {
   // Queued work first (as ncclCommDestroy): it uses everything below, and
