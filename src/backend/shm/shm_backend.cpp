@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -72,30 +73,33 @@ constexpr long kSleepSliceNs = 10 * 1000 * 1000;
 constexpr std::chrono::milliseconds kPeerCheckEvery{50};
 
 // Fields 3 (the state) and 22 (the start time, in clock ticks since boot) of
-// /proc/<pid>/stat; false when the process is gone. The pid with the start
-// time names one process: a pid reused by another process has another.
-bool ReadProcStat(int pid, char *state, uint64_t *start) {
+// /proc/<pid>/stat. The pid with the start time names one process: a pid
+// reused by another process has another. kGone only when kill() agrees
+// that no such process exists (a /proc that hides other users' processes
+// reads as unknown).
+enum class Proc { kThere, kGone, kUnknown };
+Proc ReadProcStat(int pid, char *state, uint64_t *start) {
   char path[64], buf[1024];
   std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return kill(pid, 0) != 0 && errno == ESRCH ? Proc::kGone : Proc::kUnknown;
   const ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) return Proc::kUnknown;
   buf[n] = '\0';
   // The name (field 2) is in parentheses and may hold anything: the fields
   // start after the last ')'.
   const char *p = std::strrchr(buf, ')');
-  if (p == nullptr || p[1] != ' ') return false;
+  if (p == nullptr || p[1] != ' ') return Proc::kUnknown;
   p += 2;
   *state = *p;
   for (int field = 3; field < 22; ++field) {
     p = std::strchr(p, ' ');
-    if (p == nullptr) return false;
+    if (p == nullptr) return Proc::kUnknown;
     ++p;
   }
   *start = std::strtoull(p, nullptr, 10);
-  return true;
+  return Proc::kThere;
 }
 
 // This process's pid namespace (the inode of /proc/self/ns/pid), 0 when
@@ -200,6 +204,7 @@ constexpr size_t kControlBytes = 4 * kLine;
 Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
                           std::string *why) {
   static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
+  static_assert(sizeof(Control::Counter) == kLine, "a counter and its descriptors: one line");
   out->reset();
   std::unique_ptr<NodeSegment> segment;
   INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 3 * kStageBytes, 0, "shm",
@@ -223,7 +228,7 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   const int pid = static_cast<int>(getpid());
   b->pid_ = pid;
   b->pid_ns_ = PidNamespace();
-  if (b->pid_ns_ != 0 && ReadProcStat(pid, &state, &start)) {
+  if (b->pid_ns_ != 0 && ReadProcStat(pid, &state, &start) == Proc::kThere) {
     mine->start_time.store(start, std::memory_order_relaxed);
     mine->pid_ns.store(b->pid_ns_, std::memory_order_relaxed);
   }
@@ -302,9 +307,10 @@ Status ShmBackend::Departed(int rank, const CollArgs &a) const {
   if (pid <= 0 || ns == 0 || ns != pid_ns_) return Status::Ok();
   char state = 0;
   uint64_t start = 0;
-  const bool there = ReadProcStat(pid, &state, &start);
-  const char *how = !there                                          ? "exited"
-                    : state == 'Z' || state == 'X'                  ? "exited (a zombie)"
+  const Proc proc = ReadProcStat(pid, &state, &start);
+  const char *how = proc == Proc::kGone      ? "exited"
+                    : proc == Proc::kUnknown ? nullptr
+                    : state == 'Z' || state == 'X' ? "exited (a zombie)"
                     : start != peer->start_time.load(std::memory_order_relaxed)
                         ? "exited (its pid is another process's)"
                         : nullptr;
@@ -629,7 +635,15 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
       INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g, a));
       INFINICCL_RETURN_IF_ERROR(copy_in(k + 1));
     }
-    INFINICCL_RETURN_IF_ERROR(k == 0 ? Meet(a, first) : WaitAll(kArrived, g + 1, a));
+    if (k == 0) {
+      Status met = Meet(a, first);
+      if (!met.ok()) {
+        (void)copies.Finish();  // the next chunk's copy in, into the own stage
+        return met;
+      }
+    } else {
+      INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    }
     const size_t slice = s.lo(rank_) * elem;
     for (int j = 0; j < size_; ++j) {
       const bool lands =
