@@ -356,25 +356,15 @@ Status ShmBackend::WaitAll(Phase phase, uint32_t target, const CollArgs &a) {
   return Status::Ok();
 }
 
-namespace {
-// The descriptor's numbers of `a`, from its call record.
-struct Described {
-  uint32_t seq;
-  int32_t kind_op, dtype, root;
-  uint64_t count;
-  Described(const CollArgs &a, uint32_t call) : seq(call) {
-    int64_t rec[kNumCallFields];
-    MakeCallRecord(a, call, true, rec);
-    kind_op = static_cast<int32_t>((rec[kOperation] << 16) | (rec[kOp] & 0xffff));
-    dtype = static_cast<int32_t>(rec[kDtype]);
-    root = static_cast<int32_t>(rec[kRoot]);
-    count = static_cast<uint64_t>(rec[kCount]);
-  }
-};
-}  // namespace
-
 void ShmBackend::Describe(const CollArgs &a, uint32_t first) {
-  const Described d(a, ++call_seq_);
+  int64_t rec[kNumCallFields];
+  MakeCallRecord(a, ++call_seq_, true, rec);
+  Described &d = described_;
+  d.seq = call_seq_;
+  d.kind_op = static_cast<int32_t>((rec[kOperation] << 16) | (rec[kOp] & 0xffff));
+  d.dtype = static_cast<int32_t>(rec[kDtype]);
+  d.root = static_cast<int32_t>(rec[kRoot]);
+  d.count = static_cast<uint64_t>(rec[kCount]);
   Control::CallDesc &mine = ControlOf(rank_)->phase[kArrived].call[first & 1u];
   mine.seq.store(d.seq, std::memory_order_relaxed);
   mine.kind_op.store(d.kind_op, std::memory_order_relaxed);
@@ -385,9 +375,10 @@ void ShmBackend::Describe(const CollArgs &a, uint32_t first) {
 
 Status ShmBackend::Meet(const CollArgs &a, uint32_t first) {
   INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, first + 1, a));
-  const Described d(a, call_seq_);
+  const Described &d = described_;
   bool same = true;
   for (int j = 0; same && j < size_; ++j) {
+    if (j == rank_) continue;
     const Control::CallDesc &x = ControlOf(j)->phase[kArrived].call[first & 1u];
     same = x.seq.load(std::memory_order_relaxed) == d.seq &&
            x.kind_op.load(std::memory_order_relaxed) == d.kind_op &&
@@ -628,6 +619,8 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
     // Chunk k is in; chunk k-1's copies out are done.
     INFINICCL_RETURN_IF_ERROR(copies.Finish());
     if (k > 0) Post(kDone, g);
+    // Just before the arrival, into its line: one transfer of the line to
+    // this core for both (a peer may be polling it).
     if (k == 0) Describe(a, first);
     Post(kArrived, g + 1);
     if (k + 1 < chunks) {

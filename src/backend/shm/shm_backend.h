@@ -192,6 +192,11 @@ class ShmBackend final : public Backend {
   int rank_ = 0, size_ = 1;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
   uint32_t call_seq_ = 0;    // calls made (Describe)
+  struct Described {         // this call's descriptor, as Describe wrote it
+    uint32_t seq = 0;
+    int32_t kind_op = 0, dtype = 0, root = 0;
+    uint64_t count = 0;
+  } described_;
   int pid_ = 0;              // the process that made it
   uint64_t pid_ns_ = 0;      // this process's pid namespace
   std::atomic<bool> aborted_{false};
