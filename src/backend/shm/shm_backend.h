@@ -27,7 +27,12 @@
 // the node's ranks outnumber its cores), polls yielding its core, then
 // sleeps on the counter's futex; a poster wakes only when someone sleeps.
 // So four ranks on two cores do not take the core from the rank they wait
-// for. A waiter notices a peer process that exited, and CommAbort.
+// for. At each call's first chunk every rank compares every peer's call
+// descriptor, written beside its arrival (Describe, Meet): a call that
+// differs between ranks is refused on all of them. A waiter notices its own
+// CommAbort, a peer that left (CommAbort, CommDestroy: a mark in its
+// control) and a peer process that is gone (Departed); docs/ARCHITECTURE.md,
+// "Shared memory on a node: the segment's protocol".
 #pragma once
 
 #include <mpi.h>
