@@ -569,35 +569,20 @@ std::string AgreedValue(int setting, int64_t v) {
 
 // "rank 0,2 INFINICCL_SHM=1, rank 1 INFINICCL_SHM=auto".
 std::string AgreedValues(int setting, const std::vector<int64_t> &all, int size) {
-  std::vector<int64_t> values;
-  std::vector<std::vector<int>> ranks;
+  std::vector<std::string> values;
   for (int r = 0; r < size; ++r) {
-    const int64_t v = all[static_cast<size_t>(r) * kNumAgreed + setting];
-    size_t g = 0;
-    while (g < values.size() && values[g] != v) ++g;
-    if (g == values.size()) {
-      values.push_back(v);
-      ranks.emplace_back();
-    }
-    ranks[g].push_back(r);
+    values.push_back(std::string(kAgreedNames[setting]) + "=" +
+                     AgreedValue(setting, all[static_cast<size_t>(r) * kNumAgreed + setting]));
   }
-  std::string out;
-  for (size_t g = 0; g < values.size(); ++g) {
-    out += g == 0 ? "rank " : ", rank ";
-    out += RankList(ranks[g]);
-    out += ' ';
-    out += kAgreedNames[setting];
-    out += '=';
-    out += AgreedValue(setting, values[g]);
-  }
-  return out;
+  return RanksByValue(values);
 }
 
 }  // namespace
 
 // One small Allgather at creation compares the settings that choose a
-// call's path. INFINICCL_SHM and INFINICCL_SHM_MAX_BYTES must be alike on every rank, or the communicator is not made
-// (InvalidUsage naming the setting and each rank's value). INFINICCL_CHECK
+// call's path. INFINICCL_SHM and INFINICCL_SHM_MAX_BYTES must be alike on
+// every rank, or the communicator is not made (InvalidUsage naming the
+// setting and each rank's value). INFINICCL_CHECK
 // set on some ranks only is on for the communicator on every rank, with a
 // warning that names the ranks (the checking ranks would otherwise wait in
 // an exchange the others never make).

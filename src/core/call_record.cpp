@@ -52,31 +52,14 @@ std::string Operation(int64_t kind, int64_t seq) {
 // AllReduce #5, rank 1 Broadcast #5").
 std::string Describe(CallField f, const int64_t *all, int size) {
   std::vector<std::string> values;
-  std::vector<std::vector<int>> groups;
   for (int r = 0; r < size; ++r) {
     const int64_t *rec = all + static_cast<size_t>(r) * kNumCallFields;
-    const std::string v =
-        f == kOperation ? Operation(rec[kOperation], rec[kSequence])
-                        : (*kValueNames[f] ? std::string(kValueNames[f]) + "=" : "") +
-                              Value(f, rec[f]);
-    size_t g = 0;
-    while (g < values.size() && values[g] != v) ++g;
-    if (g == values.size()) {
-      values.push_back(v);
-      groups.emplace_back();
-    }
-    groups[g].push_back(r);
+    values.push_back(f == kOperation
+                         ? Operation(rec[kOperation], rec[kSequence])
+                         : (*kValueNames[f] ? std::string(kValueNames[f]) + "=" : "") +
+                               Value(f, rec[f]));
   }
-  std::string msg = std::string(kFieldNames[f]) + " differs:";
-  constexpr size_t kMaxGroups = 8;
-  for (size_t g = 0; g < values.size() && g < kMaxGroups; ++g) {
-    msg += g == 0 ? " rank " : ", rank ";
-    msg += RankList(groups[g]);
-    msg += ' ';
-    msg += values[g];
-  }
-  if (values.size() > kMaxGroups) msg += ", ...";
-  return msg;
+  return std::string(kFieldNames[f]) + " differs: " + RanksByValue(values);
 }
 
 }  // namespace
