@@ -1,9 +1,6 @@
 #include "backend/shm/shm_backend.h"
 
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,6 +19,7 @@
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/process_identity.h"
 #include "core/reduce.h"
 #include "device/spin_wait.h"
 #include "mpi/mpi_error.h"
@@ -71,44 +69,6 @@ bool SpinOnCore(Done done, std::chrono::microseconds limit) {
 // wakes the sleepers).
 constexpr long kSleepSliceNs = 10 * 1000 * 1000;
 constexpr std::chrono::milliseconds kPeerCheckEvery{50};
-
-// Fields 3 (the state) and 22 (the start time, in clock ticks since boot) of
-// /proc/<pid>/stat. The pid with the start time names one process: a pid
-// reused by another process has another. kGone only when kill() agrees
-// that no such process exists (a /proc that hides other users' processes
-// reads as unknown).
-enum class Proc { kThere, kGone, kUnknown };
-Proc ReadProcStat(int pid, char *state, uint64_t *start) {
-  char path[64], buf[1024];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return kill(pid, 0) != 0 && errno == ESRCH ? Proc::kGone : Proc::kUnknown;
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return Proc::kUnknown;
-  buf[n] = '\0';
-  // The name (field 2) is in parentheses and may hold anything: the fields
-  // start after the last ')'.
-  const char *p = std::strrchr(buf, ')');
-  if (p == nullptr || p[1] != ' ') return Proc::kUnknown;
-  p += 2;
-  *state = *p;
-  for (int field = 3; field < 22; ++field) {
-    p = std::strchr(p, ' ');
-    if (p == nullptr) return Proc::kUnknown;
-    ++p;
-  }
-  *start = std::strtoull(p, nullptr, 10);
-  return Proc::kThere;
-}
-
-// This process's pid namespace (the inode of /proc/self/ns/pid), 0 when
-// unknown: a peer's pid means the same process here only where it is equal.
-uint64_t PidNamespace() {
-  struct stat st;
-  if (stat("/proc/self/ns/pid", &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_ino);
-}
 
 bool Reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
@@ -192,8 +152,8 @@ struct ShmBackend::Control {
   // area (and its result goes there), g when in its stage; written before
   // the rank posts its arrival.
   std::atomic<uint32_t> landed;
-  std::atomic<uint64_t> start_time;  // of the process pid names (ReadProcStat)
-  std::atomic<uint64_t> pid_ns;      // its pid namespace (PidNamespace)
+  std::atomic<uint64_t> start_time;  // with pid and pid_ns: its ProcessIdentity
+  std::atomic<uint64_t> pid_ns;
   std::atomic<uint32_t> left;        // 0, or why the rank left (Leave)
 };
 
@@ -223,16 +183,11 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   b->spin_ = cores > 0 && size > cores ? std::chrono::microseconds(0) : kSpin;
   Control *mine = new (b->segment_->region(b->segment_->node_rank())) Control();
-  char state = 0;
-  uint64_t start = 0;
-  const int pid = static_cast<int>(getpid());
-  b->pid_ = pid;
-  b->pid_ns_ = PidNamespace();
-  if (b->pid_ns_ != 0 && ReadProcStat(pid, &state, &start) == Proc::kThere) {
-    mine->start_time.store(start, std::memory_order_relaxed);
-    mine->pid_ns.store(b->pid_ns_, std::memory_order_relaxed);
-  }
-  mine->pid.store(static_cast<int32_t>(pid), std::memory_order_release);
+  const ProcessIdentity me = ThisProcess();
+  b->pid_ = me.pid;
+  mine->start_time.store(me.start_time, std::memory_order_relaxed);
+  mine->pid_ns.store(me.pid_ns, std::memory_order_relaxed);
+  mine->pid.store(static_cast<int32_t>(me.pid), std::memory_order_release);
   // Every rank's control is constructed before any rank posts to one.
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Barrier(comm), "MPI_Barrier"));
   *out = std::move(b);
@@ -301,23 +256,15 @@ Status ShmBackend::Departed(int rank, const CollArgs &a) const {
                       left == kLeftAborted ? "infinicclCommAbort" : "infinicclCommDestroy",
                       rank_, CollKindName(a.kind));
   }
-  const int pid = peer->pid.load(std::memory_order_acquire);
-  const uint64_t ns = peer->pid_ns.load(std::memory_order_relaxed);
-  // A pid of another namespace names another process here, or none.
-  if (pid <= 0 || ns == 0 || ns != pid_ns_) return Status::Ok();
-  char state = 0;
-  uint64_t start = 0;
-  const Proc proc = ReadProcStat(pid, &state, &start);
-  const char *how = proc == Proc::kGone      ? "exited"
-                    : proc == Proc::kUnknown ? nullptr
-                    : state == 'Z' || state == 'X' ? "exited (a zombie)"
-                    : start != peer->start_time.load(std::memory_order_relaxed)
-                        ? "exited (its pid is another process's)"
-                        : nullptr;
+  ProcessIdentity who;
+  who.pid = peer->pid.load(std::memory_order_acquire);
+  who.start_time = peer->start_time.load(std::memory_order_relaxed);
+  who.pid_ns = peer->pid_ns.load(std::memory_order_relaxed);
+  const char *how = GoneWords(Look(who));
   if (how == nullptr) return Status::Ok();
   return MakeStatus(infinicclRemoteError,
                     "rank %d (pid %d) %s while rank %d waited for it in %s over shared memory",
-                    rank, pid, how, rank_, CollKindName(a.kind));
+                    rank, who.pid, how, rank_, CollKindName(a.kind));
 }
 
 Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a) {

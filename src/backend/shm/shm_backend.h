@@ -156,7 +156,7 @@ class ShmBackend final : public Backend {
   static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2;
   void Leave(uint32_t why);
   // RemoteError naming `rank` when it left, or its process is gone (exited,
-  // a zombie, or its pid now another process's: the start time differs);
+  // a zombie, or its pid now another process's: core/process_identity.h);
   // the pid is trusted only when the peer's pid namespace is this one's.
   Status Departed(int rank, const CollArgs &a) const;
   void Post(Phase phase, uint32_t value);
@@ -203,7 +203,6 @@ class ShmBackend final : public Backend {
     uint64_t count = 0;
   } described_;
   int pid_ = 0;              // the process that made it
-  uint64_t pid_ns_ = 0;      // this process's pid namespace
   std::atomic<bool> aborted_{false};
   std::chrono::microseconds spin_{0};  // the first step of a wait (shm_backend.cpp)
   std::vector<const void *> sources_;  // one per rank, kept: no allocation per call
