@@ -356,12 +356,14 @@ const std::vector<Config::Entry> &Config::Table() {
        "through a shared-memory segment instead of MPI (AllReduce, ReduceScatter, "
        "Reduce, AllGather, Broadcast; host buffers, and device buffers of a device "
        "without a CCL). `auto`: calls up to `INFINICCL_SHM_MAX_BYTES`; `1`: every "
-       "such call, whatever its size; `0`: never (no segment is made)."},
+       "such call, whatever its size; `0`: never (no segment is made). Alike on every "
+       "rank: a communicator whose ranks differ is not made (`infinicclInvalidUsage`)."},
       {"INFINICCL_SHM_MAX_BYTES", "auto", &Config::shm_max_bytes, {0, kNoLimit, "bytes"},
        kAutoIsMax,
        "With `INFINICCL_SHM=auto`, the largest call (each rank's send buffer) that "
        "takes shared memory. `auto`: each collective's own, measured in "
-       "docs/PERFORMANCE.md. Suffixes K, M, G."},
+       "docs/PERFORMANCE.md. Suffixes K, M, G. Alike on every rank, as "
+       "`INFINICCL_SHM`."},
       {"INFINICCL_SIMD", "auto", &Config::simd, {}, kSimdLevels,
        "Instruction set of the host reduction kernels (shared-memory collectives): `auto` the best"
        " this CPU runs; `avx512` (F, BW, VL, DQ), `avx2` (with FMA and F16C) or `baseline` (the "
