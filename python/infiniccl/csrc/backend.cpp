@@ -175,6 +175,15 @@ struct GroupState {
   const std::string where;
   std::atomic<bool> timed_out{false};
 
+  // Asks the group's worker to complete the P2P calls it has posted (see
+  // BackendInfiniCCL's P2P comment); cleared when the group shuts down.
+  void RequestFlush() {
+    std::lock_guard<std::mutex> lock(flush_mu);
+    if (flush) flush();
+  }
+  std::mutex flush_mu;
+  std::function<void()> flush;
+
   // "infiniccl allreduce on process group ...": a call's name in a message.
   std::string Name(const char *op) const { return std::string("infiniccl ") + op + where; }
 };
@@ -215,8 +224,24 @@ class WorkInfiniCCL : public c10d::Work {
     if (future) Complete(*future);
   }
 
+  // A P2P call posted into the worker's open group completes when the
+  // group is flushed: waiting for it (wait, isCompleted, getFuture) asks for
+  // that.
+  void MarkPosted() { posted_ = true; }
+
+  bool isCompleted() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (completed_ || !posted_) return completed_;
+    }
+    group_->RequestFlush();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_;
+  }
+
   bool wait(Ms timeout) override {
     Ms limit = timeout == Ms(0) ? timeout_ : timeout;
+    if (posted_ && !Completed()) group_->RequestFlush();
     std::unique_lock<std::mutex> lock(mutex_);
     if (limit.count() > 0) {
       if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
@@ -245,6 +270,7 @@ class WorkInfiniCCL : public c10d::Work {
   // Made on the first request (DDP's comm hooks ask; most callers never do):
   // completed here when the call is already done, else by Done.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    if (posted_ && !Completed()) group_->RequestFlush();
     std::unique_lock<std::mutex> lock(mutex_);
     if (future_) return future_;
     future_ = c10::make_intrusive<c10::ivalue::Future>(TensorListType());
@@ -263,6 +289,11 @@ class WorkInfiniCCL : public c10d::Work {
   std::shared_ptr<int> source_;
 
  private:
+  bool Completed() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_;
+  }
+
   // completed_ is set, so exception_ no longer changes.
   void Complete(c10::ivalue::Future &future) {
     if (exception_) {
@@ -279,6 +310,7 @@ class WorkInfiniCCL : public c10d::Work {
 
   const char *op_;
   Ms timeout_;
+  std::atomic<bool> posted_{false};
   std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -295,6 +327,7 @@ class BackendInfiniCCL : public c10d::Backend {
         ranks_(std::move(ranks)),
         store_(std::move(store)),
         group_(std::make_shared<GroupState>(comm_, Where())) {
+    group_->flush = [this] { QueueFlush(); };
     worker_ = std::thread([this] { Loop(); });
   }
 
@@ -312,10 +345,14 @@ class BackendInfiniCCL : public c10d::Backend {
   void Shutdown() {
     bool abort = false;
     {
+      std::lock_guard<std::mutex> lock(group_->flush_mu);
+      group_->flush = nullptr;
+    }
+    {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
       stop_ = true;
-      abort = group_->timed_out.load() && (busy_ || !queue_.empty());
+      abort = group_->timed_out.load() && (busy_ || !queue_.empty() || p2p_open_);
     }
     cv_.notify_all();
     if (abort && comm_ != nullptr) {
@@ -674,12 +711,13 @@ class BackendInfiniCCL : public c10d::Backend {
     Peer(dst, "send");
     Tag(tag, "send");
     auto t = tensors[0].contiguous();
-    auto op = [this, t, dst, tag](void *stream) {
+    P2POp op;
+    op.post = [this, t, dst, tag](void *stream) {
       Buf b = Raw(t);
       Check(infinicclSendTagged(b.ptr, b.count, (infinicclDataType_t)b.type, dst, tag, comm_,
                                 stream));
     };
-    return P2P("send", OpType::SEND, tensors, op, -1);
+    return P2P("send", OpType::SEND, tensors, std::move(op), -1);
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
@@ -688,13 +726,15 @@ class BackendInfiniCCL : public c10d::Backend {
     Peer(src, "recv");
     Tag(tag, "recv");
     auto t = tensors[0];
-    auto op = [this, t, src, tag](void *stream) {
-      Output o(t);
-      Buf b = Raw(o.t);
+    auto c = t.is_contiguous() ? t : t.contiguous();
+    P2POp op;
+    op.post = [this, c, src, tag](void *stream) {
+      Buf b = Raw(c);
       Check(infinicclRecvTagged(b.ptr, b.count, (infinicclDataType_t)b.type, src, tag,
                                 nullptr, comm_, stream));
     };
-    return P2P("recv", OpType::RECV, tensors, op, src);
+    if (!c.is_same(t)) op.finish = [t, c] { t.copy_(c); };
+    return P2P("recv", OpType::RECV, tensors, std::move(op), src);
   }
 
   // recv without src (as gloo's): the first message of `tag` from any rank;
@@ -711,17 +751,21 @@ class BackendInfiniCCL : public c10d::Backend {
            "batched: the batch's one Work could not report its sender");
     }
     auto t = tensors[0];
+    auto c = t.is_contiguous() ? t : t.contiguous();
     auto source = std::make_shared<int>(-1);
-    auto op = [this, t, tag, source](void *stream) {
-      Output o(t);
-      Buf b = Raw(o.t);
+    P2POp op;
+    op.post = [this, c, tag, source](void *stream) {
+      Buf b = Raw(c);
       Check(infinicclRecvTagged(b.ptr, b.count, (infinicclDataType_t)b.type,
                                 INFINICCL_ANY_SOURCE, tag, source.get(), comm_, stream));
+    };
+    op.finish = [t, c] {
       if (!t.device().is_cpu()) {
         c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).synchronize();
       }
+      if (!c.is_same(t)) t.copy_(c);
     };
-    return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, op, -1, source);
+    return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, std::move(op), -1, source);
   }
 
   // batch_isend_irecv: the sends and receives between startCoalescing and
@@ -747,12 +791,18 @@ class BackendInfiniCCL : public c10d::Backend {
       work->Done(nullptr);
       return work;
     }
+    if (batch_device_.is_cpu()) {
+      work->MarkPosted();
+      EnqueuePost(work, std::move(ops));
+      return work;
+    }
+    // Device tensors: one group in the caller's thread, ordered on the stream.
     auto job = [this, ops](void *stream) {
       Check(infinicclGroupStart());
       std::exception_ptr err;
       for (const auto &op : ops) {
         try {
-          op(stream);
+          op.post(stream);
         } catch (...) {
           if (!err) err = std::current_exception();
         }
@@ -760,6 +810,9 @@ class BackendInfiniCCL : public c10d::Backend {
       infinicclResult_t rc = infinicclGroupEnd();
       if (err) std::rethrow_exception(err);
       Check(rc);
+      for (const auto &op : ops) {
+        if (op.finish) op.finish();
+      }
     };
     Enqueue(work, std::move(job), batch_device_, batch_stream_);
     return work;
@@ -923,6 +976,15 @@ class BackendInfiniCCL : public c10d::Backend {
       msg << ")";
       throw std::runtime_error(msg.str());
     }
+    // Its sends and receives complete at its own group's end: posted P2P
+    // calls of the worker's open group complete first (a nested group would
+    // end with the outer one).
+    bool open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open = p2p_open_;
+    }
+    if (open) Flush();
     Check(infinicclGroupStart());
     std::exception_ptr err;
     try {
@@ -1003,8 +1065,33 @@ class BackendInfiniCCL : public c10d::Backend {
     return watchdog_.count() > 0 && (limit.count() <= 0 || limit >= watchdog_);
   }
 
+  // ---- P2P that does not depend on the peers' order ----
+  // isend/irecv on host tensors are posted, not run: the group's worker
+  // opens a library group (infinicclGroupStart) at the first one and posts
+  // each send and receive into it as it comes (inside a group the library
+  // posts host Send/Recv as MPI_Isend/MPI_Irecv at the call and returns);
+  // collectives queued meanwhile run inside that group when their turn
+  // comes, in call order (the library runs a collective inside a group when
+  // it is called, on its own tags). A wait() on a posted call (or
+  // isCompleted(), getFuture()) queues a flush: the worker ends the group
+  // (infinicclGroupEnd, which waits for every call posted into it) and
+  // completes their Works. So `irecv(left); isend(right); wait()` in a
+  // ring, and isend followed by a blocking recv, complete at any size: every
+  // rank has posted both before any waits. One thread posts in call order,
+  // so MPI's non-overtaking order between two ranks holds, tags included.
+  // Why one group and not one thread per (peer, direction): the library
+  // does not take calls on one communicator from two threads at once, and
+  // it has no request to wait for one call of a group alone. The cost:
+  // wait() completes every P2P call of the group posted before it, so a
+  // receive posted earlier whose send the peer makes only after this rank's
+  // wait has returned is waited for too.
+  struct P2POp {
+    std::function<void(void *)> post;  // the library call: into the group (host)
+    std::function<void()> finish;      // once it has completed (copy back, sync)
+  };
+
   c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
-                                     const std::vector<at::Tensor> &tensors, Job job, int src,
+                                     const std::vector<at::Tensor> &tensors, P2POp p2p, int src,
                                      std::shared_ptr<int> source = nullptr) {
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(tensors, {}, &device);
@@ -1015,21 +1102,31 @@ class BackendInfiniCCL : public c10d::Backend {
       } else if (device != batch_device_) {
         Fail("batch_isend_irecv: tensors on different devices in one batch");
       }
-      batch_.push_back(std::move(job));
+      batch_.push_back(std::move(p2p));
       return batch_work_;
     }
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, timeout_, tensors, group_);
     work->source_rank_ = src;
     work->source_ = std::move(source);
-    Enqueue(work, std::move(job), device, stream);
+    if (!device.is_cpu()) {
+      // Device calls return at once, ordered on the stream.
+      Enqueue(work, [p2p](void *s) {
+        p2p.post(s);
+        if (p2p.finish) p2p.finish();
+      }, device, stream);
+      return work;
+    }
+    work->MarkPosted();
+    EnqueuePost(work, {std::move(p2p)});
     return work;
   }
 
-  void Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const Job &job, void *stream) {
-    std::exception_ptr err;
+  // Runs `f`; its exception (if any) as the Work's error, naming the call.
+  static std::exception_ptr Capture(const c10::intrusive_ptr<WorkInfiniCCL> &work,
+                                    const std::function<void()> &f) {
     try {
-      job(stream);
+      f();
     } catch (const c10::Error &e) {
       try {
         std::string m = e.what_without_backtrace();
@@ -1037,19 +1134,39 @@ class BackendInfiniCCL : public c10d::Backend {
         if (m.compare(0, prefix.size(), prefix) == 0) m = m.substr(prefix.size());
         Fail(work->what() + ": " + m);
       } catch (...) {
-        err = std::current_exception();
+        return std::current_exception();
       }
     } catch (const std::exception &e) {
       try {
         Fail(work->what() + ": " + e.what());
       } catch (...) {
-        err = std::current_exception();
+        return std::current_exception();
       }
     }
-    work->Done(err);
+    return nullptr;
   }
 
-  // Host calls go to the worker; device calls run here once the queue is empty.
+  void Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const Job &job, void *stream) {
+    work->Done(Capture(work, [&] { job(stream); }));
+  }
+
+  enum class Kind { kCall, kPost, kFlush };
+  struct Item {
+    Kind kind;
+    c10::intrusive_ptr<WorkInfiniCCL> work;
+    Job job;                  // kCall
+    std::vector<P2POp> p2p;   // kPost
+  };
+  // A Work posted into the open group, with its calls and the error of a
+  // post that failed (the library leaves that call out of the group).
+  struct Posted {
+    c10::intrusive_ptr<WorkInfiniCCL> work;
+    std::vector<P2POp> p2p;
+    std::exception_ptr err;
+  };
+
+  // Host calls go to the worker; device calls run here once the queue is
+  // empty and the worker's open group (host P2P) has completed.
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
                void *stream, bool inline_host = false) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -1058,7 +1175,7 @@ class BackendInfiniCCL : public c10d::Backend {
       Fail(work->what() + ": " + kDestroyed);
     }
     if (device.is_cpu() && inline_host) {
-      if (queue_.empty() && !busy_) {
+      if (queue_.empty() && !busy_ && !p2p_open_) {
         // In call order: calls submitted meanwhile queue behind this one.
         busy_ = true;
         lock.unlock();
@@ -1071,14 +1188,100 @@ class BackendInfiniCCL : public c10d::Backend {
       }
     }
     if (!device.is_cpu()) {
-      idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+      if (p2p_open_ || !queue_.empty()) QueueFlushLocked();
+      idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !p2p_open_; });
       lock.unlock();
       Run(work, job, stream);
       return;
     }
-    queue_.emplace_back(work, std::move(job));
+    queue_.push_back(Item{Kind::kCall, work, std::move(job), {}});
     lock.unlock();
     cv_.notify_one();
+  }
+
+  void EnqueuePost(const c10::intrusive_ptr<WorkInfiniCCL> &work, std::vector<P2POp> p2p) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stop_) {
+      lock.unlock();
+      Fail(work->what() + ": " + kDestroyed);
+    }
+    queue_.push_back(Item{Kind::kPost, work, nullptr, std::move(p2p)});
+    lock.unlock();
+    cv_.notify_one();
+  }
+
+  void QueueFlush() {
+    std::lock_guard<std::mutex> lock(mu_);
+    QueueFlushLocked();
+  }
+
+  // Behind the calls already queued; one at a time is enough (a later post
+  // asks again when its Work is waited for).
+  void QueueFlushLocked() {
+    if (flush_queued_ || (stop_ && !p2p_open_ && queue_.empty())) return;
+    flush_queued_ = true;
+    queue_.push_back(Item{Kind::kFlush, nullptr, nullptr, {}});
+    cv_.notify_one();
+  }
+
+  // On the worker.
+  void Post(Item &item) {
+    bool open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open = p2p_open_;
+    }
+    if (!open) {
+      std::exception_ptr err = Capture(item.work, [&] { Check(infinicclGroupStart()); });
+      if (err) {
+        item.work->Done(err);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      p2p_open_ = true;
+    }
+    std::exception_ptr err;
+    for (const auto &op : item.p2p) {
+      std::exception_ptr e = Capture(item.work, [&] { op.post(nullptr); });
+      if (e && !err) err = e;
+    }
+    open_.push_back(Posted{item.work, std::move(item.p2p), err});
+  }
+
+  // On the worker: ends the open group and completes its Works.
+  void Flush() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      flush_queued_ = false;
+      if (!p2p_open_) return;
+    }
+    const infinicclResult_t rc = infinicclGroupEnd();
+    std::string msg;
+    if (rc != infinicclSuccess) {
+      msg = infinicclGetLastError(nullptr);
+      if (msg.empty()) msg = infinicclGetLastError(comm_);
+      msg = std::string(infinicclGetErrorString(rc)) + ": " + msg;
+    }
+    std::vector<Posted> done = std::move(open_);
+    open_.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p2p_open_ = false;
+    }
+    for (auto &p : done) {
+      std::exception_ptr err = p.err;
+      if (!err && rc != infinicclSuccess) {
+        err = Capture(p.work, [&] { throw std::runtime_error(msg); });
+      }
+      if (!err) {
+        err = Capture(p.work, [&] {
+          for (const auto &op : p.p2p) {
+            if (op.finish) op.finish();
+          }
+        });
+      }
+      p.work->Done(err);
+    }
   }
 
   // A call on a group after destroy_process_group (shutdown) raises (Enqueue
@@ -1095,12 +1298,27 @@ class BackendInfiniCCL : public c10d::Backend {
     for (;;) {
       // busy_: a call runs in its caller's thread; the queue waits for it.
       cv_.wait(lock, [&] { return !busy_ && (stop_ || !queue_.empty()); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      auto item = std::move(queue_.front());
+      if (queue_.empty()) {
+        // Stopping: the posted P2P calls complete first.
+        if (p2p_open_) {
+          busy_ = true;
+          lock.unlock();
+          Flush();
+          lock.lock();
+          busy_ = false;
+        }
+        idle_cv_.notify_all();
+        return;
+      }
+      Item item = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
       lock.unlock();
-      Run(item.first, item.second, nullptr);
+      switch (item.kind) {
+        case Kind::kCall: Run(item.work, item.job, nullptr); break;
+        case Kind::kPost: Post(item); break;
+        case Kind::kFlush: Flush(); break;
+      }
       lock.lock();
       busy_ = false;
       if (queue_.empty()) idle_cv_.notify_all();
@@ -1118,13 +1336,16 @@ class BackendInfiniCCL : public c10d::Backend {
 
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
-  std::deque<std::pair<c10::intrusive_ptr<WorkInfiniCCL>, Job>> queue_;
+  std::deque<Item> queue_;
   bool busy_ = false;
   bool stop_ = false;
+  bool p2p_open_ = false;     // the worker holds an open group of posted P2P calls
+  bool flush_queued_ = false;
+  std::vector<Posted> open_;  // the worker's only
   std::thread worker_;
 
   bool coalescing_ = false;
-  std::vector<Job> batch_;
+  std::vector<P2POp> batch_;
   std::vector<at::Tensor> batch_outputs_;
   c10::intrusive_ptr<WorkInfiniCCL> batch_work_;
   c10::Device batch_device_{c10::kCPU};
