@@ -24,6 +24,20 @@ SIZES = [4 * KIB, 4 * KIB * KIB, 64 * KIB * KIB]  # bytes per message
 
 @pytest.fixture(scope="module", autouse=True)
 def pg(comm):
+    # A fresh store port, rank 0's, broadcast through the library: a group
+    # of an earlier module in the same pytest session may still hold the
+    # first one.
+    import socket
+
+    import numpy as np
+
+    port = np.zeros(1, np.int64)
+    if comm.rank == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port[0] = s.getsockname()[1]
+    comm.broadcast(port, root=0)
+    os.environ["MASTER_PORT"] = str(int(port[0]))
     dist.init_process_group("infiniccl")
     yield dist.group.WORLD
     dist.destroy_process_group()

@@ -27,6 +27,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -156,6 +157,44 @@ Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
   Fail(std::string(c10::toString(t.scalar_type())) +
        " has no InfiniCCL data type for this reduction");
 }
+
+// ReduceOp.PREMUL_SUM (NCCL's): every rank's tensor is multiplied by the
+// op's factor (a number or a one-element tensor), then summed. A call with
+// it runs the sum on a scaled tensor: PreMul gives the factor's scaling and
+// the SUM op to run.
+struct PreMul {
+  explicit PreMul(c10d::ReduceOp &rop) {
+    if (rop.op_ != c10d::ReduceOp::PREMUL_SUM) return;
+    auto *sup = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(rop.supplement_.get());
+    if (sup == nullptr) {
+      C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): PREMUL_SUM without "
+                      "its factor (make the op with torch.distributed._make_nccl_premul_sum)");
+    }
+    active = true;
+    factor = sup->double_factor;
+    tensor_factor = sup->tensor_factor;
+    rop = c10d::ReduceOp(c10d::ReduceOp::SUM);
+  }
+  // Scales t in place (a tensor the call owns or overwrites anyway).
+  void Scale(const at::Tensor &t) const {
+    if (!active) return;
+    if (tensor_factor.defined()) {
+      t.mul_(tensor_factor.to(t.device()));
+    } else {
+      t.mul_(factor);
+    }
+  }
+  // A scaled copy (the caller's tensor stays as it was), or t itself.
+  at::Tensor Scaled(const at::Tensor &t) const {
+    if (!active) return t;
+    at::Tensor c = t.clone(at::MemoryFormat::Contiguous);
+    Scale(c);
+    return c;
+  }
+  bool active = false;
+  double factor = 1.0;
+  at::Tensor tensor_factor;
+};
 
 void SameType(const at::Tensor &a, const at::Tensor &b, const char *what) {
   if (a.scalar_type() != b.scalar_type()) {
@@ -359,6 +398,12 @@ class BackendInfiniCCL : public c10d::Backend {
       infinicclCommAbort(comm_);
       comm_ = nullptr;
     }
+    JoinWorker();
+    if (comm_ != nullptr) infinicclCommDestroy(comm_);
+    comm_ = nullptr;
+  }
+
+  void JoinWorker() {
     if (worker_.joinable()) {
       // The worker may need the GIL to drop the last reference of a tensor
       // that Python also saw.
@@ -369,11 +414,117 @@ class BackendInfiniCCL : public c10d::Backend {
         worker_.join();
       }
     }
-    if (comm_ != nullptr) infinicclCommDestroy(comm_);
-    comm_ = nullptr;
   }
 
   const std::string getBackendName() const override { return "infiniccl"; }
+
+  // dist.abort_process_group: the communicator is aborted
+  // (infinicclCommAbort) without waiting for the other ranks; a call of the
+  // group waiting in the node's shared memory returns with an error, which
+  // its Work raises, queued calls fail the same way, and later calls are
+  // refused. A call blocked inside MPI cannot be cancelled: the library then
+  // ends the job after one second (see infinicclCommAbort).
+  void abort() override { Abort(); }
+
+  void Abort() {
+    {
+      std::lock_guard<std::mutex> lock(group_->flush_mu);
+      group_->flush = nullptr;
+    }
+    infinicclComm_t comm;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (aborted_ || comm_ == nullptr) return;
+      aborted_ = true;
+      stop_ = true;
+      comm = comm_;
+    }
+    cv_.notify_all();
+    infinicclCommAbort(comm);
+    JoinWorker();
+    comm_ = nullptr;  // the library freed it
+  }
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
+  c10d::ErrorType getError() override {
+    if (group_->timed_out.load()) return c10d::ErrorType::TIMEOUT;
+    std::lock_guard<std::mutex> lock(mu_);
+    return aborted_ ? c10d::ErrorType::COMM_ERROR : c10d::ErrorType::SUCCESS;
+  }
+#endif
+
+  // dist.split_group: every rank of this group calls it with the ranks (of
+  // this group, in the new group's order) of the one new group it joins, or
+  // of the first one when it joins none; infinicclCommSplit makes the new
+  // communicators (color: the smallest rank of a new group, which the
+  // disjoint groups do not share; key: the position in it). Runs on the
+  // group's worker, in call order with the group's other calls.
+  bool supportsSplitting() const override { return true; }
+
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override {
+    auto o = c10::make_intrusive<c10d::Backend::Options>("infiniccl", timeout_);
+    o->group_name = name_;
+    for (auto r : ranks_) o->global_ranks_in_group.push_back(static_cast<uint64_t>(r));
+    return o;
+  }
+
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store,
+                                          const std::vector<int> &ranks,
+                                          const c10::intrusive_ptr<Options> &opts) override {
+    int pos = -1;
+    int color = INFINICCL_SPLIT_NOCOLOR;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] < 0 || ranks[i] >= size_) {
+        Fail("split_group: rank " + std::to_string(ranks[i]) + " is not a rank of the group (size " +
+             std::to_string(size_) + ")");
+      }
+      if (ranks[i] == rank_) pos = static_cast<int>(i);
+    }
+    if (pos < 0 && store && store == nocolor_store_) {
+      // torch splits a backend registered for several devices once per
+      // device until one split returns a backend: a rank outside every new
+      // group is asked again, with the same store, and has taken part.
+      return nullptr;
+    }
+    if (pos >= 0) color = *std::min_element(ranks.begin(), ranks.end());
+    auto child = std::make_shared<infinicclComm_t>(nullptr);
+    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::UNKNOWN, "split", timeout_,
+                                                   std::vector<at::Tensor>(), group_);
+    Enqueue(work, [this, color, pos, child](void *) {
+      bool open;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        open = p2p_open_;
+      }
+      if (open) Flush();
+      Check(infinicclCommSplit(comm_, color, pos < 0 ? 0 : pos, child.get()));
+    }, c10::Device(c10::kCPU), nullptr);
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      work->wait(Ms(0));
+    } else {
+      work->wait(Ms(0));
+    }
+    if (pos < 0) {
+      nocolor_store_ = store;
+      return nullptr;
+    }
+    Ms timeout = opts ? opts->timeout : timeout_;
+    std::string name = opts && !opts->group_name.empty() ? opts->group_name : name_ + ":split";
+    std::vector<int64_t> global;
+    for (int r : ranks) global.push_back(ranks_.empty() ? r : ranks_[r]);
+    return c10::make_intrusive<BackendInfiniCCL>(reinterpret_cast<int64_t>(*child), pos,
+                                                 static_cast<int>(ranks.size()),
+                                                 timeout.count(), name, global, store);
+  }
+
+  // Sequence numbers, as gloo's: one per collective or point-to-point call
+  // made on the group, from 0 on every rank, so ranks that made the same
+  // calls agree. torch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+  // and pg._get_sequence_number_for_group() read it; torch before 2.15
+  // sets it when it creates the group.
+  void setSequenceNumberForGroup() override { seq_.store(0); }
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
   bool supportsCoalescing() const override { return true; }
   void setTimeout(Ms timeout) { timeout_ = timeout; }
   int64_t timeoutMs() const { return timeout_.count(); }
@@ -382,10 +533,12 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
                                            const c10d::AllreduceOptions &opts) override {
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("allreduce", OpType::ALLREDUCE, tensors, tensors, opts,
-                  [this, tensors, rop](void *stream) {
+                  [this, tensors, rop, pre](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
+                      pre.Scale(o.t);
                       int op;
                       Buf b = Reduced(o.t, rop, &op);
                       Check(infinicclAllReduce(b.ptr, b.ptr, b.count,
@@ -418,14 +571,17 @@ class BackendInfiniCCL : public c10d::Backend {
                                         const c10d::ReduceOptions &opts) override {
     int root = Root(opts.rootRank, "reduce");
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("reduce", OpType::REDUCE, tensors, tensors, opts,
-                  [this, tensors, root, rop](void *stream) {
+                  [this, tensors, root, rop, pre](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
+                      at::Tensor in = pre.Scaled(o.t);  // other ranks' tensors stay
                       int op;
-                      Buf b = Reduced(o.t, rop, &op);
+                      Buf b = Reduced(in, rop, &op);
                       Check(infinicclReduce(b.ptr, b.ptr, b.count, (infinicclDataType_t)b.type,
                                             (infinicclRedOp_t)op, root, comm_, stream));
+                      if (!in.is_same(o.t) && rank_ == root) o.t.copy_(in);
                     }
                   });
   }
@@ -525,9 +681,12 @@ class BackendInfiniCCL : public c10d::Backend {
     auto out = outputs[0];
     auto ins = inputs[0];
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("reduce_scatter", OpType::REDUCE_SCATTER, ins, outputs, opts,
-                  [this, out, ins, rop](void *stream) {
-                    ScatterFrom(out, Flatten(ins), rop, stream);
+                  [this, out, ins, rop, pre](void *stream) {
+                    at::Tensor flat = Flatten(ins);
+                    pre.Scale(flat);
+                    ScatterFrom(out, flat, rop, stream);
                   });
   }
 
@@ -535,10 +694,11 @@ class BackendInfiniCCL : public c10d::Backend {
       at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
     CheckTimesGroup(input, output, "reduce_scatter_tensor", "input", "output");
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     std::vector<at::Tensor> ins{input}, outs{output};
     return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts,
-                  [this, output, input, rop](void *stream) {
-                    ScatterFrom(output, input.contiguous(), rop, stream);
+                  [this, output, input, rop, pre](void *stream) {
+                    ScatterFrom(output, pre.Scaled(input.contiguous()), rop, stream);
                   });
   }
 
@@ -551,10 +711,11 @@ class BackendInfiniCCL : public c10d::Backend {
                       "output");
     }
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("reduce_scatter_tensor_coalesced", OpType::COALESCED, inputs, outputs,
-                  opts, [this, inputs, outputs, rop](void *stream) {
+                  opts, [this, inputs, outputs, rop, pre](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
-                      ScatterFrom(outputs[i], inputs[i].contiguous(), rop, stream);
+                      ScatterFrom(outputs[i], pre.Scaled(inputs[i].contiguous()), rop, stream);
                     }
                   });
   }
@@ -564,6 +725,16 @@ class BackendInfiniCCL : public c10d::Backend {
                                                std::vector<int64_t> &in_splits,
                                                const c10d::AllToAllOptions &opts) override {
     SameType(output, input, "all_to_all_single");
+    if (in_splits.empty() && out_splits.empty() && output.numel() != input.numel()) {
+      // gloo's alltoall enforces the same; the even path below would write
+      // the input's size into the output.
+      Fail("all_to_all_single: the output has " + std::to_string(output.numel()) +
+           " elements and the input " + std::to_string(input.numel()) +
+           ": without split sizes they must be equal");
+    }
+    if (coalescing_ && !(in_splits.empty() && out_splits.empty())) {
+      Fail("all_to_all_single with split sizes cannot be coalesced (it is a group of its own)");
+    }
     auto sends = Split(input, in_splits, "input");
     auto recvs = Split(output, out_splits, "output");
     std::vector<at::Tensor> ins{input}, outs{output};
@@ -589,6 +760,7 @@ class BackendInfiniCCL : public c10d::Backend {
            std::to_string(outputs.size()) + " outputs for a group of " + std::to_string(size_));
     }
     for (int j = 0; j < size_; ++j) SameType(outputs[j], inputs[j], "all_to_all");
+    if (coalescing_) Fail("all_to_all cannot be coalesced (it is a group of its own)");
     return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts,
                   [this, inputs, outputs](void *stream) { Exchange(inputs, outputs, stream); });
   }
@@ -768,9 +940,11 @@ class BackendInfiniCCL : public c10d::Backend {
     return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, std::move(op), -1, source);
   }
 
-  // batch_isend_irecv: the sends and receives between startCoalescing and
-  // endCoalescing run as one group (infinicclGroupStart/End), so every rank
-  // may send before it receives; each of them returns the batch's Work.
+  // batch_isend_irecv and _coalescing_manager: the sends, receives and
+  // collectives between startCoalescing and endCoalescing run as one group
+  // (infinicclGroupStart/End), as NCCL runs them: every rank may send before
+  // it receives, collectives run in call order inside the group, and each
+  // call returns the batch's Work, complete when the group has ended.
   void startCoalescing() override {
     TORCH_CHECK(!coalescing_, "infiniccl: startCoalescing while coalescing");
     coalescing_ = true;
@@ -1046,9 +1220,23 @@ class BackendInfiniCCL : public c10d::Backend {
                                         const std::vector<at::Tensor> &inputs,
                                         const std::vector<at::Tensor> &outputs, const Opts &opts,
                                         Job job) {
-    TORCH_CHECK(!coalescing_, "infiniccl: only send and recv may be coalesced, not ", op);
+    seq_.fetch_add(1);
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(inputs, outputs, &device);
+    if (coalescing_) {
+      // _coalescing_manager: the collective joins the batch, which runs as
+      // one group (see endCoalescing); its Work is the batch's.
+      if (batch_.empty()) {
+        batch_device_ = device;
+        batch_stream_ = stream;
+      } else if (device != batch_device_) {
+        Fail(std::string(op) + ": tensors on different devices in one coalesced group");
+      }
+      P2POp call;
+      call.post = std::move(job);
+      batch_.push_back(std::move(call));
+      return batch_work_;
+    }
     Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, limit, outputs, group_);
@@ -1093,6 +1281,7 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
                                      const std::vector<at::Tensor> &tensors, P2POp p2p, int src,
                                      std::shared_ptr<int> source = nullptr) {
+    seq_.fetch_add(1);
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(tensors, {}, &device);
     if (coalescing_) {
@@ -1215,11 +1404,11 @@ class BackendInfiniCCL : public c10d::Backend {
     QueueFlushLocked();
   }
 
-  // Behind the calls already queued; one at a time is enough (a later post
-  // asks again when its Work is waited for).
+  // Behind the calls already queued, so it completes every post queued
+  // before the request (a flush already last in the queue does).
   void QueueFlushLocked() {
-    if (flush_queued_ || (stop_ && !p2p_open_ && queue_.empty())) return;
-    flush_queued_ = true;
+    if (!queue_.empty() && queue_.back().kind == Kind::kFlush) return;
+    if (stop_ && !p2p_open_ && queue_.empty()) return;
     queue_.push_back(Item{Kind::kFlush, nullptr, nullptr, {}});
     cv_.notify_one();
   }
@@ -1252,7 +1441,6 @@ class BackendInfiniCCL : public c10d::Backend {
   void Flush() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      flush_queued_ = false;
       if (!p2p_open_) return;
     }
     const infinicclResult_t rc = infinicclGroupEnd();
@@ -1332,6 +1520,8 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::shared_ptr<GroupState> group_;
   const Ms watchdog_ = WatchdogTimeout();
+  std::atomic<uint64_t> seq_{0};  // getSequenceNumberForGroup
+  c10::intrusive_ptr<c10d::Store> nocolor_store_;  // the last split this rank joined none of
   uint64_t monitored_ = 0;  // monitored barriers so far: each one's store keys
 
   std::mutex mu_;
@@ -1339,8 +1529,8 @@ class BackendInfiniCCL : public c10d::Backend {
   std::deque<Item> queue_;
   bool busy_ = false;
   bool stop_ = false;
+  bool aborted_ = false;
   bool p2p_open_ = false;     // the worker holds an open group of posted P2P calls
-  bool flush_queued_ = false;
   std::vector<Posted> open_;  // the worker's only
   std::thread worker_;
 
