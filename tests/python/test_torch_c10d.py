@@ -699,3 +699,21 @@ def test_premul_sum(comm):
     dist.reduce_scatter_tensor(out, inp, op=make(4.0))
     assert out.item() == 4.0 * sum(me + q for q in range(n))
     assert torch.equal(inp, keep)
+
+
+def test_device_mesh_2d(comm):
+    """init_device_mesh("cpu", (n/2, 2)): each dimension's groups sum
+    exactly over their ranks (row-major: rank = 2 * row + column)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    n, me = comm.size, comm.rank
+    if n % 2:
+        pytest.skip("a 2-D mesh of (n/2, 2) needs an even number of ranks")
+    mesh = init_device_mesh("cpu", (n // 2, 2), mesh_dim_names=("dp", "tp"))
+    want = {"dp": [c for c in range(me % 2, n, 2)], "tp": [me - me % 2, me - me % 2 + 1]}
+    for dim, ranks in want.items():
+        g = mesh.get_group(dim)
+        t = torch.tensor([me + 1], dtype=torch.int64)
+        dist.all_reduce(t, group=g)
+        assert dist.get_process_group_ranks(g) == ranks
+        assert t.item() == sum(r + 1 for r in ranks), (dim, t)
