@@ -625,8 +625,8 @@ def test_split_group(comm):
 
 def test_abort_process_group(comm):
     """dist.abort_process_group ends a group whose barrier rank 0 entered
-    alone within a second; the barrier's Work raises, later calls on the
-    group are refused, and the default group still works."""
+    alone within a second; the barrier's Work raises, and so does a receive
+    rank 1 posted that no rank sends; the default group still works."""
     from torch.distributed.distributed_c10d import _abort_process_group
 
     n, me = comm.size, comm.rank
@@ -636,12 +636,14 @@ def test_abort_process_group(comm):
     stuck = None
     if me == 0:
         stuck = dist.barrier(group=g, async_op=True)  # the others never come
-        time.sleep(0.3)
+    elif me == 1:
+        stuck = dist.irecv(torch.zeros(4), 0, group=g)  # rank 0 never sends
+    time.sleep(0.3)
     t0 = time.monotonic()
     b = g._get_backend(torch.device("cpu"))
     _abort_process_group(g)
     took = time.monotonic() - t0
-    if me == 0:
+    if stuck is not None:
         with pytest.raises(RuntimeError, match="abort"):
             stuck.wait()
     assert took < 1.0, took

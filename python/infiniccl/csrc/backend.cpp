@@ -55,6 +55,7 @@ constexpr int kUInt8 = infinicclUInt8;
 // A call on a group after destroy_process_group (shutdown) raises this; it
 // would otherwise wait for a worker that has ended.
 constexpr const char *kDestroyed = "the process group was destroyed (destroy_process_group)";
+constexpr const char *kAborted = "the process group was aborted (abort_process_group)";
 
 [[noreturn]] void Fail(const std::string &msg) {
   C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): " + msg);
@@ -1360,8 +1361,9 @@ class BackendInfiniCCL : public c10d::Backend {
                void *stream, bool inline_host = false) {
     std::unique_lock<std::mutex> lock(mu_);
     if (stop_) {
+      const bool aborted = aborted_;
       lock.unlock();
-      Fail(work->what() + ": " + kDestroyed);
+      Fail(work->what() + ": " + (aborted ? kAborted : kDestroyed));
     }
     if (device.is_cpu() && inline_host) {
       if (queue_.empty() && !busy_ && !p2p_open_) {
@@ -1391,8 +1393,9 @@ class BackendInfiniCCL : public c10d::Backend {
   void EnqueuePost(const c10::intrusive_ptr<WorkInfiniCCL> &work, std::vector<P2POp> p2p) {
     std::unique_lock<std::mutex> lock(mu_);
     if (stop_) {
+      const bool aborted = aborted_;
       lock.unlock();
-      Fail(work->what() + ": " + kDestroyed);
+      Fail(work->what() + ": " + (aborted ? kAborted : kDestroyed));
     }
     queue_.push_back(Item{Kind::kPost, work, nullptr, std::move(p2p)});
     lock.unlock();
@@ -1439,13 +1442,19 @@ class BackendInfiniCCL : public c10d::Backend {
 
   // On the worker: ends the open group and completes its Works.
   void Flush() {
+    bool aborted;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!p2p_open_) return;
+      aborted = aborted_;
     }
-    const infinicclResult_t rc = infinicclGroupEnd();
+    // After abort_process_group the posted calls are given up: ending the
+    // group would wait for peers that may never come.
+    const infinicclResult_t rc = aborted ? infinicclInvalidUsage : infinicclGroupEnd();
     std::string msg;
-    if (rc != infinicclSuccess) {
+    if (aborted) {
+      msg = kAborted;
+    } else if (rc != infinicclSuccess) {
       msg = infinicclGetLastError(nullptr);
       if (msg.empty()) msg = infinicclGetLastError(comm_);
       msg = std::string(infinicclGetErrorString(rc)) + ": " + msg;
