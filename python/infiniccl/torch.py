@@ -18,7 +18,9 @@ async_op run in the caller's thread once the group's earlier calls are done:
 same order, errors raised by the call. Every other operation, and device
 tensors, run in the caller's thread after the group's queued calls (see
 _drain): device tensors are ordered on the current stream (their futures
-are CUDA-aware). Library errors are infiniccl.Error, a RuntimeError
+are CUDA-aware). Sends and receives of CPU tensors are posted into a
+library group the caller's thread keeps open, and complete together when
+one of them is waited for (see "point to point" below). Library errors are infiniccl.Error, a RuntimeError
 carrying the library's message; on the background thread they fail that
 call's future and every later call of the group (torch 1.13's Work.wait()
 does not raise a future's error, so the next call does).

@@ -8,6 +8,9 @@
 // call order (as gloo's threads do), so the caller goes on while a bucket is
 // reduced; the Work completes when the library's call has returned (host
 // calls are blocking in the library), and wait() raises the library's error.
+// Sends and receives are the exception: the worker posts them into a library
+// group it keeps open, and they complete when one of them is waited for (see
+// "P2P that does not depend on the peers' order").
 // wait() is bounded by the call's timeout, else the group's timeout
 // (init_process_group/new_group timeout=): past it, it raises an error that
 // names the op, the group, its ranks and what the call waits for (the
@@ -15,7 +18,8 @@
 // A group whose timed-out call still runs when it is destroyed aborts its
 // communicator (see Shutdown).
 // Device tensors: the call runs in the caller's thread once the group's queued
-// calls are done, ordered on torch's current stream of the tensor's device
+// calls and its open group of sends and receives are done, ordered on
+// torch's current stream of the tensor's device
 // (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
 // complete for the host, the result ready for work queued on that stream.
 #include <torch/extension.h>
