@@ -1,4 +1,4 @@
-"""Builds the package; with torch 2.1 or later importable at build time, also
+"""Builds the package; with torch 2.7 or later importable at build time, also
 the C++ torch.distributed backend infiniccl._c10d (torch.utils.cpp_extension,
 against that torch). Without torch, or with an older one, the package is the
 pure-Python one (ctypes over libinfiniccl) and infiniccl.torch uses its
@@ -11,11 +11,18 @@ package loads the library (RTLD_GLOBAL) before importing the extension, so
 both use the same library and communicators. INFINICCL_TORCH_EXTENSION=0
 skips the extension; =1 makes a failure to build it an error (otherwise it
 is a warning and the pure-Python package is installed).
+
+The package gets a generated infiniccl/_build_info.py: the torch version the
+extension was built against (None without it) and this folder, which
+infiniccl.torch checks at import (infiniccl/_loader.py: load_torch_backend).
 """
 import os
 import sys
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
+
+MIN_TORCH = (2, 7)  # _loader.TORCH_CPP_MIN: c10d::Backend::shutdown() is overridden
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,10 +46,10 @@ def _torch_extension():
             raise
         return [], {}
     version = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-    if version < (2, 1):
+    if version < MIN_TORCH:
         if mode == "1":
-            raise RuntimeError("the C++ backend needs torch 2.1 or later, not %s" %
-                               torch.__version__)
+            raise RuntimeError("the C++ backend needs torch %d.%d or later, not %s" %
+                               (MIN_TORCH + (torch.__version__,)))
         return [], {}
     include = _include_dir()
     if not os.path.exists(os.path.join(include, "infiniccl", "infiniccl.h")):
@@ -60,10 +67,32 @@ def _torch_extension():
                 if mode == "1":
                     raise
                 sys.stderr.write("infiniccl: the C++ torch backend was not built (%s); "
-                                 "infiniccl.torch uses the Python one\n" % e)
+                                 "import infiniccl.torch will say how to build it\n" % e)
+                return
+            folder = (os.path.join(HERE, "infiniccl") if self.inplace else
+                      os.path.join(self.build_lib, "infiniccl"))
+            _write_build_info(folder, str(torch.__version__))
 
     return [ext], {"build_ext": BuildExt.with_options(use_ninja=False)}
 
 
+def _write_build_info(folder, torch_version):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "_build_info.py"), "w", encoding="utf-8") as f:
+        f.write("# Written by setup.py: the torch infiniccl._c10d was compiled against\n"
+                "# (None: no C++ backend) and the source it was built from.\n"
+                "TORCH_VERSION = %r\nSOURCE = %r\n" % (torch_version, HERE))
+
+
+class BuildPy(build_py):
+    """The package's files and a _build_info.py saying "no C++ backend"
+    (build_ext, which runs after, rewrites it when it builds one)."""
+
+    def run(self):
+        super().run()
+        _write_build_info(os.path.join(self.build_lib, "infiniccl"), None)
+
+
 _ext, _cmd = _torch_extension()
+_cmd.setdefault("build_py", BuildPy)
 setup(ext_modules=_ext, cmdclass=_cmd)

@@ -45,24 +45,46 @@ PATTERNS = [
     ("issue", r"(?:^|[(\[]|\b(?:see|in|by|fixes|fixed|closes|closed|and|per)\s+)#\d+\b"),
     # A run's date in a heading ("## 2026-11-30: ...", "### Results (2026-12-01)").
     ("dated heading", r"^\s{0,3}#{1,6}\s.*\b20\d\d-\d\d-\d\d\b"),
+    # What the code did once: a page or comment says what it does. "used
+    # to" after a form of "be" or "get" is the passive ("is used to stage")
+    # and passes.
+    ("then and now", r"(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bbeen )(?<!\bbeing )"
+                     r"(?<!\bwas )(?<!\bwere )(?<!\bget )(?<!\bgets )\bused to\b"),
+    ("then and now", r"\bpreviously\b|\bpredat(?:e|es|ed|ing)\b|\bsupersed(?:e|es|ed|ing)\b"),
+    # In pages only (DOCS_ONLY; a comment's "operations not yet started" or
+    # "ranks no longer agree" is the program's state): "no longer", and "not
+    # yet" as a roadmap ("not yet run on a GPU", "several GPUs not yet").
+    ("then and now", r"\bno longer\b"),
+    ("roadmap", r"\bnot yet(?:\s+(?:run|built|verified|tested|measured|supported|implemented"
+                r"|available|written|ported|compiled|done|on)\b|\s*(?:[.;,)|]|$))"),
+    # Before/after narratives of a change: "as before the engine", "before
+    # this change", "after the fix", "c65b227 against e57f8bf" (a figure of
+    # one commit against another).
+    ("before/after", r"\bas (?:it was )?before\b|\b(?:before|after|since) (?:the|this|that|"
+                     r"our) (?:change|fix|rewrite|refactor(?:ing)?|patch|commit|engine)\b(?!')"),
+    ("before/after", r"\b[0-9a-f]{7,40} (?:against|vs\.?|versus|->) [0-9a-f]{7,40}\b"),
 ]
 # An "issue" hit passes when the text just before it names whose tracker it
 # is: owner/repo, or a possessive ("upstream's", "DeepSpeed's").
 EXTERNAL = r"(?:[\w.-]+/[\w.-]+|\w+'s|upstream)\s*$"
 ALLOW_MARKER = "history-words: allow"
+# Checked in Markdown pages only.
+DOCS_ONLY = {"dated heading", "roadmap", "before/after"}
+DOCS_ONLY_PATTERNS = {r"\bno longer\b"}
 # ---------------------------------------------------------------------------
 
 # Text files read in full; everything else with a known comment syntax is
-# read for its comments only. Raw benchmark output (docs/data, except its
-# index) is data, not prose.
+# read for its comments only. docs/data's pages (.md) are read as docs; its
+# raw benchmark output (.log, .json) is data, not prose.
 DOC_EXTENSIONS = {".md", ".txt", ".rst"}
-SKIP_PREFIXES = ("docs/data/",)
+SKIP_PREFIXES = ()
 SKIP_FILES = {"LICENSE", "scripts/check_history_words.py"}
 C_LIKE = {".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".cu", ".in"}
 HASH_LIKE = {".py", ".sh", ".cmake", ".toml", ".supp", ".yml", ".yaml", ".cfg"}
 HASH_NAMES = {"CMakeLists.txt", "Doxyfile", "icclrun", "run", ".gitignore"}
 
-COMPILED = [(name, re.compile(p, re.IGNORECASE)) for name, p in PATTERNS]
+COMPILED = [(name, re.compile(p, re.IGNORECASE), name in DOCS_ONLY or p in DOCS_ONLY_PATTERNS)
+            for name, p in PATTERNS]
 EXTERNAL_RX = re.compile(EXTERNAL, re.IGNORECASE)
 
 
@@ -97,6 +119,22 @@ def c_comments(text):
     return out
 
 
+def markdown_prose(text):
+    """(line number, text) of a page's prose: fenced blocks (commands, a
+    program's output) and double-quoted spans (quoted messages) left out."""
+    out, fence = [], False
+    for no, raw in enumerate(text.split("\n"), 1):
+        if raw.lstrip().startswith("```"):
+            fence = not fence
+            continue
+        if not fence:
+            out.append((no, QUOTED.sub('""', raw)))
+    return out
+
+
+QUOTED = re.compile(r'"[^"]*"')
+
+
 def hash_comments(text):
     """(line number, text after the first # outside quotes)."""
     out = []
@@ -121,8 +159,8 @@ def scan_lines(lines, is_markdown):
     for no, text in lines:
         if ALLOW_MARKER in text:
             continue
-        for name, rx in COMPILED:
-            if name == "dated heading" and not is_markdown:
+        for name, rx, docs_only in COMPILED:
+            if docs_only and not is_markdown:
                 continue
             m = next((m for m in rx.finditer(text)
                       if not (name == "issue" and EXTERNAL_RX.search(text[:m.start()]))),
@@ -138,7 +176,8 @@ def lines_of(path, text):
     if base in HASH_NAMES:
         return hash_comments(text), False
     if ext in DOC_EXTENSIONS:
-        return list(enumerate(text.split("\n"), 1)), ext == ".md"
+        return markdown_prose(text) if ext == ".md" else \
+            list(enumerate(text.split("\n"), 1)), ext == ".md"
     if ext in C_LIKE:
         return c_comments(text), False
     if ext in HASH_LIKE or text.startswith("#!"):
@@ -155,7 +194,7 @@ def tracked_files(root):
 def check_tree(root):
     hits = 0
     for rel in tracked_files(root):
-        if rel in SKIP_FILES or (rel.startswith(SKIP_PREFIXES) and rel != "docs/data/README.md"):
+        if rel in SKIP_FILES or (SKIP_PREFIXES and rel.startswith(SKIP_PREFIXES)):
             continue
         path = os.path.join(root, rel)
         try:
@@ -200,14 +239,32 @@ SAMPLES = [
     ("the run ends with nccl-tests' footers", False),
     ("Measured on 2026-11-30 (table row)", False),
     ("infiniccl-bench --iters 20", False),
+    ("what a small queued call used to add", True),
+    ("the buffer is used to stage the copy", False),
+    ("these are used to pick a path", False),
+    ("the flag is no longer needed", True),
+    ("previously measured", True),
+    ("tests that predate the engine", True),
+    ("superseded; older runs are in git's history", True),
+    ("| several GPUs not yet |", True),
+    ("not yet run on a GPU", True),
+    ("only if not yet initialised", False),
+    ("the ranks no longer agree", True),
+    ("as before the engine", True),
+    ("2.4 ms after the fix", True),
+    ("10.1 -> 4.4 us (c65b227 against e57f8bf)", True),
+    ("ranks before the call returns", False),
+    ("before the first collective", False),
+    ("after the engine's thread starts", False),
+    ("as before a Broadcast", True),
+    ('at once ("the ranks of this communicator no longer agree")', False),
 ]
 
 
 def self_test():
     bad = 0
     for text, want in SAMPLES:
-        md = text.startswith("#")
-        got = any(True for _ in scan_lines([(1, text)], md))
+        got = any(True for _ in scan_lines(markdown_prose(text), True))
         if got != want:
             print(f"self-test: {'missed' if want else 'false hit'}: {text!r}")
             bad += 1

@@ -1,6 +1,6 @@
 # Sourced by test.sh: infiniccl_torch_venv DIR makes (when missing) a virtual
-# environment in DIR with PyPI's newest torch, pytest and numpy, for the C++
-# torch backend's tests, and prints its python.
+# environment in DIR with PyPI's newest torch, pytest, numpy and
+# scikit-build-core, for the C++ torch backend's tests, and prints its python.
 # PyPI's Linux torch is a CUDA build. On the CPU it imports with its own
 # wheel, the pure-Python dependencies and the few CUDA libraries it links
 # that a machine's CUDA toolkit may lack (cuSPARSELt, NVSHMEM, cuFile, its
@@ -11,6 +11,9 @@ infiniccl_torch_venv() {
   local venv=$1 py
   py=$venv/bin/python
   if [ -x "$py" ] && "$py" -c "import torch, pytest, numpy" >/dev/null 2>&1; then
+    # scikit-build-core: python_torch2_wheel builds the root pyproject.toml.
+    "$py" -c "import scikit_build_core" >/dev/null 2>&1 ||
+      "$venv/bin/pip" install -q --disable-pip-version-check scikit-build-core >&2 || true
     echo "$py"
     return 0
   fi
@@ -34,7 +37,7 @@ PY
     # shellcheck disable=SC2086
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps $pins nvidia-cufile \
       filelock typing-extensions sympy mpmath networkx jinja2 markupsafe fsspec numpy \
-      pytest iniconfig pluggy packaging pygments setuptools
+      pytest iniconfig pluggy packaging pygments setuptools scikit-build-core pathspec
     if ! "$py" -c "import torch" >/dev/null 2>&1; then
       echo "torch does not import without its CUDA wheels; installing them" >&2
       "$venv/bin/pip" install -q --disable-pip-version-check torch

@@ -19,6 +19,10 @@
  *    floating types, C integer division (truncation toward zero) for integer
  *    types. Float16/BFloat16 reductions accumulate in float and round to
  *    nearest even on every combination step.
+ *  - infinicclBand, infinicclBor and infinicclBxor (extensions) combine the
+ *    bits of the integer types (Int8..UInt64, signed ones as two's
+ *    complement); with a floating type a reduction is rejected with
+ *    infinicclInvalidArgument.
  *  - On host buffers a call is blocking: when it returns, recvbuff holds the
  *    result. `stream` is ignored for host buffers.
  *  - On device buffers through MPI (staged through host memory, or given to
@@ -36,11 +40,12 @@
  *    host or all device): large staged operations run in chunks,
  *    identically on every device-memory rank.
  *  - On device buffers of a communicator with a native CCL (NCCL on NVIDIA,
- *    MCCL on MetaX), the call is enqueued on `stream` and returns without
+ *    RCCL on AMD and Hygon, MCCL on MetaX, HCCL on Ascend, CNCL on
+ *    Cambricon), the call is enqueued on `stream` and returns without
  *    waiting, as in NCCL: recvbuff holds the result for work queued after it
  *    on `stream`. Calls the CCL cannot take with these semantics (reductions
- *    of Int16/UInt16, integer Avg, in-place AllToAll) take the MPI path
- *    instead. INFINICCL_BACKEND=auto|mpi|ccl overrides the choice.
+ *    of Int16/UInt16, integer Avg, bitwise ops, in-place AllToAll) take the
+ *    MPI path instead. INFINICCL_BACKEND=auto|mpi|ccl overrides the choice.
  *  - Errors are returned, never aborted on (unless INFINICCL_ABORT_ON_ERROR=1);
  *    infinicclGetLastError() gives the message of the last failed call.
  *  - Send/Recv outside a group block until matched, as MPI_Send/MPI_Recv do;
@@ -123,6 +128,9 @@ typedef enum {
   infinicclMax = 2,   /**< Maximum. */
   infinicclMin = 3,   /**< Minimum. */
   infinicclAvg = 4,   /**< Sum divided by the number of ranks (integer types: truncated). */
+  infinicclBand = 5,  /**< Bitwise AND; integer types only (extension). */
+  infinicclBor = 6,   /**< Bitwise OR; integer types only (extension). */
+  infinicclBxor = 7,  /**< Bitwise exclusive OR; integer types only (extension). */
   infinicclNumOps     /**< The number of operations. */
 } infinicclRedOp_t;
 

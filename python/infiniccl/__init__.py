@@ -39,7 +39,8 @@ except ImportError:
 # infinicclResult_t
 SUCCESS, UNHANDLED_ERROR, SYSTEM_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
 INVALID_ARGUMENT, INVALID_USAGE, REMOTE_ERROR, IN_PROGRESS, NOT_SUPPORTED = 4, 5, 6, 7, 8
-_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+# infinicclRedOp_t; "band", "bor" and "bxor" take integer types only.
+_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4, "band": 5, "bor": 6, "bxor": 7}
 # Comm.recv's peer for a message from any rank (INFINICCL_ANY_SOURCE), and
 # the largest tag of Comm.send/Comm.recv (INFINICCL_TAG_MAX).
 ANY_SOURCE = -1

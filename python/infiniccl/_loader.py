@@ -143,3 +143,84 @@ def _declare(lib):
             continue  # an older library: the call raises when used
         f.restype = res
         f.argtypes = args
+
+
+# ---- the C++ torch backend (infiniccl._c10d) --------------------------------
+# The oldest torch it compiles against (c10d::Backend::shutdown() is
+# overridden); older ones use the Python backend.
+TORCH_CPP_MIN = (2, 7)
+
+
+def torch_version_tuple(version):
+    """(major, minor) of a torch version string such as "2.15.0+cu132"."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+def _build_info():
+    """(torch version the extension was built against or None, source folder
+    to rebuild from or None), from the _build_info.py the build wrote."""
+    try:
+        from . import _build_info  # noqa: PLC0415
+    except ImportError:
+        _build_info = None
+    torch_version = getattr(_build_info, "TORCH_VERSION", None)
+    source = getattr(_build_info, "SOURCE", None)
+    if source is None and os.path.exists(os.path.join(_HERE, "..", "setup.py")):
+        source = os.path.normpath(os.path.join(_HERE, ".."))  # a source tree's python/
+    return torch_version, source
+
+
+def rebuild_command(source=None):
+    """The pip command that builds the package with the C++ backend against
+    the torch of this interpreter."""
+    import sys  # noqa: PLC0415
+
+    if source is None:
+        source = _build_info()[1]
+    if source is None or not os.path.isdir(source):
+        source = "<InfiniCCL source>/python"
+    cmd = "%s -m pip install --no-build-isolation --force-reinstall --no-deps %s" % (
+        sys.executable, source)
+    if os.path.exists(os.path.join(source, "pyproject.toml")) and \
+            not os.path.exists(os.path.join(source, "setup.py")):
+        # The repository root: scikit-build-core builds it.
+        cmd = "%s -m pip install scikit-build-core && %s" % (sys.executable, cmd)
+    return cmd
+
+
+def load_torch_backend(torch_version, choice="auto"):
+    """infiniccl._c10d for the torch whose version is torch_version, or None
+    for the Python backend. choice is INFINICCL_TORCH_BACKEND: "python"
+    (always None), "cpp" (the C++ one or ImportError) or "auto" (the C++ one
+    on torch 2.7 and later, the Python one below). ImportError, naming the
+    pip command that builds it, when the extension is missing on torch 2.7+
+    or was built against another torch than torch_version."""
+    if choice == "python":
+        return None
+    built, source = _build_info()
+    how = ("Build it against this torch with: %s\n(INFINICCL_TORCH_BACKEND=python "
+           "uses the Python backend instead)" % rebuild_command(source))
+    if built is None:
+        if choice != "cpp" and torch_version_tuple(torch_version) < TORCH_CPP_MIN:
+            return None
+        raise ImportError(
+            "infiniccl: torch %s is installed but this infiniccl has no C++ torch backend "
+            "(infiniccl._c10d): it was built where torch did not import (pip's default build "
+            "isolation) or did not compile%s. %s" %
+            (torch_version, "" if torch_version_tuple(torch_version) >= TORCH_CPP_MIN else
+             "; the C++ backend needs torch %d.%d or later" % TORCH_CPP_MIN, how))
+    if built != torch_version:
+        raise ImportError(
+            "infiniccl: the C++ torch backend (infiniccl._c10d) was built against torch %s, "
+            "but torch %s is imported; an extension built against another torch does not "
+            "load safely. %s" % (built, torch_version, how))
+    try:
+        from . import _c10d  # noqa: PLC0415
+    except ImportError as e:
+        raise ImportError("infiniccl: the C++ torch backend (infiniccl._c10d, built against "
+                          "torch %s) cannot be imported: %s. %s" % (built, e, how)) from e
+    return _c10d

@@ -18,7 +18,9 @@ async_op run in the caller's thread once the group's earlier calls are done:
 same order, errors raised by the call. Every other operation, and device
 tensors, run in the caller's thread after the group's queued calls (see
 _drain): device tensors are ordered on the current stream (their futures
-are CUDA-aware). Library errors are infiniccl.Error, a RuntimeError
+are CUDA-aware). Sends and receives of CPU tensors are posted into a
+library group the caller's thread keeps open, and complete together when
+one of them is waited for (see "point to point" below). Library errors are infiniccl.Error, a RuntimeError
 carrying the library's message; on the background thread they fail that
 call's future and every later call of the group (torch 1.13's Work.wait()
 does not raise a future's error, so the next call does).
@@ -37,6 +39,7 @@ from torch._C import _distributed_c10d as _c10d
 
 import infiniccl as _ic
 from infiniccl import _buffers as _b
+from infiniccl import _loader
 
 __all__ = ["BACKEND", "ProcessGroupInfiniCCL", "backend_kind", "under_mpi"]
 
@@ -59,7 +62,14 @@ _COMPLEX = {torch.complex64: _b.FLOAT32, torch.complex128: _b.FLOAT64}
 _R = _c10d.ReduceOp.RedOpType
 _SUM, _AVG = 0, 4
 _OPS = {_R.SUM: 0, _R.PRODUCT: 1, _R.MAX: 2, _R.MIN: 3, _R.AVG: 4}
-_BOOL_OPS = {_R.SUM: 2, _R.MAX: 2, _R.BOR: 2, _R.PRODUCT: 3, _R.MIN: 3, _R.BAND: 3}
+# BAND, BOR, BXOR: the library's bitwise ops, for integer and bool tensors
+# only (on other tensors _red raises before any library call).
+_BITWISE = {_R.BAND: 5, _R.BOR: 6, _R.BXOR: 7}
+_INT_OPS = dict(_OPS)
+_INT_OPS.update(_BITWISE)
+_BOOL_OPS = {_R.SUM: 2, _R.MAX: 2, _R.PRODUCT: 3, _R.MIN: 3}
+_BOOL_OPS.update(_BITWISE)
+_INTEGER = frozenset(d for d in _CODES if not d.is_floating_point and d is not torch.bool)
 
 _AllReduce = _lib.infinicclAllReduce
 _Future = torch._C.Future  # torch.futures.Future's base: the same object, 1.5 us less
@@ -70,7 +80,8 @@ _Base = getattr(_c10d, "Backend", None) or dist.ProcessGroup  # torch 2.x: Backe
 _MPI_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
              "MV2_COMM_WORLD_SIZE", "PALS_RANKID", "FLUX_TASK_RANK", "MPT_LRANK")
 _LOCAL_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-               "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "FLUX_TASK_LOCAL_ID", "MPT_LRANK")
+               "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "FLUX_TASK_LOCAL_ID", "MPT_LRANK",
+               "SLURM_LOCALID")
 _LOCAL_SIZE_VARS = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 
 
@@ -97,6 +108,34 @@ def _world_comm():
     return _world[0]
 
 
+def _slurm_tasks_here(env):
+    """This node's task count under srun: SLURM_STEP_TASKS_PER_NODE (or
+    SLURM_TASKS_PER_NODE), e.g. "2(x3),1" (nodes 0-2 run 2, node 3 runs 1),
+    at SLURM_NODEID; None when they do not say."""
+    spec = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE")
+    try:
+        node = int(env.get("SLURM_NODEID", "0"))
+        counts = []
+        for part in spec.split(","):
+            n, _, times = part.partition("(x")
+            counts += [int(n)] * (int(times.rstrip(")")) if times else 1)
+        return str(counts[node])
+    except (AttributeError, ValueError, IndexError):
+        return None
+
+
+def _local_from_hosts(w):
+    """(rank among the ranks on this host, their number), from every rank's
+    host name (all_gather of 64 bytes each)."""
+    mine = bytearray(64)
+    name = socket.gethostname().encode()[:64]
+    mine[:len(name)] = name
+    every = bytearray(64 * w.size)
+    w.all_gather(mine, out=every)
+    hosts = [bytes(every[i * 64:(i + 1) * 64]) for i in range(w.size)]
+    return hosts[:w.rank].count(bytes(mine)), hosts.count(bytes(mine))
+
+
 def _set_torchrun_env():
     """RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
     MASTER_PORT from MPI where missing (collective over the MPI world)."""
@@ -105,11 +144,15 @@ def _set_torchrun_env():
     env.setdefault("RANK", str(w.rank))
     env.setdefault("WORLD_SIZE", str(w.size))
     local = next((env[v] for v in _LOCAL_VARS if v in env), None)
-    if local is not None:
-        env.setdefault("LOCAL_RANK", local)
     local_size = next((env[v] for v in _LOCAL_SIZE_VARS if v in env), None)
-    if local_size is not None:
-        env.setdefault("LOCAL_WORLD_SIZE", local_size)
+    if local_size is None and "SLURM_LOCALID" in env:  # srun
+        local_size = _slurm_tasks_here(env)
+    if local is None or local_size is None:
+        # A launcher naming neither (PMIx alone, say): the ranks on this
+        # host, from every rank's host name (collective, like the rest).
+        local, local_size = _local_from_hosts(w)
+    env.setdefault("LOCAL_RANK", str(local))
+    env.setdefault("LOCAL_WORLD_SIZE", str(local_size))
     if "MASTER_ADDR" in env and "MASTER_PORT" in env:
         return
     # Rank 0 names its host and a free port; the others use 127.0.0.1 when on
@@ -159,7 +202,8 @@ def _desc(t, red=None):
 def _red(opts, t):
     op = opts.reduceOp
     k = getattr(op, "op", op)
-    code = (_BOOL_OPS if t.dtype is torch.bool else _OPS).get(k)
+    dt = t.dtype
+    code = (_BOOL_OPS if dt is torch.bool else _INT_OPS if dt in _INTEGER else _OPS).get(k)
     if code is None:
         raise _error(_ic.NOT_SUPPORTED, "reduction %s is not supported for %s" %
                      (getattr(k, "name", k), t.dtype))
@@ -239,32 +283,55 @@ def _done(result, tensors):
     return _create_work(fut)
 
 
-class _RecvAnyWork(_c10d.Work):
-    """recv_anysource's Work, complete when made: _source_rank() is the
-    sender (dist.recv's return value without src)."""
+class _P2PWork(_c10d.Work):
+    """A send or receive posted into the group's open library group (see
+    ProcessGroupInfiniCCL._p2p_post): waiting for it (wait, is_completed,
+    get_future) ends that group, which completes every call posted into it.
+    _source_rank() is the sender of a receive (dist.recv's return value
+    without src), known once it has completed."""
 
-    def __init__(self, tensors, source):
+    def __init__(self, pg, tensors, copyback, source=None):
         super().__init__()
+        self._pg = pg
         self._tensors = tensors
+        self._copyback = copyback
         self._source = source
+        self._done = pg is None
+        self._error = None
+
+    def _finish(self, err):
+        if err is None and self._copyback is not None:
+            self._copyback[1].copy_(self._copyback[0])
+        self._error = err
+        self._done = True
+
+    def _complete(self):
+        if not self._done:
+            self._pg._p2p_flush()
+        if self._error is not None:
+            raise self._error
 
     def wait(self, timeout=None):
+        self._complete()
         return True
 
     def is_completed(self):
+        self._complete()
         return True
 
     def is_success(self):
-        return True
+        return self._done and self._error is None
 
     def result(self):
         return self._tensors
 
     def get_future(self):
+        self._complete()
         return _done(self._tensors, self._tensors).get_future()
 
     def _source_rank(self):
-        return self._source
+        self._complete()
+        return self._source.value if isinstance(self._source, _ctypes.c_int) else self._source
 
     source_rank = _source_rank
 
@@ -278,6 +345,8 @@ class ProcessGroupInfiniCCL(_Base):
         self._comm = comm
         self._one = torch.zeros(1, dtype=torch.int32)
         self._batch = None  # send/recv of a batch_isend_irecv, see _end_coalescing
+        self._p2p = None    # Works posted into the open library group (_p2p_post)
+        self._p2p_thread = None
         # Background thread (started by the first queued call): FIFO jobs.
         self._q = None
         self._thread = None
@@ -293,6 +362,12 @@ class ProcessGroupInfiniCCL(_Base):
         or fails with its exception."""
         if self._failed is not None:
             raise _later_error(self._failed)
+        if self._p2p is not None:
+            # Sends and receives are posted in this thread's open group: the
+            # call runs here, inside it, in call order.
+            self._drain()
+            job()
+            return _done(tensors, tensors)
         if self._thread is None:
             self._q = _queue.SimpleQueue()
             self._thread = _threading.Thread(target=_work_loop, args=(self, self._q),
@@ -337,6 +412,10 @@ class ProcessGroupInfiniCCL(_Base):
     def destroy(self):
         """Frees the communicator (destroy_process_group does) once the
         queued calls are done."""
+        try:
+            self._p2p_flush()
+        except (_Error, RuntimeError):
+            pass  # reported by the calls' Works
         try:
             self._stop()
         except _Error:
@@ -577,14 +656,84 @@ class ProcessGroupInfiniCCL(_Base):
     # ---- point to point -----------------------------------------------------
     # Tags are the library's (infinicclSendTagged/RecvTagged): a recv takes
     # only a send of its tag; tag 0, torch's default, is plain Send/Recv's.
+    #
+    # Sends and receives of CPU tensors do not depend on the peers' order:
+    # the first opens a library group (infinicclGroupStart) in the caller's
+    # thread and each is posted into it (inside a group the library posts
+    # host Send/Recv as MPI_Isend/MPI_Irecv and returns); calls of the group
+    # made meanwhile run inside it in call order. Waiting for one of them
+    # ends the group (infinicclGroupEnd, which waits for every call posted
+    # into it). So `irecv(left); isend(right); wait()` in a ring, and isend
+    # then a blocking recv, complete at any size; posted in call order by one
+    # thread, messages between two ranks keep MPI's non-overtaking order. The
+    # library has no request to wait for one call of a group alone, so a
+    # wait completes every call posted before it. Device tensors are queued
+    # on the stream by the library (after the open group has completed).
+    def _p2p_post(self, c):
+        """Before posting a call on tensor c: opens the group (CPU), or
+        completes it (a device tensor runs outside it)."""
+        if self._batch is not None:
+            return
+        if not c.is_cpu:
+            self._p2p_flush()
+            return
+        if self._p2p is None:
+            _check(_lib.infinicclGroupStart())
+            self._p2p = []
+            self._p2p_thread = _threading.get_ident()
+
+    def _p2p_flush(self):
+        """Ends the open group: completes the Works posted into it."""
+        pending = self._p2p
+        if pending is None:
+            return
+        if _threading.get_ident() != self._p2p_thread:
+            raise _Error(_ic.INVALID_USAGE,
+                         "infiniccl (torch.distributed): a send or receive is waited for on "
+                         "another thread than the one that posted it: the library's group "
+                         "belongs to that thread")
+        self._p2p = None
+        rc = _lib.infinicclGroupEnd()
+        err = None if rc == 0 else _Error(rc, (_lib.infinicclGetLastError(None) or b"").decode())
+        for w in pending:
+            w._finish(err if w._error is None else w._error)
+
+    def _posted(self, rc, h, tensors, copyback, source=None):
+        """The Work of a call posted with return code rc."""
+        err = None
+        if rc != 0:
+            try:
+                _check(rc, h)
+            except _Error as e:
+                err = e
+        batch = self._batch
+        if batch is not None:
+            if err is not None:
+                raise err
+            fut = torch.futures.Future()
+            batch.append((fut, tensors, None, copyback))
+            return _create_work(fut)
+        if self._p2p is None:  # a device tensor: queued on the stream
+            if err is not None:
+                raise err
+            w = _P2PWork(None, tensors, None, source)
+            if copyback:
+                copyback[1].copy_(copyback[0])
+            return w
+        w = _P2PWork(self, tensors, copyback, source)
+        w._error = err  # the library left a failed call out of the group
+        self._p2p.append(w)
+        return w
+
     def send(self, tensors, dst, tag=0):
         h = self._h()
         dst = self._peer(dst, "dst")
         tag = _tag(tag, "send")
         t = _contig(tensors[0])
         p, n, code = _desc(t)
-        _check(_lib.infinicclSendTagged(p, n, code, dst, tag, h, _stream([t])), h)
-        return self._p2p_work([t], tensors, None)
+        self._p2p_post(t)
+        rc = _lib.infinicclSendTagged(p, n, code, dst, tag, h, _stream([t]))
+        return self._posted(rc, h, [t], None)
 
     def recv(self, tensors, src, tag=0):
         h = self._h()
@@ -593,8 +742,9 @@ class ProcessGroupInfiniCCL(_Base):
         t = tensors[0]
         c = _contig(t)
         p, n, code = _desc(c)
-        _check(_lib.infinicclRecvTagged(p, n, code, src, tag, None, h, _stream([c])), h)
-        return self._p2p_work([c], tensors, (c, t) if c is not t else None)
+        self._p2p_post(c)
+        rc = _lib.infinicclRecvTagged(p, n, code, src, tag, None, h, _stream([c]))
+        return self._posted(rc, h, tensors, (c, t) if c is not t else None)
 
     def recv_anysource(self, tensors, tag=0):
         """recv without src: the first message of `tag` from any rank; the
@@ -610,17 +760,18 @@ class ProcessGroupInfiniCCL(_Base):
         c = _contig(t)
         p, n, code = _desc(c)
         source = _ctypes.c_int(-1)
-        _check(_lib.infinicclRecvTagged(p, n, code, _ic.ANY_SOURCE, tag, _ctypes.byref(source),
-                                        h, _stream([c])), h)
-        if c.is_cuda:
+        self._p2p_post(c)
+        rc = _lib.infinicclRecvTagged(p, n, code, _ic.ANY_SOURCE, tag, _ctypes.byref(source),
+                                      h, _stream([c]))
+        if rc == 0 and c.is_cuda:
             torch.cuda.current_stream(c.device).synchronize()
-        if c is not t:
-            t.copy_(c)
-        return _RecvAnyWork(tensors, source.value)
+        return self._posted(rc, h, tensors, (c, t) if c is not t else None, source)
 
     def _start_coalescing(self, *device):
         """batch_isend_irecv: its sends and receives are posted in one
-        library group and complete together when it ends."""
+        library group and complete together when it ends (the open group of
+        earlier sends and receives completes first)."""
+        self._p2p_flush()
         _check(_lib.infinicclGroupStart())
         self._batch = []
 
@@ -637,16 +788,6 @@ class ProcessGroupInfiniCCL(_Base):
             fut.set_result(tensors)
         if err is not None:
             raise err
-
-    def _p2p_work(self, keep, tensors, copyback):
-        batch = self._batch
-        if batch is None:  # completed by the call itself
-            if copyback:
-                copyback[1].copy_(copyback[0])
-            return _done(tensors, tensors)
-        fut = torch.futures.Future()
-        batch.append((fut, tensors, keep, copyback))
-        return _create_work(fut)
 
     # ---- helpers --------------------------------------------------------------
     def _peer(self, r, name):
@@ -694,6 +835,7 @@ class ProcessGroupInfiniCCL(_Base):
                              "elements from ranks 0..%d, they send %s)" %
                              (what, want, size - 1, got.tolist()))
         stream = _stream(list(sends) + list(recvs))
+        self._p2p_flush()  # a nested group would end with the open one
         with _ic.group():
             for j in range(size):
                 if j == me:
@@ -811,21 +953,18 @@ def _declare():
 
 
 def _load_cpp():
-    """infiniccl._c10d (the C++ backend) on torch 2.1+, when it was built
-    and INFINICCL_TORCH_BACKEND is not "python"; else None."""
-    if os.environ.get("INFINICCL_TORCH_BACKEND", "auto") == "python":
-        return None
+    """infiniccl._c10d (the C++ backend) on torch 2.7+, checked against the
+    torch it was built for (_loader.load_torch_backend: ImportError naming
+    the pip command when it is missing or built for another torch); None on
+    torch 1.x and below 2.7, or with INFINICCL_TORCH_BACKEND=python."""
+    choice = os.environ.get("INFINICCL_TORCH_BACKEND", "auto")
     if getattr(_c10d, "Backend", None) is None:
+        if choice == "cpp":
+            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but torch %s has no c10d Backend "
+                              "class: the C++ backend needs torch %d.%d or later" %
+                              ((torch.__version__,) + _loader.TORCH_CPP_MIN))
         return None
-    try:
-        from infiniccl import _c10d as cpp
-    except ImportError as e:
-        if os.environ.get("INFINICCL_TORCH_BACKEND") == "cpp":
-            raise ImportError("INFINICCL_TORCH_BACKEND=cpp but infiniccl._c10d cannot be "
-                              "imported (%s): reinstall the package with torch installed "
-                              "(pip install --no-build-isolation ./python)" % e) from e
-        return None
-    return cpp
+    return _loader.load_torch_backend(torch.__version__, choice)
 
 
 _cpp = _load_cpp()

@@ -33,6 +33,11 @@ Status ValidateCollective(int rank, int size, bool in_group, CollArgs *a) {
                       "op %d is not a valid infinicclRedOp_t (0..%d)", op,
                       infinicclNumOps - 1);
   }
+  if (IsReduction(a->kind) && IsBitwiseRedOp(op) && !IsIntegerDataType(dtype)) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "op %s is bitwise and takes integer types only (int8..uint64), not %s",
+                      RedOpName(a->op), DataTypeName(a->dtype));
+  }
   const bool p2p = IsP2p(a->kind);
   if (p2p && (a->tag < 0 || a->tag > INFINICCL_TAG_MAX)) {
     return MakeStatus(infinicclInvalidArgument,

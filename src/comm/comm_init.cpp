@@ -1,6 +1,7 @@
 #include "comm/comm_init.h"
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@
 #include "comm/watchdog.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/rank_list.h"
 #include "device/registry.h"
 #include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
@@ -43,7 +45,7 @@ class CommFactory {
   static Status FinishUnderMpi(Communicator &c);
 
  private:
-  static Status AgreeOnCheck(Communicator &c);
+  static Status AgreeOnSettings(Communicator &c);
   static Status AttachShm(Communicator &c);
 };
 
@@ -481,7 +483,7 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(comm, &c.size_), "MPI_Comm_size"));
   MPI_Comm_set_name(comm, "infiniccl");
   c.mpi_backend_ = std::make_unique<MpiBackend>(comm, c.rank_, c.size_);
-  INFINICCL_RETURN_IF_ERROR(AgreeOnCheck(c));
+  INFINICCL_RETURN_IF_ERROR(AgreeOnSettings(c));
   std::string why;
   INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm, &c.board_, &why));
   if (!c.board_) {
@@ -549,27 +551,76 @@ bool AsyncAllowed(std::string *why) {
   return true;
 }
 
-// INFINICCL_CHECK set on some ranks only would leave the checking ranks
-// waiting in an exchange the others never make. One small Allgather at
-// creation makes every rank check when any rank asked for it, with a
-// warning that names the ranks.
-Status CommFactory::AgreeOnCheck(Communicator &c) {
-  const int mine = GlobalConfig().check ? 1 : 0;
-  std::vector<int> all(static_cast<size_t>(c.size_), 0);
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, c.comm_), "MPI_Allgather"));
-  std::string on, off;
-  for (int r = 0; r < c.size_; ++r) {
-    std::string &list = all[static_cast<size_t>(r)] ? on : off;
-    list += (list.empty() ? "" : ",") + std::to_string(r);
+namespace {
+
+// The settings that choose a call's path, which every rank of a
+// communicator must share: ranks that took different paths for one call
+// would wait for each other in different places.
+// INFINICCL_ASYNC is not among them: it chooses whether a rank's call is
+// queued, not its path, and a rank with it off serves queued peers
+// (tests/mpi/test_shm_landing.cpp, blocking_peers).
+enum Agreed { kAgreedCheck, kAgreedShm, kAgreedShmMaxBytes, kNumAgreed };
+const char *const kAgreedNames[kNumAgreed] = {"INFINICCL_CHECK", "INFINICCL_SHM",
+                                              "INFINICCL_SHM_MAX_BYTES"};
+
+std::string AgreedValue(int setting, int64_t v) {
+  if (setting == kAgreedShmMaxBytes) return v < 0 ? "auto" : std::to_string(v);
+  if (setting == kAgreedCheck) return std::to_string(v);
+  return v == static_cast<int64_t>(Tristate::kAuto) ? "auto" : std::to_string(v);
+}
+
+// "rank 0,2 INFINICCL_SHM=1, rank 1 INFINICCL_SHM=auto".
+std::string AgreedValues(int setting, const std::vector<int64_t> &all, int size) {
+  std::vector<std::string> values;
+  for (int r = 0; r < size; ++r) {
+    values.push_back(std::string(kAgreedNames[setting]) + "=" +
+                     AgreedValue(setting, all[static_cast<size_t>(r) * kNumAgreed + setting]));
   }
-  c.check_ = !on.empty();
-  if (!on.empty() && !off.empty() && c.rank_ == 0) {
+  return RanksByValue(values);
+}
+
+}  // namespace
+
+// One small Allgather at creation compares the settings that choose a
+// call's path. INFINICCL_SHM and INFINICCL_SHM_MAX_BYTES must be alike on
+// every rank, or the communicator is not made (InvalidUsage naming the
+// setting and each rank's value). INFINICCL_CHECK
+// set on some ranks only is on for the communicator on every rank, with a
+// warning that names the ranks (the checking ranks would otherwise wait in
+// an exchange the others never make).
+Status CommFactory::AgreeOnSettings(Communicator &c) {
+  const Config &cfg = GlobalConfig();
+  const int64_t mine[kNumAgreed] = {
+      cfg.check ? 1 : 0, static_cast<int64_t>(cfg.shm),
+      cfg.shm_max_bytes == SIZE_MAX ? -1 : static_cast<int64_t>(cfg.shm_max_bytes)};
+  std::vector<int64_t> all(static_cast<size_t>(c.size_) * kNumAgreed, 0);
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Allgather(mine, kNumAgreed, MPI_INT64_T, all.data(),
+                                                   kNumAgreed, MPI_INT64_T, c.comm_),
+                                     "MPI_Allgather"));
+  const auto differs = [&](int setting) {
+    for (int r = 1; r < c.size_; ++r) {
+      if (all[static_cast<size_t>(r) * kNumAgreed + setting] != all[setting]) return true;
+    }
+    return false;
+  };
+  for (int s = kAgreedShm; s < kNumAgreed; ++s) {
+    if (differs(s)) {
+      return MakeStatus(infinicclInvalidUsage,
+                        "%s differs between the ranks of the new communicator: %s; it "
+                        "chooses each call's path, so it must be alike on every rank (the "
+                        "communicator was not made)",
+                        kAgreedNames[s], AgreedValues(s, all, c.size_).c_str());
+    }
+  }
+  c.check_ = false;
+  for (int r = 0; r < c.size_; ++r) {
+    if (all[static_cast<size_t>(r) * kNumAgreed + kAgreedCheck] != 0) c.check_ = true;
+  }
+  if (differs(kAgreedCheck) && c.rank_ == 0) {
     INFINICCL_WARN(
-        "INFINICCL_CHECK differs between the ranks of a new communicator "
-        "(1 on rank %s, 0 on rank %s): the check is on for this communicator "
-        "on every rank; set it alike everywhere",
-        on.c_str(), off.c_str());
+        "INFINICCL_CHECK differs between the ranks of a new communicator (%s): the check "
+        "is on for this communicator on every rank; set it alike everywhere",
+        AgreedValues(kAgreedCheck, all, c.size_).c_str());
   }
   return Status::Ok();
 }

@@ -1,5 +1,9 @@
 #include "comm/communicator.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,6 +13,23 @@
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
+
+namespace {
+// This process's pid, kept: getpid() is a system call, and every call on a
+// communicator asks (Runtime::Lookup). A child of fork() sets its own.
+std::atomic<int> g_pid{0};
+void NotePid() { g_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed); }
+}  // namespace
+
+int Communicator::CurrentPid() {
+  static const bool registered = [] {
+    NotePid();
+    pthread_atfork(nullptr, nullptr, NotePid);
+    return true;
+  }();
+  (void)registered;
+  return g_pid.load(std::memory_order_relaxed);
+}
 
 Communicator::~Communicator() {
   // Queued work first (as ncclCommDestroy): it uses everything below, and

@@ -176,6 +176,12 @@ class Communicator {
   void MarkRevoked() { revoked_.store(true); }
   bool revoked() const { return revoked_.load(); }
 
+  // The process that made the communicator: the only one whose calls on it
+  // are served (a child of fork() shares the parent's memory image, not its
+  // place among the ranks).
+  int creator_pid() const { return creator_pid_; }
+  static int CurrentPid();
+
   // The infinicclComm_t value naming this communicator (0 before Register).
   uintptr_t handle() const { return handle_; }
   void set_handle(uintptr_t h) { handle_ = h; }
@@ -222,6 +228,7 @@ class Communicator {
   std::atomic<ProgressEngine *> engine_{nullptr};
   std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable
   uintptr_t handle_ = 0;
+  int creator_pid_ = CurrentPid();
 };
 
 }  // namespace infiniccl

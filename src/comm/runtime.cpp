@@ -249,6 +249,16 @@ Status Runtime::Lookup(infinicclComm_t handle, std::shared_ptr<Communicator> *ou
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.comms.find(h);
   if (it != s.comms.end()) {
+    // A child of fork() has the parent's handles and a copy of its state,
+    // but not its place among the ranks: a call from it would join the
+    // parent's counters in the node's shared memory and its MPI traffic.
+    if (it->second->creator_pid() != Communicator::CurrentPid()) {
+      return MakeStatus(infinicclInvalidUsage,
+                        "comm %p belongs to process %d, which made it; this process (%d) "
+                        "is a child of fork() and may not use it (communicators are not "
+                        "inherited across fork)",
+                        handle, it->second->creator_pid(), Communicator::CurrentPid());
+    }
     *out = it->second;
     return Status::Ok();
   }

@@ -135,11 +135,12 @@ bool ReadSubsystems(const Config::Entry &e, const char *v, unsigned *out,
 template <typename T>
 constexpr bool kIsChoice = std::is_enum_v<T> || std::is_same_v<T, bool>;
 
-// Variables with the prefix that the tools, not the library, read.
-// icclrun reads the first two, the Python package the third.
+// Variables with the prefix that the tools, not the library, read:
+// icclrun the first two, the Python package the next two, its build the
+// last two.
 constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN",
                                           "INFINICCL_LIBRARY", "INFINICCL_TORCH_BACKEND",
-                                          "INFINICCL_INCLUDE"};
+                                          "INFINICCL_INCLUDE", "INFINICCL_TORCH_EXTENSION"};
 
 size_t EditDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> row(b.size() + 1);
@@ -220,41 +221,27 @@ const std::vector<Config::Entry> &Config::Table() {
   // name, default, field, range, words, meaning (see Entry).
   static const std::vector<Entry> kTable = {
       {"INFINICCL_DEBUG", "", &Config::log_level, {}, kLevels,
-       "Log level: `NONE`, `VERSION`, `WARN`, `INFO` or `TRACE` (case-insensitive). "
-       "Each line is prefixed with `host:pid:rank INFINICCL LEVEL`, as `NCCL_DEBUG` "
-       "does. Unset, the library prints only its own warnings (a setting it cannot "
-       "use, an unknown variable, a fallback such as two ranks sharing a device); an "
-       "error it returns to the caller is not printed, since the caller has the "
-       "code and `infinicclGetLastError` has the message, and a program that probes (a "
-       "feature test, a bootstrap that may find no device) must not get noise it did "
-       "not ask for: NCCL is silent unless `NCCL_DEBUG` asks. `WARN` or more also "
-       "prints each returned error as a WARN line. `VERSION` prints only `InfiniCCL "
-       "version X.Y.Z (built with ...; MPI: ...)`, once, from rank 0 at Init (NCCL's "
-       "habit; every level above prints it too). `INFO` adds initialisation facts and, "
-       "once per communicator and kind of call, the path the call took; `TRACE` logs "
-       "every call."},
+       "Log level: `NONE`, `VERSION`, `WARN`, `INFO` or `TRACE` (case-insensitive); lines start "
+       "with `host:pid:rank INFINICCL LEVEL`, as `NCCL_DEBUG`'s. Unset: only the library's own "
+       "warnings, not the errors it returns (`infinicclGetLastError` has them). `WARN` adds each "
+       "returned error; `VERSION` the version, once, from rank 0; `INFO` adds initialisation and "
+       "each call's path; `TRACE` every call."},
       {"INFINICCL_DEBUG_FILE", "", &Config::log_file, {}, {},
        "Write the log to this file instead of stderr; `%h` becomes the host name and "
        "`%p` the pid, so each rank can have its own file."},
       {"INFINICCL_DEBUG_SUBSYS", "ALL", &Config::log_subsys, {}, kSubsystems,
-       "Which parts of the library log at `INFO` and `TRACE` (`WARN` is never "
-       "filtered), `NCCL_DEBUG_SUBSYS`'s syntax: a comma-separated list of `INIT` "
-       "(Init, config, communicators), `BIND` (device binding), `COLL` (collectives, "
-       "groups, the path chosen, `INFINICCL_CHECK`, the progress engine's queued "
-       "calls), `STAGING` (host staging and "
-       "pipeline), `CCL` (NCCL, MCCL), `MPI` (the MPI backend), `DEVICE` (device "
-       "runtimes), `WATCHDOG`, or `ALL`; a leading `^` enables all but those named "
-       "(`^STAGING,MPI`)."},
+       "Which parts log at `INFO` and `TRACE` (`WARN` is never filtered), in `NCCL_DEBUG_SUBSYS`'s"
+       " syntax: a comma-separated list of `INIT`, `BIND` (device binding), `COLL` (collectives, "
+       "groups, paths, checks, queued calls), `STAGING`, `CCL`, `MPI`, `DEVICE`, `WATCHDOG`, or "
+       "`ALL`; a leading `^` enables all but those named (`^STAGING,MPI`)."},
       {"INFINICCL_ABORT_ON_ERROR", "0", &Config::abort_on_error, {}, kBool,
        "`1`: the first failed call aborts the job (`MPI_Abort`) after logging, instead "
        "of returning an error code. For debugging; the default never aborts."},
       {"INFINICCL_CHECK", "0", &Config::check, {}, kBool,
-       "`1`: before each collective the ranks of the communicator compare the "
-       "operation, its sequence number on the communicator, count, datatype, op and "
-       "root (one `MPI_Allgather` of 56 bytes per rank); a mismatch returns "
-       "`infinicclInvalidUsage` on every rank, with a message naming the field and the "
-       "ranks that differ, and runs nothing. Send/Recv are not checked. For debugging, "
-       "like `NCCL_CHECK_MODE`; see docs/RELIABILITY.md."},
+       "`1`: before each collective the ranks compare the operation, its sequence number, count, "
+       "datatype, op and root (one `MPI_Allgather` of 56 bytes per rank); a mismatch returns "
+       "`infinicclInvalidUsage` on every rank, naming the field and the ranks, and runs nothing. "
+       "Send/Recv are not checked. For debugging, like `NCCL_CHECK_MODE` (docs/RELIABILITY.md)."},
       {"INFINICCL_DEVICE", "auto", &Config::device, {}, kDevices,
        "`auto`: use the vendor runtimes compiled in (CUDA, MACA, ...) that find a "
        "device. `sim`: also enable the emulated device (host memory tracked as "
@@ -290,20 +277,11 @@ const std::vector<Config::Entry> &Config::Table() {
        "(its own sweep, same page)."},
       {"INFINICCL_HOST_PIECE_BYTES", "16M", &Config::host_piece_bytes,
        {0, kNoLimit, "bytes"}, {},
-       "Host-buffer AllReduce and Reduce through MPI larger than "
-       "`INFINICCL_HOST_PIECE_THRESHOLD` run as a sequence of MPI calls, one per piece "
-       "of at most this many bytes (whole elements), still one call to the watchdog "
-       "and to `INFINICCL_CHECK`; MPICH's Scatter (3+ ranks) as one call per column "
-       "whose temporary (half the column) stays within this. A ReduceScatter that "
-       "would be cut takes the library's ring instead (1 MiB columns; Open MPI takes it "
-       "from 4 MiB anyway), and so does Open MPI's AllGather (3+ ranks). "
-       "The MPI libraries allocate a message-sized temporary per call; above "
-       "glibc's 32 MiB mmap limit it is mapped and page-faulted in again on every "
-       "call, which pieces avoid (docs/PERFORMANCE.md, \"Host buffers against MPI\"). `0`: never cut (except MPICH's "
-       "Scatter of 2 GiB or more at the root: 1 GiB columns, as MPI_Scatter crashes "
-       "there). Staged "
-       "device buffers are not cut again (their chunks are "
-       "`INFINICCL_PIPELINE_CHUNK_BYTES`). Every rank must use the same value."},
+       "Host-buffer AllReduce and Reduce through MPI above `INFINICCL_HOST_PIECE_THRESHOLD` run as"
+       " one MPI call per piece of at most this many bytes, one call to the watchdog and "
+       "`INFINICCL_CHECK` (docs/PERFORMANCE.md). MPICH's Scatter (3+ ranks) goes by columns within"
+       " it; a ReduceScatter to cut and Open MPI's AllGather (3+ ranks) take the library's ring. "
+       "`0`: never cut. The same on every rank."},
       {"INFINICCL_HOST_PIECE_THRESHOLD", "16M", &Config::host_piece_threshold,
        {0, kNoLimit, "bytes"}, {},
        "Host-buffer calls whose widest buffer (MPICH's Scatter: its temporary) is "
@@ -317,29 +295,23 @@ const std::vector<Config::Entry> &Config::Table() {
        "`MPIX_GPU_query_support`), `1` always (for an MPI the query gets wrong), `0` "
        "never."},
       {"INFINICCL_BACKEND", "auto", &Config::backend, {}, kBackends,
-       "Path of device buffers: `auto` sends them to the native CCL (NCCL, MCCL) when "
-       "the communicator has one and the CCL can run the call, else to MPI; `mpi` "
-       "never uses a CCL (and `infinicclCommInitAll` makes no CCL communicator); `ccl` "
-       "only the CCL: a call it cannot take fails (`infinicclInvalidUsage` for host "
-       "buffers, `infinicclNotSupported` otherwise) instead of falling back. Host "
-       "buffers always go to MPI under `auto`/`mpi`."},
+       "Path of device buffers: `auto` sends them to the native CCL (NCCL, RCCL, MCCL, HCCL, CNCL)"
+       " when the communicator has one that can run the call, else to MPI; `mpi` never uses a CCL "
+       "(CommInitAll makes none); `ccl` only the CCL: a call it cannot take fails "
+       "(`infinicclInvalidUsage` for host buffers, `infinicclNotSupported` otherwise). Host "
+       "buffers go to MPI under `auto` and `mpi`."},
       {"INFINICCL_TIMEOUT_SEC", "1800", &Config::timeout_sec, {0, 1 << 30, "seconds"}, {},
-       "Watchdog: a call (collective or Send/Recv) not completed after this many "
-       "seconds writes one `ERROR` line per rank (operation, communicator, sequence "
-       "number, count, dtype, op, root, path, and the ranks on this node that have not "
-       "reached the call) and ends the job through `MPI_Abort` with exit code 124. `0` "
-       "disables the watchdog. 30 minutes so that a rank legitimately late "
-       "(checkpoint, data loading, first-step compilation) is never killed; see "
-       "docs/RELIABILITY.md."},
+       "Watchdog: a call (collective or Send/Recv) not completed after this many seconds writes "
+       "one `ERROR` line per rank (the call, its communicator and arguments, the path, the ranks "
+       "of this node that have not reached it) and ends the job through `MPI_Abort`, exit code "
+       "124. `0` disables it. 30 minutes spare a rank that is legitimately late "
+       "(docs/RELIABILITY.md)."},
       {"INFINICCL_ASYNC", "auto", &Config::async, {}, kTristate,
-       "Calls on device buffers that go through MPI (staged, direct, two-level): `auto` "
-       "and `1` queue them to the communicator's progress engine and return at once, "
-       "ordered on the caller's stream as NCCL's calls are (docs/ARCHITECTURE.md); the "
-       "buffers must stay valid and unmodified until the stream has passed the call. "
-       "They stay synchronous where the engine cannot run: MPI below "
-       "`MPI_THREAD_MULTIPLE`, or a device runtime without device-side waits "
-       "(`infiniccl-info` and one INFO line say why). `0`: every call returns with its "
-       "result, as before the engine (for comparison and debugging)."},
+       "Device-buffer calls through MPI (staged, direct, two-level): `auto` and `1` queue them to "
+       "the communicator's progress engine and return at once, ordered on the caller's stream as "
+       "NCCL's; buffers stay unchanged until the stream has passed the call. Synchronous where the"
+       " engine cannot run (MPI below `MPI_THREAD_MULTIPLE`, no device-side wait: `infiniccl-info`"
+       " says). `0`: every call blocks."},
       {"INFINICCL_DEVICE_WAIT", "auto", &Config::device_wait_host_func, {}, kDeviceWaits,
        "How a CUDA stream waits for the progress engine: `auto` by stream memory "
        "operations (`cuStreamWaitValue32`) where the driver allows them, else a host "
@@ -384,19 +356,19 @@ const std::vector<Config::Entry> &Config::Table() {
        "through a shared-memory segment instead of MPI (AllReduce, ReduceScatter, "
        "Reduce, AllGather, Broadcast; host buffers, and device buffers of a device "
        "without a CCL). `auto`: calls up to `INFINICCL_SHM_MAX_BYTES`; `1`: every "
-       "such call, whatever its size; `0`: never (no segment is made)."},
+       "such call, whatever its size; `0`: never (no segment is made). Alike on every "
+       "rank: a communicator whose ranks differ is not made (`infinicclInvalidUsage`)."},
       {"INFINICCL_SHM_MAX_BYTES", "auto", &Config::shm_max_bytes, {0, kNoLimit, "bytes"},
        kAutoIsMax,
        "With `INFINICCL_SHM=auto`, the largest call (each rank's send buffer) that "
        "takes shared memory. `auto`: each collective's own, measured in "
-       "docs/PERFORMANCE.md. Suffixes K, M, G."},
+       "docs/PERFORMANCE.md. Suffixes K, M, G. Alike on every rank, as "
+       "`INFINICCL_SHM`."},
       {"INFINICCL_SIMD", "auto", &Config::simd, {}, kSimdLevels,
-       "Instruction set of the host reduction kernels (shared-memory collectives): "
-       "`auto` the best this CPU runs; `avx512` (F, BW, VL, DQ), `avx2` (with FMA and "
-       "F16C) or `baseline` (the build's flags, x86-64: SSE2) force one, for tests and "
-       "A/B measurements; a level the CPU or the build lacks gives the best it has, with "
-       "an INFO line. Every level gives the same bits. `infiniccl-info` prints the level "
-       "in use."},
+       "Instruction set of the host reduction kernels (shared-memory collectives): `auto` the best"
+       " this CPU runs; `avx512` (F, BW, VL, DQ), `avx2` (with FMA and F16C) or `baseline` (the "
+       "build's flags; x86-64: SSE2) force one. A level the CPU or build lacks gives the best it "
+       "has (INFO line). Every level gives the same bits; `infiniccl-info` prints the one in use."},
       {"INFINICCL_HIERARCHY", "auto", &Config::hierarchy, {}, kTristate,
        "Two-level collectives (docs/CCL.md): ranks grouped by node and device kind, a "
        "CCL inside each group, MPI between groups. `auto` when there are at least two "
@@ -404,13 +376,10 @@ const std::vector<Config::Entry> &Config::Table() {
        "two groups; `0` never (the flat paths)."},
       {"INFINICCL_HIERARCHY_MIN_BYTES", "auto", &Config::hierarchy_min_bytes,
        {0, kNoLimit, "bytes"}, kAutoIsMax,
-       "Two-level collectives only from this many bytes (each rank's send buffer); "
-       "smaller calls keep the flat path. `auto`: each collective's own threshold, "
-       "measured in docs/PERFORMANCE.md, \"Two-level collectives (emulated)\": `64K` for Broadcast, Reduce, AllGather and "
-       "ReduceScatter, `16M` for AllReduce, and AllReduce never when the groups are "
-       "consecutive ranks, of one power-of-two size, and a power-of-two number of them "
-       "(MPI's own AllReduce then already crosses between groups no more than the "
-       "two-level one). A number applies to every collective. Suffixes K, M, G."},
+       "Two-level collectives only from this many bytes (each rank's send buffer); smaller calls "
+       "stay flat. `auto`: `64K` for Broadcast, Reduce, AllGather and ReduceScatter, `16M` for "
+       "AllReduce, which stays flat when the groups are consecutive ranks of one power-of-two size"
+       " and count (docs/PERFORMANCE.md). A number applies to every collective; suffixes K, M, G."},
       {"INFINICCL_SIM_CCL", "0", &Config::sim_ccl, {}, kBool,
        "Emulated device only: `1` gives each group of emulated-device ranks on one node "
        "an EMULATED CCL (collectives over MPI on the device memory, throttled to "

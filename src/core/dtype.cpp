@@ -37,7 +37,8 @@ const char *DataTypeName(infinicclDataType_t dtype) {
 }
 
 const char *RedOpName(infinicclRedOp_t op) {
-  static const char *const kNames[] = {"sum", "prod", "max", "min", "avg"};
+  static const char *const kNames[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
+  static_assert(sizeof kNames / sizeof kNames[0] == infinicclNumOps);
   return IsValidRedOp(op) ? kNames[op] : "invalid";
 }
 

@@ -12,6 +12,12 @@ inline bool IsValidDataType(int dtype) {
   return dtype >= 0 && dtype < infinicclNumTypes;
 }
 inline bool IsValidRedOp(int op) { return op >= 0 && op < infinicclNumOps; }
+// Band, Bor, Bxor: defined on the integer types only.
+inline bool IsBitwiseRedOp(int op) {
+  return op == infinicclBand || op == infinicclBor || op == infinicclBxor;
+}
+// Int8..UInt64 (values 0..7), the types the bitwise ops take.
+inline bool IsIntegerDataType(int dtype) { return dtype >= infinicclInt8 && dtype <= infinicclUInt64; }
 
 // Bytes per element; 0 for an invalid type.
 size_t DataTypeSize(infinicclDataType_t dtype);

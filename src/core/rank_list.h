@@ -35,4 +35,31 @@ inline std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
   return out;
 }
 
+// "rank 0,2 count=1024, rank 1 count=2048": the ranks grouped by their value
+// (`values`, one per rank), in the order values first appear; at most
+// `max_groups` groups, then ", ...".
+inline std::string RanksByValue(const std::vector<std::string> &values,
+                                size_t max_groups = 8) {
+  std::vector<const std::string *> seen;
+  std::vector<std::vector<int>> groups;
+  for (size_t r = 0; r < values.size(); ++r) {
+    size_t g = 0;
+    while (g < seen.size() && *seen[g] != values[r]) ++g;
+    if (g == seen.size()) {
+      seen.push_back(&values[r]);
+      groups.emplace_back();
+    }
+    groups[g].push_back(static_cast<int>(r));
+  }
+  std::string out;
+  for (size_t g = 0; g < seen.size() && g < max_groups; ++g) {
+    out += g == 0 ? "rank " : ", rank ";
+    out += RankList(groups[g]);
+    out += ' ';
+    out += *seen[g];
+  }
+  if (seen.size() > max_groups) out += ", ...";
+  return out;
+}
+
 }  // namespace infiniccl

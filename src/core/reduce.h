@@ -13,7 +13,9 @@ namespace infiniccl {
 // be one of the sources (element by element, in place). Integers wrap as
 // two's complement on overflow; float16 and bfloat16 are reduced in float and
 // rounded once. Avg is the sum divided by `avg_divisor` (DivideInPlace's
-// rules: C integer division for integer types). Vectorised: the sources are
+// rules: C integer division for integer types). Band, Bor and Bxor combine
+// the bits of the integer types and write nothing for the others (validation
+// refuses those calls). Vectorised: the sources are
 // combined a block at a time through a small buffer in cache.
 // `copy`, when not null, receives the result too (a second destination, not
 // overlapping dst), written from cache block by block.

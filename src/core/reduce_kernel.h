@@ -64,8 +64,15 @@ inline T Combine(T a, T b) {
     return static_cast<T>(static_cast<Arith<T>>(a) * static_cast<Arith<T>>(b));
   } else if constexpr (kOp == infinicclMax) {
     return a < b ? b : a;
-  } else {
+  } else if constexpr (kOp == infinicclMin) {
     return b < a ? b : a;
+  } else if constexpr (kOp == infinicclBand) {
+    return static_cast<T>(a & b);
+  } else if constexpr (kOp == infinicclBor) {
+    return static_cast<T>(a | b);
+  } else {
+    static_assert(kOp == infinicclBxor);
+    return static_cast<T>(a ^ b);
   }
 }
 
@@ -275,6 +282,8 @@ void ReduceBlocks(T *dst, const T *const *srcs, int n, size_t count, int divisor
 }
 
 // Integer Avg divides the wrapped sum as the type (DivideInPlace's rule).
+// The bitwise ops exist for integer types only (validation refuses the
+// others).
 template <typename T, typename Codec>
 void ReduceTyped(void *dst, const void *const *srcs, int n, size_t count, infinicclRedOp_t op,
                  int divisor, void *copy_to) {
@@ -287,7 +296,15 @@ void ReduceTyped(void *dst, const void *const *srcs, int n, size_t count, infini
     case infinicclMax: return ReduceBlocks<T, Codec, infinicclMax>(d, s, n, count, 1, c);
     case infinicclMin: return ReduceBlocks<T, Codec, infinicclMin>(d, s, n, count, 1, c);
     case infinicclAvg: return ReduceBlocks<T, Codec, infinicclAvg>(d, s, n, count, divisor, c);
-    default: return;
+    default: break;
+  }
+  if constexpr (std::is_integral_v<typename Codec::Acc>) {
+    switch (op) {
+      case infinicclBand: return ReduceBlocks<T, Codec, infinicclBand>(d, s, n, count, 1, c);
+      case infinicclBor: return ReduceBlocks<T, Codec, infinicclBor>(d, s, n, count, 1, c);
+      case infinicclBxor: return ReduceBlocks<T, Codec, infinicclBxor>(d, s, n, count, 1, c);
+      default: return;
+    }
   }
 }
 

@@ -79,7 +79,9 @@ struct Table {
 };
 Table g_table;
 
-const MPI_Op kBuiltinOps[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+// Indexed by op: Sum, Prod, Max, Min, (Avg: Sum), Band, Bor, Bxor.
+const MPI_Op kBuiltinOps[infinicclNumOps] = {MPI_SUM,  MPI_PROD, MPI_MAX, MPI_MIN,
+                                             MPI_SUM,  MPI_BAND, MPI_BOR, MPI_BXOR};
 
 Status MakeTwoByteType(const char *name, MPI_Datatype *out) {
   INFINICCL_RETURN_IF_ERROR(
@@ -171,8 +173,12 @@ MPI_Datatype MpiTypeTable::Type(infinicclDataType_t dtype) {
 
 MPI_Op MpiTypeTable::Op(infinicclDataType_t dtype, infinicclRedOp_t op) {
   const int index = op == infinicclAvg ? 0 : static_cast<int>(op);
-  if (dtype == infinicclFloat16) return g_table.float16_ops[0][index];
-  if (dtype == infinicclBFloat16) return g_table.float16_ops[1][index];
+  if (dtype == infinicclFloat16 || dtype == infinicclBFloat16) {
+    // No bitwise op of a floating type (validation refuses it): MPI_OP_NULL,
+    // which MPI rejects, rather than a read past the table.
+    if (index >= 4) return MPI_OP_NULL;
+    return g_table.float16_ops[dtype == infinicclFloat16 ? 0 : 1][index];
+  }
   const int u = UnsignedIndex(dtype);
   if (u >= 0 && (op == infinicclMax || op == infinicclMin)) {
     return g_table.unsigned_ops[u][op == infinicclMax ? 0 : 1];

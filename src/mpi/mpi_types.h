@@ -5,6 +5,8 @@
 // Float16 and BFloat16 travel as their own 2-byte MPI types (never MPI_BYTE)
 // and reduce through user-defined ops that compute in float and round to
 // nearest even. Avg maps to the Sum op; the backend divides afterwards.
+// Band, Bor and Bxor map to MPI_BAND, MPI_BOR and MPI_BXOR (integer types
+// only; validation refuses the others).
 // Unsigned Max/Min are user-defined too: several MPI releases compare
 // unsigned integers as signed in their built-in ops.
 #pragma once

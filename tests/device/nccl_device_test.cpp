@@ -133,7 +133,12 @@ void RunAll(infinicclComm_t comm, bool fallback) {
       }
       for (int o = 0; o < infinicclNumOps; ++o) {
         const auto op = static_cast<infinicclRedOp_t>(o);
-        const bool ccl_can = !int16 && (op != infinicclAvg || Info(dt).is_float);
+        if (IsBitwise(op) && Info(dt).is_float) {  // integer types only, on every path
+          CHECK_RC(RunOne(comm, st, kind, dt, op, n), infinicclInvalidArgument);
+          continue;
+        }
+        // NCCL has no bitwise op: those take MPI (or fail under INFINICCL_BACKEND=ccl).
+        const bool ccl_can = !int16 && !IsBitwise(op) && (op != infinicclAvg || Info(dt).is_float);
         CHECK_RC(RunOne(comm, st, kind, dt, op, n),
                  ccl_can || fallback || nranks == 1 ? infinicclSuccess
                                                     : infinicclNotSupported);

@@ -11,7 +11,8 @@
 //   test_fault skip <rank> <iter> [iters]
 //                                   `iters` AllReduces (default 20); `rank` skips
 //                                   number `iter`, so its peers end up waiting in
-//                                   the last one for a rank that never comes.
+//                                   the last one for a rank that never comes
+//                                   (it sleeps, alive, outside the library).
 //   test_fault skip_device <rank> <iter> [iters]
 //                                   as skip, on EMULATED device buffers and a
 //                                   stream (INFINICCL_DEVICE=sim): the calls
@@ -99,6 +100,11 @@ int Skip(infinicclComm_t comm, int rank, int victim, int skip_at, int iters) {
           comm, "infinicclAllReduce");
     if (iter == 0) Ready(rank);
   }
+  // The skipper stays, outside the library, as a rank that went on with
+  // other work: its CommDestroy would end the peers' waits in shared memory
+  // at once (a departure, tests/mpi/test_shm_contract.cpp), not through the
+  // watchdog this test is about.
+  if (rank == victim) sleep(60);
   return 0;
 }
 
@@ -121,6 +127,7 @@ int SkipDevice(infinicclComm_t comm, int rank, int victim, int skip_at, int iter
   }
   // The peers wait here: their last call is queued and never completes.
   Check(infinicclSimStreamSynchronize(stream), nullptr, "infinicclSimStreamSynchronize");
+  if (rank == victim) sleep(60);  // stays, as in Skip
   return 0;
 }
 

@@ -72,9 +72,12 @@ static infinicclComm_t PickComm(Input *in) {
   }
 }
 
+/* Edges of the enums: ops 0..7 (4 Avg, 5..7 the bitwise ops, which a
+ * floating dtype 8..11 refuses; 8 infinicclNumOps), dtypes 0..11 (12
+ * infinicclNumTypes), roots and peers at one rank. */
 static int PickInt(Input *in) {
-  static const int kEdges[] = {0, 1, -1, 2, 7, 8, 9, 11, 12, 13, 255, 65536, 0x7fffffff,
-                               (int)0x80000000u};
+  static const int kEdges[] = {0, 1, -1, 2, 4, 5, 7, 8, 9, 11, 12, 13, 255, 65536,
+                               0x7fffffff, (int)0x80000000u};
   const uint64_t v = Take(in, 1);
   if (v < 200) return kEdges[v % (sizeof kEdges / sizeof kEdges[0])];
   return (int)Take(in, 4);

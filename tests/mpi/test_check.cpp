@@ -115,6 +115,11 @@ void FieldMismatches() {
                  "op differs: rank " + Others() + " op=sum, rank " + L + " op=max");
   ExpectWorks("op");
 
+  rc = AllReduce(4, infinicclInt32, last ? infinicclBxor : infinicclBor);
+  ExpectMismatch("bitwise op", rc,
+                 "op differs: rank " + Others() + " op=bor, rank " + L + " op=bxor");
+  ExpectWorks("bitwise op");
+
   rc = Bcast(4, last ? 1 : 0);
   ExpectMismatch("root", rc,
                  "root differs: rank " + Others() + " root=0, rank " + L + " root=1");
@@ -129,6 +134,14 @@ void FieldMismatches() {
       "argument validation differs: rank " + Others() + " valid, rank " + L + " rejected",
       g_last);
   ExpectWorks("rejected arguments");
+
+  // A bitwise op on a floating type is rejected the same way.
+  rc = AllReduce(4, last ? infinicclFloat32 : infinicclInt32, infinicclBand);
+  ExpectMismatch(
+      "bitwise on float", rc,
+      "argument validation differs: rank " + Others() + " valid, rank " + L + " rejected",
+      g_last);
+  ExpectWorks("bitwise on float");
 
   // Every rank different: one group per rank.
   rc = AllReduce(size_t(g_rank) + 1, infinicclInt32, infinicclSum);

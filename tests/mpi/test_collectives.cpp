@@ -6,8 +6,11 @@
 // non-root of Reduce/Gather) are checked to be unchanged.
 //
 // Usage: test_collectives [--large-count=N] [--mpi-thread=serialized]
-// [--dtypes=Name,...] [CollectiveName...] (default: all collectives, all
-// dtypes); ITEST_VERBOSE=1 in the environment prints each case as it starts.
+// [--dtypes=Name,...] [--bitwise] [CollectiveName...] (default: all
+// collectives, all dtypes, ops Sum..Avg); ITEST_VERBOSE=1 in the environment
+// prints each case as it starts. --bitwise runs the reductions with Band,
+// Bor and Bxor instead, on the integer types, and checks that each floating
+// type is refused with infinicclInvalidArgument, writing nothing.
 // --dtypes=Int8,Float16 runs only those dtypes (names as in kDtypes).
 // --mpi-thread=serialized starts MPI at MPI_THREAD_SERIALIZED before
 // infinicclInit, so every collective takes the library's serialised
@@ -29,6 +32,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cctype>
 #include <cinttypes>
 #include <cstring>
 #include <cstdlib>
@@ -84,6 +88,9 @@ size_t RingCount(size_t elem, int n) {
 }
 // --dtypes: the dtypes to run (empty: all).
 std::set<std::string> g_dtypes;
+// --bitwise: the ops Band, Bor, Bxor (reductions of integer types) instead
+// of Sum..Avg.
+bool g_bitwise = false;
 // Compare exactly (ops other than Avg never need a tolerance).
 constexpr infinicclRedOp_t kExact = infinicclSum;
 
@@ -225,7 +232,7 @@ struct VendorProbe {
 
   // Whether the CCL can run `c`, from its documentation (and InfiniCCL's own
   // rules for every CCL: no 16-bit integer reductions, no integer Avg, no
-  // in-place AllToAll).
+  // bitwise op, no in-place AllToAll).
   bool CclCan(const World &w, const Case &c) const {
     const bool reduction = IsReduction(c.coll);
     if (c.count == 0) return false;                // no device bytes: host path
@@ -234,7 +241,8 @@ struct VendorProbe {
     const bool int16 = c.dt == infinicclInt16 || c.dt == infinicclUInt16;
     const bool floating = c.dt == infinicclFloat16 || c.dt == infinicclBFloat16 ||
                           c.dt == infinicclFloat32 || c.dt == infinicclFloat64;
-    if (reduction && (int16 || (c.op == infinicclAvg && !floating))) return false;
+    if (reduction && (int16 || (c.op == infinicclAvg && !floating) || IsBitwise(c.op)))
+      return false;
     if (hccl) {
       if (reduction && c.op == infinicclAvg) return false;
       if (reduction && (c.dt == infinicclUInt8 || c.dt == infinicclUInt32)) return false;
@@ -516,12 +524,61 @@ void RunCaseBody(const World &w, const Case &c) {
   }
 }
 
+// A bitwise op on a floating type: infinicclInvalidArgument on every rank,
+// naming the op and the type, nothing written, and the communicator still
+// works (the next case uses it).
+void RunBitwiseRefused(const World &w, Coll coll, const DtypeInfo &d, uint64_t &seed) {
+  for (infinicclRedOp_t op : {infinicclBand, infinicclBor, infinicclBxor}) {
+    const Case c{coll, d.dt, op, 1031, coll == Coll::Reduce ? w.n - 1 : -1, false, ++seed};
+    ++g_cases;
+    const size_t send_count = coll == Coll::ReduceScatter ? c.count * size_t(w.n) : c.count;
+    GuardedBuffer send(Bytes(c, send_count)), recv(Bytes(c, c.count));
+    Fill(c, send, 0, send_count, [&](size_t i) { return double(i % 7); });
+    ToDevice();
+    infinicclResult_t rc = infinicclSuccess;
+    switch (coll) {
+      case Coll::AllReduce:
+        rc = infinicclAllReduce(D(send.data()), D(recv.data()), c.count, c.dt, op, w.comm,
+                                nullptr);
+        break;
+      case Coll::Reduce:
+        rc = infinicclReduce(D(send.data()), D(recv.data()), c.count, c.dt, op, c.root, w.comm,
+                             nullptr);
+        break;
+      default:
+        rc = infinicclReduceScatter(D(send.data()), D(recv.data()), c.count, c.dt, op, w.comm,
+                                    nullptr);
+        break;
+    }
+    FromDevice();
+    const std::string msg = SafeLastError();
+    CHECK(rc == infinicclInvalidArgument, "%s: returned %d (%s), expected InvalidArgument: %s",
+          Describe(c).c_str(), int(rc), ResultName(rc), msg.c_str());
+    std::string type = d.name, op_name = OpName(op);
+    for (char &ch : type) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    for (char &ch : op_name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    CHECK(msg.find(op_name) != std::string::npos && msg.find(type) != std::string::npos &&
+              msg.find("integer") != std::string::npos,
+          "%s: the message should name the op, the type and what the op takes: %s",
+          Describe(c).c_str(), msg.c_str());
+    CheckUntouched(c, "recv", recv);
+    CheckRegion(c, "send", send, 0, send_count, kExact, [](size_t i) { return double(i % 7); });
+  }
+}
+
 void RunMatrix(const World &w, Coll coll, uint64_t &seed) {
   if (coll == Coll::SendRecv && w.n < 2) return;  // sending to self is invalid
+  if (g_bitwise && !IsReduction(coll)) return;     // nothing to combine
+  const int first_op = g_bitwise ? int(infinicclBand) : 0;
+  const int end_op = g_bitwise ? int(infinicclNumOps) : int(infinicclBand);
   for (const DtypeInfo &d : kDtypes) {
     if (!g_dtypes.empty() && g_dtypes.count(d.name) == 0) continue;
-    for (int op = 0; op < infinicclNumOps; ++op) {
-      if (!IsReduction(coll) && op > 0) break;
+    if (g_bitwise && d.is_float) {
+      RunBitwiseRefused(w, coll, d, seed);
+      continue;
+    }
+    for (int op = first_op; op < end_op; ++op) {
+      if (!IsReduction(coll) && op > first_op) break;
       auto rop = IsReduction(coll) ? infinicclRedOp_t(op) : infinicclNumOps;
       const size_t ring[] = {RingCount(d.size, w.n)};
       using Counts = std::span<const size_t>;
@@ -687,6 +744,8 @@ int main(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg == "--ring")
       g_ring = true;
+    else if (arg == "--bitwise")
+      g_bitwise = true;
     else if (arg.rfind("--large-count=", 0) == 0)
       g_counts[3] = std::strtoull(arg.c_str() + 14, nullptr, 10);
     else if (arg.rfind("--mpi-thread=", 0) == 0 || arg.rfind("--host-ranks=", 0) == 0 ||

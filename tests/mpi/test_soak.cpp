@@ -198,6 +198,7 @@ int main(int argc, char **argv) {
       c.kind = int(rng() % kKinds);
       c.dt = infinicclDataType_t(rng() % infinicclNumTypes);
       c.op = infinicclRedOp_t(rng() % infinicclNumOps);
+      if (IsBitwise(c.op) && Info(c.dt).is_float) c.op = infinicclSum;  // integer types only
       // Log-uniform 1..kMaxCount: many small calls, some large.
       c.count =
           std::min<size_t>(kMaxCount, size_t(std::exp2(double(rng() % 1300) / 100.0)));

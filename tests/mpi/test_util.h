@@ -185,7 +185,7 @@ inline constexpr DtypeInfo kDtypes[infinicclNumTypes] = {
 inline const DtypeInfo &Info(infinicclDataType_t dt) { return kDtypes[dt]; }
 
 inline const char *OpName(infinicclRedOp_t op) {
-  static const char *const kNames[] = {"Sum", "Prod", "Max", "Min", "Avg"};
+  static const char *const kNames[] = {"Sum", "Prod", "Max", "Min", "Avg", "Band", "Bor", "Bxor"};
   return (op >= 0 && op < infinicclNumOps) ? kNames[op] : "-";
 }
 
@@ -269,14 +269,34 @@ inline size_t Wrong(infinicclDataType_t dt, uint64_t seed, int from, const void 
   return wrong;
 }
 
+// The bitwise ops (integer types only).
+inline bool IsBitwise(infinicclRedOp_t op) {
+  return op == infinicclBand || op == infinicclBor || op == infinicclBxor;
+}
+
 // Input of reductions. Sum/Avg: |v| <= 5, so |sum| <= 5n stays exact in int8
 // and bf16 for n <= 25. Max/Min: wider, negative for signed types. Prod:
 // factors in {1, 2} (and -1 for signed), at most six 2s across all ranks so
-// |product| <= 64 fits int8.
+// |product| <= 64 fits int8. Band/Bor/Bxor: arbitrary bits over the type's
+// width (the sign bit included), 53 bits sign-extended for the 64-bit types
+// so every value and every result is exact in a double; rank r's element
+// also has bit r % width set and bit (r + 1) % width clear, so a rank's
+// data missing or counted twice changes a bit.
 inline double ReduceValue(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed, int rank,
                           size_t idx) {
   uint64_t h = Mix(seed, uint64_t(rank), idx);
   bool sgn = Info(dt).is_signed;
+  if (IsBitwise(op)) {
+    const int bits = Info(dt).size == 8 ? 53 : int(Info(dt).size * 8);
+    // Every other element denser (3/4 of the bits), so that Band keeps
+    // bits across 4 ranks.
+    uint64_t v = (idx % 2 ? h | Mix(seed + 1, uint64_t(rank), idx) : h) &
+                 ((uint64_t{1} << bits) - 1);
+    v |= uint64_t{1} << (rank % bits);
+    v &= ~(uint64_t{1} << ((rank + 1) % bits));
+    if (sgn && (v >> (bits - 1)) & 1) return double(int64_t(v) - (int64_t{1} << (bits - 1)) * 2);
+    return double(v);
+  }
   switch (op) {
     case infinicclProd: {
       double v = (rank < 6 && h % 3 == 0) ? 2 : 1;
@@ -304,6 +324,14 @@ inline double ReduceValue(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t 
 // Sum/Prod/Avg in int64.
 inline double ExpectedReduce(infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed, int n,
                              size_t idx) {
+  if (IsBitwise(op)) {  // two's complement in int64: sign-extended stays sign-extended
+    int64_t acc = static_cast<int64_t>(ReduceValue(dt, op, seed, 0, idx));
+    for (int r = 1; r < n; ++r) {
+      const int64_t v = static_cast<int64_t>(ReduceValue(dt, op, seed, r, idx));
+      acc = op == infinicclBand ? (acc & v) : op == infinicclBor ? (acc | v) : (acc ^ v);
+    }
+    return static_cast<double>(acc);
+  }
   if (op == infinicclMax || op == infinicclMin) {
     double m = ReduceValue(dt, op, seed, 0, idx);
     for (int r = 1; r < n; ++r) {

@@ -22,15 +22,18 @@
 #   --timeout the whole job's limit (default 300 s): then it is killed and
 #             the exit status is 124.
 #   --check   only set up the node names and check that this machine can
-#             emulate nodes (exit 0), or say why not (exit 2).
+#             emulate nodes (exit 0), or say why not (exit 2, or 77
+#             when the reason is missing privileges).
 #   --dry-run print the launcher command and exit.
 # The program sees ICCL_NODES_HOSTS=iccl-node-a:2,iccl-node-b:2 (the layout)
 # and the caller's environment. Needs root (or CAP_SYS_ADMIN, and the names
 # already in /etc/hosts).
 #
 # Exit status: the launcher's (the program's failure, as the MPI reports
-# it); 124 on timeout; 2 when nodes cannot be emulated here or the usage is
-# wrong; 3 when the job ended but left processes that had to be killed.
+# it); 124 on timeout; 77 when this process lacks the privileges (root or
+# CAP_SYS_ADMIN) to emulate nodes, after a line "run_on_nodes: SKIPPED: ..."
+# (ctest reports the test as skipped); 2 when nodes cannot be emulated here
+# for another reason or the usage is wrong; 3 when the job ended but left processes that had to be killed.
 # Every process of the job carries a marker in its environment; whatever is
 # still running when the launcher returns (or when this script is
 # interrupted) is killed, and the run's temporary directory is removed.
@@ -54,6 +57,11 @@ say() { echo "run_on_nodes: $*" >&2; }
 die() {
   say "$*"
   exit 2
+}
+# Missing privileges are not a failure of the library: the job is skipped.
+skip() {
+  say "SKIPPED: $*"
+  exit 77
 }
 
 while [ $# -gt 0 ]; do
@@ -125,7 +133,7 @@ for i in "${!names[@]}"; do
   addr=$(getent hosts "$name" | awk '{ print $1; exit }')
   if [ -z "$addr" ]; then
     add_host_line "$want" "$name" ||
-      die "cannot add '$want $name' to /etc/hosts (emulated nodes need root, or that line added by hand)"
+      skip "cannot add '$want $name' to /etc/hosts (emulated nodes need root, or that line added by hand)"
     addr=$(getent hosts "$name" | awk '{ print $1; exit }')
     [ "$addr" = "$want" ] || die "added '$want $name' to /etc/hosts but '$name' resolves to '${addr:-nothing}'"
   fi
@@ -138,7 +146,7 @@ for i in "${!names[@]}"; do
     die "$name resolves to $addr, the address of this machine's own name ($(hostname)); give it a 127.0.1.x address of its own in /etc/hosts"
 done
 if ! out=$(unshare --uts -- hostname iccl-node-probe 2>&1); then
-  die "this machine cannot emulate nodes: 'unshare --uts' then 'hostname' failed (they need root, or CAP_SYS_ADMIN; in a container, one started with that capability): ${out:-no message}"
+  skip "this machine cannot emulate nodes: 'unshare --uts' then 'hostname' failed (they need root, or CAP_SYS_ADMIN; in a container, one started with that capability): ${out:-no message}"
 fi
 if [ $check_only -eq 1 ]; then
   for name in "${names[@]}"; do say "$name -> $(getent hosts "$name" | awk '{ print $1; exit }')"; done

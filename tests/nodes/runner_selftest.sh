@@ -19,6 +19,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 agent=$here/node_agent.sh
 runner=$here/run_on_nodes.sh
 failures=0
+# Without the privileges to emulate nodes the runner says so and exits 77;
+# so does this test (ctest: skipped).
+"$runner" --check --nodes 1,1 >/dev/null 2>&1
+rc=$?
+if [ $rc -eq 77 ]; then
+  "$runner" --check --nodes 1,1
+  exit 77
+fi
 
 fail() {
   echo "FAIL: $*" >&2

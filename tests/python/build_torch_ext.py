@@ -6,7 +6,7 @@ runs `setup.py build` of python/ with the interpreter running this script
 the package (Python files and the extension) under <out-dir>/lib, then
 imports the extension from there with INFINICCL_LIBRARY's library and checks
 that infiniccl.torch picks the C++ backend. Exits 77 (ctest's skip) when
-the interpreter cannot import torch 2.1 or later.
+the interpreter cannot import torch 2.7 or later.
 """
 import os
 import subprocess
@@ -25,8 +25,8 @@ def main():
         print("SKIPPED: %s cannot import torch (%s)" % (sys.executable, e))
         return 77
     version = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-    if version < (2, 1):
-        print("SKIPPED: torch %s: the C++ backend needs torch 2.1 or later" % torch.__version__)
+    if version < (2, 7):
+        print("SKIPPED: torch %s: the C++ backend needs torch 2.7 or later" % torch.__version__)
         return 77
     print("torch %s at %s" % (torch.__version__, os.path.dirname(torch.__file__)), flush=True)
     env = dict(os.environ, INFINICCL_TORCH_EXTENSION="1", PYTHONDONTWRITEBYTECODE="1")

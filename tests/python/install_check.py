@@ -47,7 +47,11 @@ def main():
     try:
         prefix = os.path.join(tmp, "prefix")
         run([cmake, "--install", build, "--prefix", prefix], base)
-        env = dict(base, PYTHONPATH=os.path.join(prefix, "lib", "python3", "dist-packages"))
+        pkg = [d for d, _, files in os.walk(prefix)
+               if os.path.basename(d) == "infiniccl" and "__init__.py" in files]
+        if len(pkg) != 1:
+            raise SystemExit("FAILED: expected one infiniccl/ under %s, found %s" % (prefix, pkg))
+        env = dict(base, PYTHONPATH=os.path.dirname(pkg[0]))
         out = run(launch, env).stdout
         if os.path.realpath(prefix) not in out and prefix not in out:
             raise SystemExit("FAILED: the cmake-installed package did not load the library "

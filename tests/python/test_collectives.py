@@ -210,3 +210,88 @@ def test_count_zero(comm):
     assert comm.all_reduce(x) is x
     comm.broadcast(x)
     comm.all_gather(x, np.zeros(0, np.float32))
+
+
+
+def _bits(name, rank, count, salt):
+    """Rank `rank`'s bit patterns: arbitrary over the type's width (the sign
+    bit included), with bit rank set and bit rank + 1 clear."""
+    dt = np.dtype(name)
+    width = dt.itemsize * 8
+    rng = np.random.default_rng(1000 * salt + rank)
+    raw = rng.integers(0, 2 ** 64, size=count, dtype=np.uint64)
+    raw |= np.uint64(1 << (rank % width))
+    raw &= ~np.uint64(1 << ((rank + 1) % width))
+    return raw.astype(np.dtype("u%d" % dt.itemsize)).view(dt)
+
+
+BITWISE = {"band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
+
+
+@pytest.mark.parametrize("name", [t for t in ALL_TYPES if t.startswith(("int", "uint"))])
+def test_bitwise(comm, name):
+    """op='band', 'bor', 'bxor' on integer arrays: AllReduce (in and out of
+    place), Reduce at the last rank and ReduceScatter against NumPy's folds
+    of every rank's bits."""
+    n, me = comm.size, comm.rank
+    errors = []
+    for salt, (op, fold) in enumerate(BITWISE.items()):
+        rows = [_bits(name, r, COUNT * n, salt) for r in range(n)]
+        exp = fold.reduce(np.stack(rows), axis=0)
+        out = np.zeros_like(rows[me])
+        comm.all_reduce(rows[me], out, op=op)
+        if not np.array_equal(out, exp):
+            errors.append("all_reduce %s: %s, expected %s" % (op, out, exp))
+        y = rows[me].copy()
+        comm.all_reduce(y, op=op)
+        if not np.array_equal(y, exp):
+            errors.append("all_reduce in place %s: %s" % (op, y))
+        r = np.zeros_like(rows[me])
+        comm.reduce(rows[me], r, op=op, root=n - 1)
+        if me == n - 1 and not np.array_equal(r, exp):
+            errors.append("reduce %s: %s" % (op, r))
+        s = np.zeros(COUNT, rows[me].dtype)
+        comm.reduce_scatter(rows[me], s, op=op)
+        if not np.array_equal(s, exp[me * COUNT:(me + 1) * COUNT]):
+            errors.append("reduce_scatter %s: %s" % (op, s))
+    _check(errors)
+
+
+def test_bitwise_sim_device(comm):
+    """The same on emulated-device arrays (staged): int32 and uint8."""
+    from infiniccl import testing
+
+    ok, why = testing.sim_available()
+    if not ok:
+        pytest.skip(why)
+    n, me = comm.size, comm.rank
+    errors = []
+    for name in ("int32", "uint8"):
+        for salt, (op, fold) in enumerate(BITWISE.items()):
+            rows = [_bits(name, r, 1000, salt) for r in range(n)]
+            d = testing.SimArray.from_numpy(rows[me])
+            comm.all_reduce(d, op=op)
+            got = d.numpy()
+            if not np.array_equal(got, fold.reduce(np.stack(rows), axis=0)):
+                errors.append("%s %s: %s" % (name, op, got[:8]))
+    _check(errors)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_bitwise_floating_refused(comm, name):
+    """A bitwise op on a floating type: INVALID_ARGUMENT naming the op and
+    the type, on every rank, nothing written; the communicator still works."""
+    import infiniccl
+
+    _, dt = np_type(name)
+    x = encode(name, np.arange(COUNT, dtype=np.float64))
+    out = encode(name, np.full(COUNT, 9.0))
+    for op in BITWISE:
+        with pytest.raises(infiniccl.Error) as e:
+            comm.all_reduce(x, out, op=op, dtype=dt)
+        assert e.value.code == infiniccl.INVALID_ARGUMENT, e.value
+        assert op in str(e.value) and name in str(e.value), str(e.value)
+        assert np.array_equal(decode(name, out), np.full(COUNT, 9.0)), decode(name, out)
+    v = np.array([comm.rank + 1], np.int64)
+    comm.all_reduce(v)
+    assert v[0] == comm.size * (comm.size + 1) // 2

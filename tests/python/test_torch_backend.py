@@ -76,6 +76,49 @@ def test_all_reduce(comm, dt):
     assert not errors, errors
 
 
+def bits(r, dt, n=64):
+    """Rank r's bit patterns: bool element i is bit r of i (every
+    combination of the ranks' values appears); integers are arbitrary over
+    the type's width with bit r set and bit r + 1 clear."""
+    if dt is torch.bool:
+        return (torch.arange(n) >> r) % 2 == 1
+    g = torch.Generator().manual_seed(1234 + r)
+    v = torch.randint(-2 ** 62, 2 ** 62, (n,), generator=g, dtype=torch.int64)
+    v = (v | (1 << r)) & ~(1 << (r + 1))
+    return v.to(dt)
+
+
+@pytest.mark.parametrize("dt", [torch.int32, torch.bool, torch.uint8, torch.int64], ids=str)
+def test_all_reduce_bitwise(comm, dt):
+    """BAND, BOR, BXOR: the library's bitwise ops, against the folds of every
+    rank's bits (all_reduce in place, and reduce_scatter_tensor)."""
+    n, me = comm.size, comm.rank
+    vals = [bits(r, dt) for r in range(n)]
+    folds = {R.BAND: torch.bitwise_and, R.BOR: torch.bitwise_or, R.BXOR: torch.bitwise_xor}
+    names = {R.BAND: "BAND", R.BOR: "BOR", R.BXOR: "BXOR"}
+    errors = []
+    for op, fold in folds.items():
+        ref = vals[0]
+        for v in vals[1:]:
+            ref = fold(ref, v)
+        x = vals[me].clone()
+        dist.all_reduce(x, op=op)
+        if not torch.equal(x, ref):
+            errors.append("all_reduce %s: %s, expected %s" % (names[op], x, ref))
+        out = torch.empty(64 // n if 64 % n == 0 else 0, dtype=dt)
+        if 64 % n == 0:
+            dist.reduce_scatter_tensor(out, vals[me], op=op)
+            mine = ref[me * (64 // n):(me + 1) * (64 // n)]
+            if not torch.equal(out, mine):
+                errors.append("reduce_scatter_tensor %s: %s, expected %s" %
+                              (names[op], out, mine))
+    assert not errors, errors
+    # Floating tensors: refused before any library call, on every rank.
+    for op in folds:
+        with pytest.raises(RuntimeError, match=names[op]):
+            dist.all_reduce(torch.ones(2), op=op)
+
+
 @pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
                          ids=str)
 def test_all_reduce_avg_noncontiguous(comm, dt):

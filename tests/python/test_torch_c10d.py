@@ -21,7 +21,7 @@ if ict.backend_kind() != "cpp" and os.environ.get("TEST_TORCH_NEEDS_CPP") == "1"
     raise ImportError("TEST_TORCH_NEEDS_CPP=1 but infiniccl.torch uses the Python backend "
                       "(infiniccl._c10d was not built or does not import)")
 if ict.backend_kind() != "cpp":
-    pytest.skip("infiniccl._c10d (the C++ backend, torch 2.1+) is not built",
+    pytest.skip("infiniccl._c10d (the C++ backend, torch 2.7+) is not built",
                 allow_module_level=True)
 from infiniccl import _c10d  # noqa: E402
 
@@ -525,3 +525,197 @@ def test_sync_calls_keep_order_with_queued_async_calls(comm):
         for k, t in enumerate(ts):
             assert torch.all(t == float(total * (k + 1))), (k, t[:3])
         assert torch.all(s == float(sum(r + 100 for r in range(n)))), s
+
+
+def test_sequence_numbers(comm):
+    """One sequence number per call of the group, from 0, the same on every
+    rank of a new group (as gloo's)."""
+    n, me = comm.size, comm.rank
+    g = dist.new_group(list(range(n)))
+    s0 = g._get_sequence_number_for_group()
+    t = torch.full((2,), me + 1, dtype=torch.int64)
+    dist.all_reduce(t, group=g)
+    dist.broadcast(t, 0, group=g)
+    w = dist.isend(torch.ones(1), (me + 1) % n, group=g)
+    dist.recv(torch.zeros(1), (me - 1) % n, group=g)
+    w.wait()
+    dist.barrier(group=g)
+    s1 = g._get_sequence_number_for_group()
+    seqs = torch.zeros(2 * n, dtype=torch.int64)
+    dist.all_gather_into_tensor(seqs, torch.tensor([s0, s1], dtype=torch.int64), group=g)
+    dist.destroy_process_group(g)
+    assert t.tolist() == [n * (n + 1) // 2] * 2
+    assert seqs.tolist() == [0, 5] * n, seqs
+
+
+def test_debug_detail_mode(comm):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL wraps the backend in torch's
+    ProcessGroupWrapper: collectives run with exact results, and a shape
+    that differs between ranks raises torch's own fingerprint error on every
+    rank before the backend sees the call."""
+    n, me = comm.size, comm.rank
+    old = dist.get_debug_level()
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    try:
+        g = dist.new_group(list(range(n)))
+    finally:
+        dist.set_debug_level(old)
+    t = torch.full((4,), me + 1, dtype=torch.int64)
+    dist.all_reduce(t, group=g)
+    out = torch.zeros(n, dtype=torch.int32)
+    dist.all_gather_into_tensor(out, torch.tensor([10 * me], dtype=torch.int32), group=g)
+    x = torch.zeros(2 if me == 0 else 3)
+    with pytest.raises(RuntimeError, match="Detected mismatch between collectives on ranks"):
+        dist.all_reduce(x, group=g)
+    dist.destroy_process_group(g)
+    assert t.tolist() == [n * (n + 1) // 2] * 4
+    assert out.tolist() == [10 * r for r in range(n)]
+
+
+def test_all_to_all_single_wrong_sizes(comm):
+    """Sizes gloo refuses raise before anything is written; the output's
+    neighbours in memory stay untouched (the output is a view of a larger
+    buffer)."""
+    n, me = comm.size, comm.rank
+    inp = torch.arange(2 * n, dtype=torch.int32) + 100 * me
+    buf = torch.full((4 * n,), -7, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="output has %d elements and the input %d" % (n, 2 * n)):
+        dist.all_to_all_single(buf[:n], inp)  # smaller, equal splits, contiguous
+    with pytest.raises(RuntimeError, match="output has %d elements" % (3 * n)):
+        dist.all_to_all_single(buf[:3 * n], inp)  # larger
+    with pytest.raises(RuntimeError, match="split sizes"):
+        dist.all_to_all_single(buf[:2 * n], inp, [2] * (n + 1), [2] * n)
+    with pytest.raises(RuntimeError, match="split sizes"):
+        dist.all_to_all_single(buf[:2 * n], inp, [2] * n, [3] * n)
+    with pytest.raises((RuntimeError, ValueError), match="dtype|data type"):
+        dist.all_to_all_single(torch.zeros(2 * n), inp)  # torch's own check or ours
+    assert buf.eq(-7).all(), buf
+    out = buf[:2 * n]
+    dist.all_to_all_single(out, inp)
+    want = [100 * r + 2 * me + k for r in range(n) for k in range(2)]
+    assert out.tolist() == want and buf[2 * n:].eq(-7).all(), buf
+
+
+def test_split_group(comm):
+    """dist.split_group over infinicclCommSplit: even and odd ranks in two
+    groups, then one group of the first and last ranks that the others do
+    not join; exact sums on each, the world untouched."""
+    n, me = comm.size, comm.rank
+    halves = [list(range(0, n, 2)), list(range(1, n, 2))]
+    g = dist.split_group(split_ranks=halves)
+    mine = halves[me % 2]
+    assert dist.get_process_group_ranks(g) == mine
+    t = torch.full((3,), me + 1, dtype=torch.int64)
+    dist.all_reduce(t, group=g)
+    assert t.tolist() == [sum(r + 1 for r in mine)] * 3
+    ends = [0, n - 1]
+    g2 = dist.split_group(split_ranks=[ends])
+    if me in ends:
+        x = torch.tensor([10 * me], dtype=torch.int32)
+        dist.all_reduce(x, group=g2)
+        assert x.item() == 10 * (n - 1)
+        dist.destroy_process_group(g2)
+    else:
+        assert g2 is None or g2 == dist.GroupMember.NON_GROUP_MEMBER, g2
+    dist.destroy_process_group(g)
+    w = torch.full((2,), me + 1, dtype=torch.int64)
+    dist.all_reduce(w)
+    assert w.tolist() == [n * (n + 1) // 2] * 2
+
+
+def test_abort_process_group(comm):
+    """dist.abort_process_group ends a group whose barrier rank 0 entered
+    alone within a second; the barrier's Work raises, and so does a receive
+    rank 1 posted that no rank sends; the default group still works."""
+    from torch.distributed.distributed_c10d import _abort_process_group
+
+    n, me = comm.size, comm.rank
+    g = dist.new_group(list(range(n)))
+    t = torch.ones(1)
+    dist.all_reduce(t, group=g)
+    stuck = None
+    if me == 0:
+        stuck = dist.barrier(group=g, async_op=True)  # the others never come
+    elif me == 1:
+        stuck = dist.irecv(torch.zeros(4), 0, group=g)  # rank 0 never sends
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    b = g._get_backend(torch.device("cpu"))
+    _abort_process_group(g)
+    took = time.monotonic() - t0
+    if stuck is not None:
+        with pytest.raises(RuntimeError, match="abort"):
+            stuck.wait()
+    assert took < 1.0, took
+    assert t.item() == n
+    if hasattr(b, "get_error"):
+        assert "COMM_ERROR" in str(b.get_error()), b.get_error()
+    x = torch.full((3,), me + 1, dtype=torch.int64)
+    dist.all_reduce(x)
+    assert x.tolist() == [n * (n + 1) // 2] * 3
+
+
+def test_coalescing_manager_collectives_with_device(comm):
+    """_coalescing_manager(device=...) around collectives and sends: one
+    library group (as NCCL's), exact results once its Work is waited for."""
+    from torch.distributed.distributed_c10d import _coalescing_manager
+
+    n, me = comm.size, comm.rank
+    right, left = (me + 1) % n, (me - 1) % n
+    ts = [torch.full((k + 2,), float(me + k)) for k in range(3)]
+    y = torch.zeros(1 << 16, dtype=torch.int32)
+    with _coalescing_manager(device=torch.device("cpu"), async_ops=True) as cm:
+        s = dist.isend(torch.full((1 << 16,), me, dtype=torch.int32), right)
+        r = dist.irecv(y, left)
+        for t in ts:
+            dist.all_reduce(t)
+    cm.wait()
+    s.wait()
+    r.wait()
+    assert [t.tolist() for t in ts] == [[float(sum(q + k for q in range(n)))] * (k + 2)
+                                        for k in range(3)]
+    assert y.eq(left).all(), y[:4]
+    outs = [torch.zeros(2 * n, dtype=torch.int64) for _ in range(2)]
+    with _coalescing_manager(device=torch.device("cpu")):
+        for k, o in enumerate(outs):
+            dist.all_gather_into_tensor(o, torch.tensor([me, k], dtype=torch.int64))
+    assert [o.tolist() for o in outs] == [[v for q in range(n) for v in (q, k)]
+                                          for k in range(2)]
+
+
+def test_premul_sum(comm):
+    """ReduceOp.PREMUL_SUM (NCCL's): each rank's tensor times the factor (a
+    number or a one-element tensor), then summed; the caller's input of a
+    reduce_scatter stays as it was."""
+    n, me = comm.size, comm.rank
+    make = dist._make_nccl_premul_sum
+    t = torch.full((4,), float(me + 1), dtype=torch.float64)
+    dist.all_reduce(t, op=make(2.0))
+    assert t.tolist() == [2.0 * n * (n + 1) / 2] * 4
+    t = torch.full((3,), float(me + 1), dtype=torch.float32)
+    dist.all_reduce(t, op=make(torch.tensor([0.5], dtype=torch.float32)))
+    assert t.tolist() == [0.5 * n * (n + 1) / 2] * 3
+    inp = torch.arange(n, dtype=torch.float32) + me
+    keep = inp.clone()
+    out = torch.zeros(1, dtype=torch.float32)
+    dist.reduce_scatter_tensor(out, inp, op=make(4.0))
+    assert out.item() == 4.0 * sum(me + q for q in range(n))
+    assert torch.equal(inp, keep)
+
+
+def test_device_mesh_2d(comm):
+    """init_device_mesh("cpu", (n/2, 2)): each dimension's groups sum
+    exactly over their ranks (row-major: rank = 2 * row + column)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    n, me = comm.size, comm.rank
+    if n % 2:
+        pytest.skip("a 2-D mesh of (n/2, 2) needs an even number of ranks")
+    mesh = init_device_mesh("cpu", (n // 2, 2), mesh_dim_names=("dp", "tp"))
+    want = {"dp": [c for c in range(me % 2, n, 2)], "tp": [me - me % 2, me - me % 2 + 1]}
+    for dim, ranks in want.items():
+        g = mesh.get_group(dim)
+        t = torch.tensor([me + 1], dtype=torch.int64)
+        dist.all_reduce(t, group=g)
+        assert dist.get_process_group_ranks(g) == ranks
+        assert t.item() == sum(r + 1 for r in ranks), (dim, t)

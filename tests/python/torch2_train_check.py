@@ -5,7 +5,7 @@ For each rank count and mode (fsdp, tp) the script trains under each
 backend; the final weights must match gloo's within 1e-6 relative to the
 largest weight (max |a - b| / max |b|), and bit for bit at 2 ranks.
 DIR (a built copy of the package with its C++ backend) comes before the
-source tree's python/. Exits 77 (ctest's skip) without torch 2.1+.
+source tree's python/. Exits 77 (ctest's skip) without torch 2.7+.
 """
 import os
 import sys

@@ -94,6 +94,15 @@ def case_nccl_flags():
                         "-a", "3", "--modes", "host_broadcast"], LAUNCHER)
     expect(rc == 0, "exit %d\n%s" % (rc, err))
     expect([b for b, _ in rows(out)] == [1024, 2048, 3072], "linear sweep: %s" % rows(out))
+    # A bitwise op on an integer type: the raw MPI call (MPI_BXOR) and the
+    # library's, results checked exactly.
+    rc, out, err = run(["-b", "8", "-e", "4K", "-f", "8", "-n", "2", "-w", "1", "-d", "uint16",
+                        "-o", "bxor", "--modes",
+                        "host_allreduce,infiniccl_allreduce,infiniccl_reduce_scatter"],
+                       LAUNCHER)
+    expect(rc == 0, "bxor: exit %d\n%s\n%s" % (rc, out, err))
+    expect(len(rows(out)) == 12, "bxor: 4 sizes x 3 modes: %s" % rows(out))
+    footers(out)
 
 
 def case_refused():
@@ -105,6 +114,8 @@ def case_refused():
             (["-c", "2"], ["-c", "0 (no check) or 1"]),
             (["-d", "all"], ["-d all"]),
             (["-o", "all"], ["-o all"]),
+            (["-o", "band", "-d", "float32"], ["-o band", "integer dtype", "float32"]),
+            (["-o", "bnot"], ["unknown op 'bnot'", "bxor"]),
             (["-r", "all"], ["all"]),
             (["-b"], ["-b needs a value"]),
             (["-z", "1"], ["unknown option '-z'"]),

@@ -2,6 +2,9 @@
 """The documentation's size limits and the data behind every performance table.
 
 usage: check_docs.py SOURCE_DIR
+       check_docs.py --style [--all] SOURCE_DIR   (only the user pages' sentence and
+                      cell limits; --all adds PAGES_OVER_LIMITS)
+       check_docs.py --self-test   (the sentence, cell and number parsers on samples)
 
 Checks:
 - README.md has at most 250 lines, docs/PERFORMANCE.md at most 400;
@@ -11,7 +14,17 @@ Checks:
   table or heading, names a data file (`data/...`, which must exist) and the
   command that produced it (a ```sh block, `icclrun`, `infiniccl-bench` or a
   script of scripts/). Tables whose header has a "section" or "where" column
-  (the summary and the tuning table) point to those sections instead.
+  (the summary and the tuning table) point to those sections instead;
+- every number in README.md's "Headline figures" table (outside code
+  spans) appears in docs/PERFORMANCE.md, so each figure has one source;
+- examples/README.md names every program of examples/ (.cpp, .py), and
+  docs/MIGRATION.md maps at least 10 NCCL calls (`nccl...` names in its
+  tables);
+- the user pages (USER_PAGES) have at most 10 sentences of more than 40
+  words each (prose outside code blocks and tables; a sentence ends at
+  ". ", "? " or "! " before a capital, a digit, a backquote or a bracket, or at a
+  blank line, a list item or a heading) and no table cell longer than
+  400 characters.
 Prints every failure; exits 1 on any.
 """
 import os
@@ -19,6 +32,16 @@ import re
 import sys
 
 LIMITS = {"README.md": 250, os.path.join("docs", "PERFORMANCE.md"): 400}
+USER_PAGES = ["README.md", "docs/INSTALL.md", "docs/TROUBLESHOOTING.md", "docs/CONFIG.md",
+              "docs/PERFORMANCE.md", "docs/MIGRATION.md", "docs/FAQ.md", "docs/BUILD_OPTIONS.md",
+              "python/README.md", "examples/README.md"]
+# Over the limits (`check_docs.py --style --all` lists what): checked once
+# split by task.
+PAGES_OVER_LIMITS = ["docs/USER_GUIDE.md"]
+MAX_LONG_SENTENCES = 10
+LONG_SENTENCE_WORDS = 40
+MAX_CELL_CHARS = 400
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?![\d.]\d)")
 MAX_DATA_FILES = 40
 COMMAND = re.compile(r"```sh|icclrun|infiniccl-bench|scripts/\w+")
 DATA_REF = re.compile(r"data/([\w./<>,*-]+)")
@@ -103,7 +126,139 @@ def check_data_folder(src, errors):
         errors.append("docs/data/README.md names %s, which does not exist" % ref)
 
 
+def check_headline(src, errors):
+    """Every number of README's headline table appears in PERFORMANCE.md."""
+    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+        readme = f.read().split("\n")
+    with open(os.path.join(src, "docs", "PERFORMANCE.md"), encoding="utf-8") as f:
+        perf = f.read()
+    try:
+        head = readme.index("## Headline figures")
+    except ValueError:
+        errors.append("README.md has no '## Headline figures' section")
+        return
+    rows = [i for i in range(head, len(readme)) if readme[i].startswith("|")]
+    rows = [i for i in rows if i - rows[0] == rows.index(i)][2:]  # one table, no header
+    if not rows:
+        errors.append("README.md: the headline figures have no table")
+    for i in rows:
+        text = re.sub(r"`[^`]*`", "", readme[i])
+        for m in NUMBER.finditer(text):
+            num = m.group(0).rstrip(".")
+            if not re.search(r"(?<![\w.])" + re.escape(num) + r"(?![\d]|\.\d)", perf):
+                errors.append("README.md:%d: the headline figure %s is not in "
+                              "docs/PERFORMANCE.md" % (i + 1, num))
+
+
+def check_examples_and_migration(src, errors):
+    with open(os.path.join(src, "examples", "README.md"), encoding="utf-8") as f:
+        index = f.read()
+    ex = os.path.join(src, "examples")
+    for root, _, names in os.walk(ex):
+        for n in sorted(names):
+            if not n.endswith((".cpp", ".py")):
+                continue
+            rel = os.path.relpath(os.path.join(root, n), ex)
+            if "`%s`" % rel not in index:
+                errors.append("examples/README.md does not name examples/%s" % rel)
+    with open(os.path.join(src, "docs", "MIGRATION.md"), encoding="utf-8") as f:
+        rows = [line for line in f if line.startswith("| `nccl")]
+    calls = {m for line in rows for m in re.findall(r"`(nccl[A-Z]\w*)`", line.split("|")[1])}
+    if len(calls) < 10:
+        errors.append("docs/MIGRATION.md maps %d NCCL calls (at least 10)" % len(calls))
+
+
+SENTENCE_END = re.compile(r"(?<=[.?!])[)\"']?\s+(?=[A-Z0-9`(\[*])")
+
+
+def prose_and_cells(text):
+    """(paragraphs of prose, table cells) of a Markdown page."""
+    paragraphs, cells, cur, fence = [], [], [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+            line = ""
+        if fence:
+            continue
+        st = line.strip()
+        if st.startswith("|"):
+            cells += [c.strip() for c in st.strip("|").split("|")]
+            st = ""
+        if not st or st.startswith(("#", "- ", "* ", "<")) or re.match(r"\d+\. ", st):
+            if cur:
+                paragraphs.append(" ".join(cur))
+            cur = [re.sub(r"^(?:[-*]|\d+\.) ", "", st)] if st and not st.startswith(("#", "<")) \
+                else []
+            continue
+        cur.append(st)
+    if cur:
+        paragraphs.append(" ".join(cur))
+    return paragraphs, cells
+
+
+def long_sentences(text):
+    paragraphs, _ = prose_and_cells(text)
+    out = []
+    for p in paragraphs:
+        for sentence in SENTENCE_END.split(p):
+            if len(sentence.split()) > LONG_SENTENCE_WORDS:
+                out.append(sentence)
+    return out
+
+
+def check_user_pages(src, errors, pages=USER_PAGES):
+    for rel in pages:
+        path = os.path.join(src, rel)
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        longs = long_sentences(text)
+        if len(longs) > MAX_LONG_SENTENCES:
+            errors.append("%s: %d sentences over %d words (at most %d), e.g. '%s...'" % (
+                rel, len(longs), LONG_SENTENCE_WORDS, MAX_LONG_SENTENCES,
+                " ".join(longs[0].split()[:12])))
+        for cell in prose_and_cells(text)[1]:
+            if len(cell) > MAX_CELL_CHARS:
+                errors.append("%s: a table cell of %d characters (at most %d): '%s...'" % (
+                    rel, len(cell), MAX_CELL_CHARS, cell[:60]))
+
+
+def self_test():
+    """The limits' own checks on samples."""
+    bad = 0
+    long = "word " * 41 + "end."
+    cases = [
+        (long_sentences(long + " Short one."), 1),
+        (long_sentences("Short. " * 30), 0),
+        (long_sentences("```\n" + long + "\n```"), 0),
+        (long_sentences("| " + long + " |"), 0),
+        (long_sentences("- " + long + "\n- " + long), 2),
+        (len([c for c in prose_and_cells("| a | " + "x" * 401 + " |")[1] if len(c) > 400]), 1),
+        ([m.group(0) for m in NUMBER.finditer("**0.23-0.77** of 64 MiB, 3.4-5.7x")],
+         ["0.23-0.77", "64", "3.4-5.7"]),
+    ]
+    for k, (got, want) in enumerate(cases):
+        if (len(got) if isinstance(got, list) and isinstance(want, int) else got) != want:
+            print("self-test case %d: got %r, expected %r" % (k, got, want))
+            bad += 1
+    print("self-test: %d/%d cases as expected" % (len(cases) - bad, len(cases)))
+    return 1 if bad else 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    if sys.argv[1] == "--style":
+        errors = []
+        every = sys.argv[2] == "--all"
+        check_user_pages(sys.argv[-1], errors,
+                         USER_PAGES + PAGES_OVER_LIMITS if every else USER_PAGES)
+        for e in errors:
+            print(e)
+        if not errors:
+            print("docs: the user pages' sentences and table cells within their limits")
+        return 1 if errors else 0
     src = sys.argv[1]
     errors = []
     for rel, most in LIMITS.items():
@@ -113,6 +268,8 @@ def main():
             errors.append("%s has %d lines (at most %d)" % (rel, n, most))
     check_data_folder(src, errors)
     check_tables(src, errors)
+    check_headline(src, errors)
+    check_examples_and_migration(src, errors)
     for e in errors:
         print(e)
     if not errors:

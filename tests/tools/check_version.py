@@ -2,7 +2,7 @@
 """The Python package and the README carry CMake's project version.
 
 usage: check_version.py VERSION SOURCE_DIR
-Checks `version = "..."` in python/pyproject.toml, `__version__ = "..."` in
+Checks `version = "..."` in pyproject.toml and python/pyproject.toml, `__version__ = "..."` in
 python/infiniccl/__init__.py (read as text: importing the package would
 need the library) and the README's "Version X.Y.Z" line.
 """
@@ -20,6 +20,7 @@ def find(path, pattern):
 def main():
     want, src = sys.argv[1], sys.argv[2]
     checks = [
+        (os.path.join(src, "pyproject.toml"), r'^version\s*=\s*"([^"]+)"'),
         (os.path.join(src, "python", "pyproject.toml"), r'^version\s*=\s*"([^"]+)"'),
         (os.path.join(src, "python", "infiniccl", "__init__.py"),
          r'^__version__\s*=\s*"([^"]+)"'),

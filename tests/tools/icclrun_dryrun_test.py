@@ -255,6 +255,64 @@ def case_torchrun_spellings():
     expect(argv[-1] == "train.py" and "python3" not in argv, "plain -np: %s" % argv)
 
 
+def case_torchrun_module():
+    # -m MODULE / --module MODULE / --module=MODULE: python3 -m MODULE args.
+    for args in (["--nproc-per-node", "2", "-m", "pkg.train"],
+                 ["--nproc_per_node=2", "--module", "pkg.train"],
+                 ["--nproc-per-node", "2", "--module=pkg.train"]):
+        argv = dry(["--mpi", "openmpi"] + args + ["--lr", "1"])
+        expect_seq(argv, ["-np", "2"])
+        expect(argv[-5:] == ["python3", "-m", "pkg.train", "--lr", "1"],
+               "python3 -m pkg.train: %s" % argv)
+    argv = dry(["--mpi", "mpich", "-n", "3", "-m", "pkg.train"],
+               env=clean_env(ICCLRUN_PYTHON="/opt/py/bin/python"))
+    expect(argv[-5:] == ["-n", "3", "/opt/py/bin/python", "-m", "pkg.train"],
+           "-m with -n and ICCLRUN_PYTHON: %s" % argv)
+    rc, out, err = run(["--dry-run", "--mpi", "openmpi", "-np", "2", "-m"])
+    expect(rc == 2 and "no program" in err, "-m without a module: rc %d, %r" % (rc, err))
+
+
+def case_torchrun_no_python():
+    # --no-python / --no_python: a .py program runs as given; not with -m.
+    for flag in ("--no-python", "--no_python"):
+        argv = dry(["--mpi", "openmpi", "--nproc-per-node", "2", flag, "train.py", "--lr", "1"])
+        expect(argv[-3:] == ["train.py", "--lr", "1"] and "python3" not in argv,
+               "%s: %s" % (flag, argv))
+        expect_seq(argv, ["-np", "2"])
+    rc, out, err = run(["--dry-run", "--mpi", "openmpi", "--no-python", "-m", "pkg.train"])
+    expect(rc == 2 and "--no-python or -m" in err, "--no-python with -m: rc %d, %r" % (rc, err))
+
+
+def case_torchrun_nproc_auto():
+    # --nproc-per-node gpu|cpu|auto: GPUs from CUDA_VISIBLE_DEVICES or
+    # nvidia-smi -L (a stand-in listing 3), CPUs as os.cpu_count().
+    cpus = str(os.cpu_count())
+    with tempfile.TemporaryDirectory() as d:
+        smi = os.path.join(d, "nvidia-smi")
+        with open(smi, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "for i in 0 1 2; do echo \"GPU $i: Stand-in (UUID: GPU-$i)\"; done\n")
+        os.chmod(smi, 0o755)
+        base = {k: v for k, v in clean_env().items() if k != "CUDA_VISIBLE_DEVICES"}
+        three = dict(base, PATH=d + os.pathsep + base.get("PATH", ""))
+        for value, env, want in (("gpu", three, "3"), ("auto", three, "3"),
+                                 ("cpu", three, cpus),
+                                 ("gpu", dict(three, CUDA_VISIBLE_DEVICES="0,1"), "2"),
+                                 ("auto", dict(three, CUDA_VISIBLE_DEVICES=""), cpus),
+                                 ("auto", dict(base, CUDA_VISIBLE_DEVICES="-1"), cpus)):
+            argv = dry(["--mpi", "openmpi", "--nproc-per-node", value, "train.py"], env=env)
+            expect_seq(argv, ["-np", want])
+        argv = dry(["--mpi", "openmpi", "--nnodes", "2", "--nproc_per_node=gpu", "-H",
+                    "a:3,b:3", "train.py"], env=three)
+        expect_seq(argv, ["-np", "6"])
+        rc, out, err = run(["--dry-run", "--mpi", "openmpi", "--nproc-per-node", "gpu",
+                            "train.py"], env=dict(base, CUDA_VISIBLE_DEVICES=""))
+        expect(rc == 2 and "no GPU" in err, "gpu without GPUs: rc %d, %r" % (rc, err))
+        rc, out, err = run(["--dry-run", "--mpi", "openmpi", "--nproc-per-node", "tpu",
+                            "train.py"])
+        expect(rc == 2 and "auto, cpu or gpu" in err, "tpu refused: rc %d, %r" % (rc, err))
+
+
 def case_errors():
     with tempfile.TemporaryDirectory() as d:
         missing = os.path.join(d, "no-such-hostfile")

@@ -19,7 +19,8 @@ CHECK(float32, infinicclFloat == 10 && infinicclFloat32 == 10);
 CHECK(float64, infinicclDouble == 11 && infinicclFloat64 == 11);
 CHECK(num_types, infinicclNumTypes == 12);
 CHECK(ops, infinicclSum == 0 && infinicclProd == 1 && infinicclMax == 2 &&
-               infinicclMin == 3 && infinicclAvg == 4 && infinicclNumOps == 5);
+               infinicclMin == 3 && infinicclAvg == 4 && infinicclBand == 5 &&
+               infinicclBor == 6 && infinicclBxor == 7 && infinicclNumOps == 8);
 CHECK(unique_id, sizeof(infinicclUniqueId) == INFINICCL_UNIQUE_ID_BYTES);
 CHECK(split_nocolor, INFINICCL_SPLIT_NOCOLOR == -1);
 CHECK(any_source, INFINICCL_ANY_SOURCE == -1);
@@ -87,8 +88,9 @@ int main(void) {
       infinicclUInt32,   infinicclUInt64,  infinicclHalf,    infinicclFloat16,
       infinicclBFloat16, infinicclFloat,   infinicclFloat32, infinicclDouble,
       infinicclFloat64,  infinicclNumTypes};
-  const infinicclRedOp_t ops[] = {infinicclSum, infinicclProd, infinicclMax,
-                                  infinicclMin, infinicclAvg,  infinicclNumOps};
+  const infinicclRedOp_t ops[] = {infinicclSum,  infinicclProd, infinicclMax,
+                                  infinicclMin,  infinicclAvg,  infinicclBand,
+                                  infinicclBor,  infinicclBxor, infinicclNumOps};
   const infinicclResult_t results[] = {infinicclSuccess,         infinicclUnhandledError,
                                        infinicclSystemError,     infinicclInternalError,
                                        infinicclInvalidArgument, infinicclInvalidUsage,
@@ -108,7 +110,7 @@ int main(void) {
   }
   if (sizeof kSimFunctions / sizeof kSimFunctions[0] != 11) return 17;
   if (kSimMemcpy == NULL || kSimKernel == NULL) return 18;
-  if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || results[9] != 9) return 12;
+  if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || ops[8] != 8 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL || kSendTagged == NULL ||
       kRecvTagged == NULL || kDescribeWait == NULL)
     return 13;

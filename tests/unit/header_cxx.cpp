@@ -20,7 +20,8 @@ static_assert(infinicclChar == 0 && infinicclInt8 == 0 && infinicclInt16 == 1 &&
                   infinicclFloat64 == 11 && infinicclNumTypes == 12,
               "data types");
 static_assert(infinicclSum == 0 && infinicclProd == 1 && infinicclMax == 2 &&
-                  infinicclMin == 3 && infinicclAvg == 4 && infinicclNumOps == 5,
+                  infinicclMin == 3 && infinicclAvg == 4 && infinicclBand == 5 &&
+                  infinicclBor == 6 && infinicclBxor == 7 && infinicclNumOps == 8,
               "reduction ops");
 static_assert(sizeof(infinicclUniqueId) == INFINICCL_UNIQUE_ID_BYTES, "unique id");
 static_assert(std::is_same<infinicclComm_t, void *>::value, "comm handle");

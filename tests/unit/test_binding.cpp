@@ -103,8 +103,8 @@ TEST(ChooseDevice, DevlistShorterThanTheLocalRankFallsBackToItsOwn) {
   EXPECT_FALSE(c.from_devlist);
 }
 
-// CommInitAll(&c, 1, {999}) on a host without devices used to succeed
-// silently: it still succeeds, with a WARN naming the devices.
+// CommInitAll(&c, 1, {999}) on a host without devices succeeds, with a
+// WARN naming the devices (never silently).
 TEST(Devlist, WithoutDevicesWarns) {
   const int devlist[] = {999, 3};
   infiniccl::Config warn;  // the default level (ctest runs with INFINICCL_DEBUG=NONE)

@@ -93,6 +93,51 @@ TEST(CclMapping, AvgOnlyForFloatingTypes) {
   }
 }
 
+// NCCL's ncclRedOp_t has no bitwise op: Band, Bor and Bxor reductions of
+// every type are not the CCL's (data movement ignores its op), so the route
+// takes the segment or MPI, and INFINICCL_BACKEND=ccl says why not.
+TEST(CclMapping, BitwiseReductionsAreNotForTheCcl) {
+  for (infinicclRedOp_t op : {infinicclBand, infinicclBor, infinicclBxor}) {
+    for (int t = infinicclInt8; t <= infinicclUInt64; ++t) {
+      const auto dtype = static_cast<infinicclDataType_t>(t);
+      for (CollKind k : {CollKind::kAllReduce, CollKind::kReduce, CollKind::kReduceScatter}) {
+        const char *why = CclUnsupportedReason(Args(k, dtype, op));
+        ASSERT_NE(why, nullptr) << "dtype " << t << " op " << op;
+        EXPECT_NE(std::string(why).find("bitwise"), std::string::npos) << why;
+      }
+      for (CollKind k : {CollKind::kBroadcast, CollKind::kAllGather, CollKind::kAllToAll}) {
+        if (t == infinicclInt16 || t == infinicclUInt16) continue;
+        EXPECT_EQ(CclUnsupportedReason(Args(k, dtype, op)), nullptr) << "dtype " << t;
+      }
+    }
+  }
+  RouteFacts f;
+  f.device_buffers = true;
+  f.has_ccl = true;
+  f.ccl_name = "NCCL";
+  f.ccl_unsupported = CclUnsupportedReason(Args(CollKind::kAllReduce, infinicclInt32,
+                                                infinicclBxor));
+  Path p = Path::kNone;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kStagedMpi);
+  f.shm = true;  // every rank on one node: the segment reduces it
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kShm);
+  f.shm = false;
+  f.hierarchical = true;  // two levels: the group's CCL is asked again there
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kHier);
+  f.hierarchical = false;
+  const Status st = DecidePath(BackendChoice::kCcl, f, &p);
+  EXPECT_EQ(st.code(), infinicclNotSupported);
+  EXPECT_NE(st.message().find("bitwise"), std::string::npos) << st.message();
+  // The same call with Max (what a bool's Or could be) is the CCL's.
+  f.ccl_unsupported = CclUnsupportedReason(Args(CollKind::kAllReduce, infinicclInt32,
+                                                infinicclMax));
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kCcl);
+}
+
 TEST(CclMapping, InPlaceAllToAllIsNotForTheCcl) {
   EXPECT_NE(
       CclUnsupportedReason(Args(CollKind::kAllToAll, infinicclInt32, infinicclSum, true)),

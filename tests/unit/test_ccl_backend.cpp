@@ -227,6 +227,9 @@ TEST(CclBackend, UnsupportedIsTheMappingsAnswer) {
   ccl::CclBackend<FakeApi> b(&comm, 0, 2);
   EXPECT_NE(b.Unsupported(Args(CollKind::kAllReduce, infinicclInt16, 3)), nullptr);
   EXPECT_EQ(b.Unsupported(Args(CollKind::kAllGather, infinicclInt16, 3)), nullptr);
+  CollArgs band = Args(CollKind::kAllReduce, infinicclInt32, 3);
+  band.op = infinicclBand;
+  EXPECT_NE(b.Unsupported(band), nullptr);
 }
 
 // The known-bug table: NCCL's one-rank Avg (NVIDIA/nccl issue 1950) from

@@ -37,7 +37,8 @@ static_assert(infinicclFloat32 == 10 && infinicclFloat == 10);
 static_assert(infinicclFloat64 == 11 && infinicclDouble == 11);
 static_assert(infinicclNumTypes == 12);
 static_assert(infinicclSum == 0 && infinicclProd == 1 && infinicclMax == 2 &&
-              infinicclMin == 3 && infinicclAvg == 4 && infinicclNumOps == 5);
+              infinicclMin == 3 && infinicclAvg == 4 && infinicclBand == 5 &&
+              infinicclBor == 6 && infinicclBxor == 7 && infinicclNumOps == 8);
 static_assert(infinicclSuccess == 0 && infinicclUnhandledError == 1 &&
               infinicclSystemError == 2 && infinicclInternalError == 3 &&
               infinicclInvalidArgument == 4 && infinicclInvalidUsage == 5 &&
@@ -61,9 +62,9 @@ TEST(Enums, ValuesMatchTheSpec) {
   EXPECT_EQ(int{infinicclHalf}, 8);
   EXPECT_EQ(int{infinicclFloat}, 10);
   EXPECT_EQ(int{infinicclDouble}, 11);
-  const int ops[] = {infinicclSum, infinicclProd, infinicclMax,
-                     infinicclMin, infinicclAvg,  infinicclNumOps};
-  for (int i = 0; i <= 5; ++i) EXPECT_EQ(ops[i], i);
+  const int ops[] = {infinicclSum,  infinicclProd, infinicclMax,  infinicclMin,   infinicclAvg,
+                     infinicclBand, infinicclBor,  infinicclBxor, infinicclNumOps};
+  for (int i = 0; i <= 8; ++i) EXPECT_EQ(ops[i], i);
   const int results[] = {infinicclSuccess,         infinicclUnhandledError,
                          infinicclSystemError,     infinicclInternalError,
                          infinicclInvalidArgument, infinicclInvalidUsage,
@@ -125,11 +126,16 @@ TEST(RedOp, NamesOfEveryOpAndInvalid) {
   EXPECT_STREQ(RedOpName(infinicclMax), "max");
   EXPECT_STREQ(RedOpName(infinicclMin), "min");
   EXPECT_STREQ(RedOpName(infinicclAvg), "avg");
+  EXPECT_STREQ(RedOpName(infinicclBand), "band");
+  EXPECT_STREQ(RedOpName(infinicclBor), "bor");
+  EXPECT_STREQ(RedOpName(infinicclBxor), "bxor");
   for (int v = 0; v < infinicclNumOps; ++v) EXPECT_TRUE(infiniccl::IsValidRedOp(v));
-  for (int v : {5, 6, 7}) {
+  for (int v = 0; v < infinicclNumOps; ++v)
+    EXPECT_EQ(infiniccl::IsBitwiseRedOp(v), v >= 5) << v;
+  for (int v : {8, 9, 10}) {
     EXPECT_STREQ(RedOpName(static_cast<infinicclRedOp_t>(v)), "invalid") << v;
   }
-  for (int v : {5, 6, -1, 1000, std::numeric_limits<int>::min()}) {
+  for (int v : {8, 9, -1, 1000, std::numeric_limits<int>::min()}) {
     const char *name = c_caller::CallAsC(&RedOpName, v);
     ASSERT_NE(name, nullptr) << v;
     EXPECT_STREQ(name, "invalid") << v;

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/validate.h"
+#include "core/dtype.h"
 #include "c_caller.h"
 
 namespace {
@@ -138,6 +140,11 @@ TEST(Validate, DisjointBuffersPassForEveryKindRankAndType) {
           CollArgs a = Args(k, rank);
           a.op = static_cast<infinicclRedOp_t>(op);
           ExpectOk(rank, a);
+          for (int t = 0; t < infinicclNumTypes; ++t) {  // bitwise: below
+            a.dtype = static_cast<infinicclDataType_t>(t);
+            if (!infiniccl::IsBitwiseRedOp(op) || infiniccl::IsIntegerDataType(t))
+              ExpectOk(rank, a);
+          }
         }
       }
     }
@@ -341,12 +348,45 @@ TEST(Validate, InvalidDatatypeForEveryKind) {
 
 TEST(Validate, InvalidOpOnlyMattersForReductions) {
   for (CollKind k : kAllKinds) {
-    for (int v : {5, 6, -1, 1000}) {
+    for (int v : {8, 9, -1, 1000}) {
       CollArgs a = Args(k, 0);
       c_caller::StoreRaw(&a.op, v);
       if (IsReductionKind(k)) {
         ExpectInvalid(0, a, {"op", std::to_string(v)});
       } else {
+        ExpectOk(0, a);
+      }
+    }
+  }
+}
+
+// Band, Bor, Bxor take the integer types; on a floating type a reduction is
+// InvalidArgument naming the op and the type, and a data movement (which
+// ignores its op) passes.
+TEST(Validate, BitwiseOpsRefuseFloatingTypes) {
+  const std::pair<infinicclDataType_t, const char *> floats[] = {
+      {infinicclFloat16, "float16"},
+      {infinicclBFloat16, "bfloat16"},
+      {infinicclFloat32, "float32"},
+      {infinicclFloat64, "float64"}};
+  const std::pair<infinicclRedOp_t, const char *> ops[] = {
+      {infinicclBand, "band"}, {infinicclBor, "bor"}, {infinicclBxor, "bxor"}};
+  for (CollKind k : kAllKinds) {
+    for (const auto &[op, op_name] : ops) {
+      for (const auto &[t, type_name] : floats) {
+        CollArgs a = Args(k, 0);
+        a.op = op;
+        a.dtype = t;
+        if (IsReductionKind(k)) {
+          ExpectInvalid(0, a, {op_name, type_name, "integer"});
+        } else {
+          ExpectOk(0, a);
+        }
+      }
+      for (int t = infinicclInt8; t <= infinicclUInt64; ++t) {
+        CollArgs a = Args(k, 0);
+        a.op = op;
+        a.dtype = static_cast<infinicclDataType_t>(t);
         ExpectOk(0, a);
       }
     }

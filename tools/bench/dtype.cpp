@@ -42,11 +42,20 @@ constexpr RedOp kOps[] = {{"sum", infinicclSum},
                           {"prod", infinicclProd},
                           {"max", infinicclMax},
                           {"min", infinicclMin},
-                          {"avg", infinicclAvg}};
+                          {"avg", infinicclAvg},
+                          {"band", infinicclBand},
+                          {"bor", infinicclBor},
+                          {"bxor", infinicclBxor}};
 
 // Element-wise op on native types; integer Sum/Prod wrap (no signed UB).
+// Band/Bor/Bxor: integer types only (options refuse the others).
 template <typename T>
 T Apply(infinicclRedOp_t op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (op == infinicclBand) return static_cast<T>(a & b);
+    if (op == infinicclBor) return static_cast<T>(a | b);
+    if (op == infinicclBxor) return static_cast<T>(a ^ b);
+  }
   switch (op) {
     case infinicclMax: return a < b ? b : a;
     case infinicclMin: return b < a ? b : a;
@@ -131,6 +140,9 @@ MPI_Op MpiOp(infinicclRedOp_t op) {
     case infinicclProd: return MPI_PROD;
     case infinicclMax: return MPI_MAX;
     case infinicclMin: return MPI_MIN;
+    case infinicclBand: return MPI_BAND;
+    case infinicclBor: return MPI_BOR;
+    case infinicclBxor: return MPI_BXOR;
     default: return MPI_SUM;
   }
 }

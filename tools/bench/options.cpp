@@ -141,7 +141,8 @@ Rows print as they are measured (rank 0); nccl-tests' spellings work.
                       uint8 uint16 uint32 uint64 float16 bfloat16 float32
                       float64; aliases char int half float double fp16 bf16
                       (--datatype is nccl-tests' spelling)
-  -o, --op OP         sum|prod|max|min|avg (default sum)
+  -o, --op OP         sum|prod|max|min|avg|band|bor|bxor (default sum; band,
+                      bor, bxor: integer dtypes)
   -r, --root N        root rank of broadcast/reduce/gather/scatter (default 0)
   --inplace           in-place calls, in NCCL's buffer layout
   --device D          where infiniccl_* and stage_* buffers live: )";
@@ -349,7 +350,12 @@ ParseResult ParseOptions(int argc, char **argv, Options *opt, std::string *error
   }
   opt->op = FindRedOp(op);
   if (!opt->op) {
-    *error = "unknown op '" + op + "'; one of sum prod max min avg";
+    *error = "unknown op '" + op + "'; one of sum prod max min avg band bor bxor";
+    return ParseResult::kError;
+  }
+  if (infiniccl::IsBitwiseRedOp(opt->op->id) && !infiniccl::IsIntegerDataType(opt->dtype->id)) {
+    *error = "-o " + op + ": a bitwise op takes an integer dtype (int8..uint64), not " +
+             std::string(opt->dtype->name);
     return ParseResult::kError;
   }
   if (!modes_given)

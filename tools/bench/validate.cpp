@@ -1,6 +1,7 @@
 #include "validate.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -27,6 +28,10 @@ std::vector<double> ReducedTable(const Expectation &e, size_t period) {
         case infinicclProd: acc *= v; break;
         case infinicclMax: acc = v > acc ? v : acc; break;
         case infinicclMin: acc = v < acc ? v : acc; break;
+        // Inputs 1..7: exact as int64 bits.
+        case infinicclBand: acc = static_cast<double>(int64_t(acc) & int64_t(v)); break;
+        case infinicclBor: acc = static_cast<double>(int64_t(acc) | int64_t(v)); break;
+        case infinicclBxor: acc = static_cast<double>(int64_t(acc) ^ int64_t(v)); break;
         default: acc += v; break;
       }
     }

@@ -24,7 +24,8 @@ struct Expectation {
 
 // Element i of `rank`'s send buffer (every collective sends value(rank, i)):
 //  - data movement: ((29*rank + i) % 113) + 1;
-//  - Sum/Max/Min/Avg: ((rank + i) % 7) + 1, so a sum over n ranks is <= 7n;
+//  - Sum/Max/Min/Avg/Band/Bor/Bxor: ((rank + i) % 7) + 1, so a sum over n
+//    ranks is <= 7n (and the bitwise ops combine three bits);
 //  - Prod: 2 where (rank + i) % 4 == 0, else 1, so a product is <= 2^ceil(n/4).
 double InputValue(const Expectation &e, int rank, size_t i);
 

@@ -8,6 +8,9 @@
 // call order (as gloo's threads do), so the caller goes on while a bucket is
 // reduced; the Work completes when the library's call has returned (host
 // calls are blocking in the library), and wait() raises the library's error.
+// Sends and receives are the exception: the worker posts them into a library
+// group it keeps open, and they complete when one of them is waited for (see
+// "P2P that does not depend on the peers' order").
 // wait() is bounded by the call's timeout, else the group's timeout
 // (init_process_group/new_group timeout=): past it, it raises an error that
 // names the op, the group, its ranks and what the call waits for (the
@@ -15,7 +18,8 @@
 // A group whose timed-out call still runs when it is destroyed aborts its
 // communicator (see Shutdown).
 // Device tensors: the call runs in the caller's thread once the group's queued
-// calls are done, ordered on torch's current stream of the tensor's device
+// calls and its open group of sends and receives are done, ordered on
+// torch's current stream of the tensor's device
 // (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
 // complete for the host, the result ready for work queued on that stream.
 #include <torch/extension.h>
@@ -27,6 +31,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -54,6 +59,7 @@ constexpr int kUInt8 = infinicclUInt8;
 // A call on a group after destroy_process_group (shutdown) raises this; it
 // would otherwise wait for a worker that has ended.
 constexpr const char *kDestroyed = "the process group was destroyed (destroy_process_group)";
+constexpr const char *kAborted = "the process group was aborted (abort_process_group)";
 
 [[noreturn]] void Fail(const std::string &msg) {
   C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): " + msg);
@@ -125,6 +131,7 @@ Buf Raw(const at::Tensor &t) {
 Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
   auto k = rop.op_;
   bool is_bool = t.scalar_type() == at::kBool;
+  bool bitwise_ok = c10::isIntegralType(t.scalar_type(), /*includeBool=*/true);
   int lop = -1;
   switch (k) {
     case c10d::ReduceOp::SUM: lop = is_bool ? infinicclMax : infinicclSum; break;
@@ -132,8 +139,11 @@ Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
     case c10d::ReduceOp::PRODUCT: lop = is_bool ? infinicclMin : infinicclProd; break;
     case c10d::ReduceOp::MIN: lop = infinicclMin; break;
     case c10d::ReduceOp::MAX: lop = infinicclMax; break;
-    case c10d::ReduceOp::BOR: lop = is_bool ? infinicclMax : -1; break;
-    case c10d::ReduceOp::BAND: lop = is_bool ? infinicclMin : -1; break;
+    // The library's bitwise ops, on integer and bool tensors only (bool
+    // travels as uint8 0/1); others fail here, before any library call.
+    case c10d::ReduceOp::BAND: lop = bitwise_ok ? infinicclBand : -1; break;
+    case c10d::ReduceOp::BOR: lop = bitwise_ok ? infinicclBor : -1; break;
+    case c10d::ReduceOp::BXOR: lop = bitwise_ok ? infinicclBxor : -1; break;
     default: break;
   }
   if (lop < 0) {
@@ -157,6 +167,44 @@ Buf Reduced(const at::Tensor &t, const c10d::ReduceOp &rop, int *op) {
        " has no InfiniCCL data type for this reduction");
 }
 
+// ReduceOp.PREMUL_SUM (NCCL's): every rank's tensor is multiplied by the
+// op's factor (a number or a one-element tensor), then summed. A call with
+// it runs the sum on a scaled tensor: PreMul gives the factor's scaling and
+// the SUM op to run.
+struct PreMul {
+  explicit PreMul(c10d::ReduceOp &rop) {
+    if (rop.op_ != c10d::ReduceOp::PREMUL_SUM) return;
+    auto *sup = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(rop.supplement_.get());
+    if (sup == nullptr) {
+      C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): PREMUL_SUM without "
+                      "its factor (make the op with torch.distributed._make_nccl_premul_sum)");
+    }
+    active = true;
+    factor = sup->double_factor;
+    tensor_factor = sup->tensor_factor;
+    rop = c10d::ReduceOp(c10d::ReduceOp::SUM);
+  }
+  // Scales t in place (a tensor the call owns or overwrites anyway).
+  void Scale(const at::Tensor &t) const {
+    if (!active) return;
+    if (tensor_factor.defined()) {
+      t.mul_(tensor_factor.to(t.device()));
+    } else {
+      t.mul_(factor);
+    }
+  }
+  // A scaled copy (the caller's tensor stays as it was), or t itself.
+  at::Tensor Scaled(const at::Tensor &t) const {
+    if (!active) return t;
+    at::Tensor c = t.clone(at::MemoryFormat::Contiguous);
+    Scale(c);
+    return c;
+  }
+  bool active = false;
+  double factor = 1.0;
+  at::Tensor tensor_factor;
+};
+
 void SameType(const at::Tensor &a, const at::Tensor &b, const char *what) {
   if (a.scalar_type() != b.scalar_type()) {
     Fail(std::string(what) + ": " + c10::toString(a.scalar_type()) + " and " +
@@ -174,6 +222,15 @@ struct GroupState {
   // is its op and this, made only for a message.
   const std::string where;
   std::atomic<bool> timed_out{false};
+
+  // Asks the group's worker to complete the P2P calls it has posted (see
+  // BackendInfiniCCL's P2P comment); cleared when the group shuts down.
+  void RequestFlush() {
+    std::lock_guard<std::mutex> lock(flush_mu);
+    if (flush) flush();
+  }
+  std::mutex flush_mu;
+  std::function<void()> flush;
 
   // "infiniccl allreduce on process group ...": a call's name in a message.
   std::string Name(const char *op) const { return std::string("infiniccl ") + op + where; }
@@ -215,8 +272,24 @@ class WorkInfiniCCL : public c10d::Work {
     if (future) Complete(*future);
   }
 
+  // A P2P call posted into the worker's open group completes when the
+  // group is flushed: waiting for it (wait, isCompleted, getFuture) asks for
+  // that.
+  void MarkPosted() { posted_ = true; }
+
+  bool isCompleted() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (completed_ || !posted_) return completed_;
+    }
+    group_->RequestFlush();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_;
+  }
+
   bool wait(Ms timeout) override {
     Ms limit = timeout == Ms(0) ? timeout_ : timeout;
+    if (posted_ && !Completed()) group_->RequestFlush();
     std::unique_lock<std::mutex> lock(mutex_);
     if (limit.count() > 0) {
       if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
@@ -245,6 +318,7 @@ class WorkInfiniCCL : public c10d::Work {
   // Made on the first request (DDP's comm hooks ask; most callers never do):
   // completed here when the call is already done, else by Done.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    if (posted_ && !Completed()) group_->RequestFlush();
     std::unique_lock<std::mutex> lock(mutex_);
     if (future_) return future_;
     future_ = c10::make_intrusive<c10::ivalue::Future>(TensorListType());
@@ -263,6 +337,11 @@ class WorkInfiniCCL : public c10d::Work {
   std::shared_ptr<int> source_;
 
  private:
+  bool Completed() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return completed_;
+  }
+
   // completed_ is set, so exception_ no longer changes.
   void Complete(c10::ivalue::Future &future) {
     if (exception_) {
@@ -279,6 +358,7 @@ class WorkInfiniCCL : public c10d::Work {
 
   const char *op_;
   Ms timeout_;
+  std::atomic<bool> posted_{false};
   std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -295,6 +375,7 @@ class BackendInfiniCCL : public c10d::Backend {
         ranks_(std::move(ranks)),
         store_(std::move(store)),
         group_(std::make_shared<GroupState>(comm_, Where())) {
+    group_->flush = [this] { QueueFlush(); };
     worker_ = std::thread([this] { Loop(); });
   }
 
@@ -312,16 +393,26 @@ class BackendInfiniCCL : public c10d::Backend {
   void Shutdown() {
     bool abort = false;
     {
+      std::lock_guard<std::mutex> lock(group_->flush_mu);
+      group_->flush = nullptr;
+    }
+    {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return;
       stop_ = true;
-      abort = group_->timed_out.load() && (busy_ || !queue_.empty());
+      abort = group_->timed_out.load() && (busy_ || !queue_.empty() || p2p_open_);
     }
     cv_.notify_all();
     if (abort && comm_ != nullptr) {
       infinicclCommAbort(comm_);
       comm_ = nullptr;
     }
+    JoinWorker();
+    if (comm_ != nullptr) infinicclCommDestroy(comm_);
+    comm_ = nullptr;
+  }
+
+  void JoinWorker() {
     if (worker_.joinable()) {
       // The worker may need the GIL to drop the last reference of a tensor
       // that Python also saw.
@@ -332,11 +423,117 @@ class BackendInfiniCCL : public c10d::Backend {
         worker_.join();
       }
     }
-    if (comm_ != nullptr) infinicclCommDestroy(comm_);
-    comm_ = nullptr;
   }
 
   const std::string getBackendName() const override { return "infiniccl"; }
+
+  // dist.abort_process_group: the communicator is aborted
+  // (infinicclCommAbort) without waiting for the other ranks; a call of the
+  // group waiting in the node's shared memory returns with an error, which
+  // its Work raises, queued calls fail the same way, and later calls are
+  // refused. A call blocked inside MPI cannot be cancelled: the library then
+  // ends the job after one second (see infinicclCommAbort).
+  void abort() override { Abort(); }
+
+  void Abort() {
+    {
+      std::lock_guard<std::mutex> lock(group_->flush_mu);
+      group_->flush = nullptr;
+    }
+    infinicclComm_t comm;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (aborted_ || comm_ == nullptr) return;
+      aborted_ = true;
+      stop_ = true;
+      comm = comm_;
+    }
+    cv_.notify_all();
+    infinicclCommAbort(comm);
+    JoinWorker();
+    comm_ = nullptr;  // the library freed it
+  }
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
+  c10d::ErrorType getError() override {
+    if (group_->timed_out.load()) return c10d::ErrorType::TIMEOUT;
+    std::lock_guard<std::mutex> lock(mu_);
+    return aborted_ ? c10d::ErrorType::COMM_ERROR : c10d::ErrorType::SUCCESS;
+  }
+#endif
+
+  // dist.split_group: every rank of this group calls it with the ranks (of
+  // this group, in the new group's order) of the one new group it joins, or
+  // of the first one when it joins none; infinicclCommSplit makes the new
+  // communicators (color: the smallest rank of a new group, which the
+  // disjoint groups do not share; key: the position in it). Runs on the
+  // group's worker, in call order with the group's other calls.
+  bool supportsSplitting() const override { return true; }
+
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override {
+    auto o = c10::make_intrusive<c10d::Backend::Options>("infiniccl", timeout_);
+    o->group_name = name_;
+    for (auto r : ranks_) o->global_ranks_in_group.push_back(static_cast<uint64_t>(r));
+    return o;
+  }
+
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store,
+                                          const std::vector<int> &ranks,
+                                          const c10::intrusive_ptr<Options> &opts) override {
+    int pos = -1;
+    int color = INFINICCL_SPLIT_NOCOLOR;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] < 0 || ranks[i] >= size_) {
+        Fail("split_group: rank " + std::to_string(ranks[i]) + " is not a rank of the group (size " +
+             std::to_string(size_) + ")");
+      }
+      if (ranks[i] == rank_) pos = static_cast<int>(i);
+    }
+    if (pos < 0 && store && store == nocolor_store_) {
+      // torch splits a backend registered for several devices once per
+      // device until one split returns a backend: a rank outside every new
+      // group is asked again, with the same store, and has taken part.
+      return nullptr;
+    }
+    if (pos >= 0) color = *std::min_element(ranks.begin(), ranks.end());
+    auto child = std::make_shared<infinicclComm_t>(nullptr);
+    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::UNKNOWN, "split", timeout_,
+                                                   std::vector<at::Tensor>(), group_);
+    Enqueue(work, [this, color, pos, child](void *) {
+      bool open;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        open = p2p_open_;
+      }
+      if (open) Flush();
+      Check(infinicclCommSplit(comm_, color, pos < 0 ? 0 : pos, child.get()));
+    }, c10::Device(c10::kCPU), nullptr);
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      work->wait(Ms(0));
+    } else {
+      work->wait(Ms(0));
+    }
+    if (pos < 0) {
+      nocolor_store_ = store;
+      return nullptr;
+    }
+    Ms timeout = opts ? opts->timeout : timeout_;
+    std::string name = opts && !opts->group_name.empty() ? opts->group_name : name_ + ":split";
+    std::vector<int64_t> global;
+    for (int r : ranks) global.push_back(ranks_.empty() ? r : ranks_[r]);
+    return c10::make_intrusive<BackendInfiniCCL>(reinterpret_cast<int64_t>(*child), pos,
+                                                 static_cast<int>(ranks.size()),
+                                                 timeout.count(), name, global, store);
+  }
+
+  // Sequence numbers, as gloo's: one per collective or point-to-point call
+  // made on the group, from 0 on every rank, so ranks that made the same
+  // calls agree. torch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+  // and pg._get_sequence_number_for_group() read it; torch before 2.15
+  // sets it when it creates the group.
+  void setSequenceNumberForGroup() override { seq_.store(0); }
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
   bool supportsCoalescing() const override { return true; }
   void setTimeout(Ms timeout) { timeout_ = timeout; }
   int64_t timeoutMs() const { return timeout_.count(); }
@@ -345,10 +542,12 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
                                            const c10d::AllreduceOptions &opts) override {
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("allreduce", OpType::ALLREDUCE, tensors, tensors, opts,
-                  [this, tensors, rop](void *stream) {
+                  [this, tensors, rop, pre](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
+                      pre.Scale(o.t);
                       int op;
                       Buf b = Reduced(o.t, rop, &op);
                       Check(infinicclAllReduce(b.ptr, b.ptr, b.count,
@@ -381,14 +580,17 @@ class BackendInfiniCCL : public c10d::Backend {
                                         const c10d::ReduceOptions &opts) override {
     int root = Root(opts.rootRank, "reduce");
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("reduce", OpType::REDUCE, tensors, tensors, opts,
-                  [this, tensors, root, rop](void *stream) {
+                  [this, tensors, root, rop, pre](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
+                      at::Tensor in = pre.Scaled(o.t);  // other ranks' tensors stay
                       int op;
-                      Buf b = Reduced(o.t, rop, &op);
+                      Buf b = Reduced(in, rop, &op);
                       Check(infinicclReduce(b.ptr, b.ptr, b.count, (infinicclDataType_t)b.type,
                                             (infinicclRedOp_t)op, root, comm_, stream));
+                      if (!in.is_same(o.t) && rank_ == root) o.t.copy_(in);
                     }
                   });
   }
@@ -488,9 +690,12 @@ class BackendInfiniCCL : public c10d::Backend {
     auto out = outputs[0];
     auto ins = inputs[0];
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("reduce_scatter", OpType::REDUCE_SCATTER, ins, outputs, opts,
-                  [this, out, ins, rop](void *stream) {
-                    ScatterFrom(out, Flatten(ins), rop, stream);
+                  [this, out, ins, rop, pre](void *stream) {
+                    at::Tensor flat = Flatten(ins);
+                    pre.Scale(flat);
+                    ScatterFrom(out, flat, rop, stream);
                   });
   }
 
@@ -498,10 +703,11 @@ class BackendInfiniCCL : public c10d::Backend {
       at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) override {
     CheckTimesGroup(input, output, "reduce_scatter_tensor", "input", "output");
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     std::vector<at::Tensor> ins{input}, outs{output};
     return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts,
-                  [this, output, input, rop](void *stream) {
-                    ScatterFrom(output, input.contiguous(), rop, stream);
+                  [this, output, input, rop, pre](void *stream) {
+                    ScatterFrom(output, pre.Scaled(input.contiguous()), rop, stream);
                   });
   }
 
@@ -514,10 +720,11 @@ class BackendInfiniCCL : public c10d::Backend {
                       "output");
     }
     auto rop = opts.reduceOp;
+    PreMul pre(rop);
     return Submit("reduce_scatter_tensor_coalesced", OpType::COALESCED, inputs, outputs,
-                  opts, [this, inputs, outputs, rop](void *stream) {
+                  opts, [this, inputs, outputs, rop, pre](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
-                      ScatterFrom(outputs[i], inputs[i].contiguous(), rop, stream);
+                      ScatterFrom(outputs[i], pre.Scaled(inputs[i].contiguous()), rop, stream);
                     }
                   });
   }
@@ -527,6 +734,16 @@ class BackendInfiniCCL : public c10d::Backend {
                                                std::vector<int64_t> &in_splits,
                                                const c10d::AllToAllOptions &opts) override {
     SameType(output, input, "all_to_all_single");
+    if (in_splits.empty() && out_splits.empty() && output.numel() != input.numel()) {
+      // gloo's alltoall enforces the same; the even path below would write
+      // the input's size into the output.
+      Fail("all_to_all_single: the output has " + std::to_string(output.numel()) +
+           " elements and the input " + std::to_string(input.numel()) +
+           ": without split sizes they must be equal");
+    }
+    if (coalescing_ && !(in_splits.empty() && out_splits.empty())) {
+      Fail("all_to_all_single with split sizes cannot be coalesced (it is a group of its own)");
+    }
     auto sends = Split(input, in_splits, "input");
     auto recvs = Split(output, out_splits, "output");
     std::vector<at::Tensor> ins{input}, outs{output};
@@ -552,6 +769,7 @@ class BackendInfiniCCL : public c10d::Backend {
            std::to_string(outputs.size()) + " outputs for a group of " + std::to_string(size_));
     }
     for (int j = 0; j < size_; ++j) SameType(outputs[j], inputs[j], "all_to_all");
+    if (coalescing_) Fail("all_to_all cannot be coalesced (it is a group of its own)");
     return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts,
                   [this, inputs, outputs](void *stream) { Exchange(inputs, outputs, stream); });
   }
@@ -674,12 +892,13 @@ class BackendInfiniCCL : public c10d::Backend {
     Peer(dst, "send");
     Tag(tag, "send");
     auto t = tensors[0].contiguous();
-    auto op = [this, t, dst, tag](void *stream) {
+    P2POp op;
+    op.post = [this, t, dst, tag](void *stream) {
       Buf b = Raw(t);
       Check(infinicclSendTagged(b.ptr, b.count, (infinicclDataType_t)b.type, dst, tag, comm_,
                                 stream));
     };
-    return P2P("send", OpType::SEND, tensors, op, -1);
+    return P2P("send", OpType::SEND, tensors, std::move(op), -1);
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
@@ -688,13 +907,15 @@ class BackendInfiniCCL : public c10d::Backend {
     Peer(src, "recv");
     Tag(tag, "recv");
     auto t = tensors[0];
-    auto op = [this, t, src, tag](void *stream) {
-      Output o(t);
-      Buf b = Raw(o.t);
+    auto c = t.is_contiguous() ? t : t.contiguous();
+    P2POp op;
+    op.post = [this, c, src, tag](void *stream) {
+      Buf b = Raw(c);
       Check(infinicclRecvTagged(b.ptr, b.count, (infinicclDataType_t)b.type, src, tag,
                                 nullptr, comm_, stream));
     };
-    return P2P("recv", OpType::RECV, tensors, op, src);
+    if (!c.is_same(t)) op.finish = [t, c] { t.copy_(c); };
+    return P2P("recv", OpType::RECV, tensors, std::move(op), src);
   }
 
   // recv without src (as gloo's): the first message of `tag` from any rank;
@@ -711,22 +932,28 @@ class BackendInfiniCCL : public c10d::Backend {
            "batched: the batch's one Work could not report its sender");
     }
     auto t = tensors[0];
+    auto c = t.is_contiguous() ? t : t.contiguous();
     auto source = std::make_shared<int>(-1);
-    auto op = [this, t, tag, source](void *stream) {
-      Output o(t);
-      Buf b = Raw(o.t);
+    P2POp op;
+    op.post = [this, c, tag, source](void *stream) {
+      Buf b = Raw(c);
       Check(infinicclRecvTagged(b.ptr, b.count, (infinicclDataType_t)b.type,
                                 INFINICCL_ANY_SOURCE, tag, source.get(), comm_, stream));
+    };
+    op.finish = [t, c] {
       if (!t.device().is_cpu()) {
         c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).synchronize();
       }
+      if (!c.is_same(t)) t.copy_(c);
     };
-    return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, op, -1, source);
+    return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, std::move(op), -1, source);
   }
 
-  // batch_isend_irecv: the sends and receives between startCoalescing and
-  // endCoalescing run as one group (infinicclGroupStart/End), so every rank
-  // may send before it receives; each of them returns the batch's Work.
+  // batch_isend_irecv and _coalescing_manager: the sends, receives and
+  // collectives between startCoalescing and endCoalescing run as one group
+  // (infinicclGroupStart/End), as NCCL runs them: every rank may send before
+  // it receives, collectives run in call order inside the group, and each
+  // call returns the batch's Work, complete when the group has ended.
   void startCoalescing() override {
     TORCH_CHECK(!coalescing_, "infiniccl: startCoalescing while coalescing");
     coalescing_ = true;
@@ -747,12 +974,18 @@ class BackendInfiniCCL : public c10d::Backend {
       work->Done(nullptr);
       return work;
     }
+    if (batch_device_.is_cpu()) {
+      work->MarkPosted();
+      EnqueuePost(work, std::move(ops));
+      return work;
+    }
+    // Device tensors: one group in the caller's thread, ordered on the stream.
     auto job = [this, ops](void *stream) {
       Check(infinicclGroupStart());
       std::exception_ptr err;
       for (const auto &op : ops) {
         try {
-          op(stream);
+          op.post(stream);
         } catch (...) {
           if (!err) err = std::current_exception();
         }
@@ -760,6 +993,9 @@ class BackendInfiniCCL : public c10d::Backend {
       infinicclResult_t rc = infinicclGroupEnd();
       if (err) std::rethrow_exception(err);
       Check(rc);
+      for (const auto &op : ops) {
+        if (op.finish) op.finish();
+      }
     };
     Enqueue(work, std::move(job), batch_device_, batch_stream_);
     return work;
@@ -923,6 +1159,15 @@ class BackendInfiniCCL : public c10d::Backend {
       msg << ")";
       throw std::runtime_error(msg.str());
     }
+    // Its sends and receives complete at its own group's end: posted P2P
+    // calls of the worker's open group complete first (a nested group would
+    // end with the outer one).
+    bool open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open = p2p_open_;
+    }
+    if (open) Flush();
     Check(infinicclGroupStart());
     std::exception_ptr err;
     try {
@@ -984,9 +1229,23 @@ class BackendInfiniCCL : public c10d::Backend {
                                         const std::vector<at::Tensor> &inputs,
                                         const std::vector<at::Tensor> &outputs, const Opts &opts,
                                         Job job) {
-    TORCH_CHECK(!coalescing_, "infiniccl: only send and recv may be coalesced, not ", op);
+    seq_.fetch_add(1);
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(inputs, outputs, &device);
+    if (coalescing_) {
+      // _coalescing_manager: the collective joins the batch, which runs as
+      // one group (see endCoalescing); its Work is the batch's.
+      if (batch_.empty()) {
+        batch_device_ = device;
+        batch_stream_ = stream;
+      } else if (device != batch_device_) {
+        Fail(std::string(op) + ": tensors on different devices in one coalesced group");
+      }
+      P2POp call;
+      call.post = std::move(job);
+      batch_.push_back(std::move(call));
+      return batch_work_;
+    }
     Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, limit, outputs, group_);
@@ -1003,9 +1262,35 @@ class BackendInfiniCCL : public c10d::Backend {
     return watchdog_.count() > 0 && (limit.count() <= 0 || limit >= watchdog_);
   }
 
+  // ---- P2P that does not depend on the peers' order ----
+  // isend/irecv on host tensors are posted, not run: the group's worker
+  // opens a library group (infinicclGroupStart) at the first one and posts
+  // each send and receive into it as it comes (inside a group the library
+  // posts host Send/Recv as MPI_Isend/MPI_Irecv at the call and returns);
+  // collectives queued meanwhile run inside that group when their turn
+  // comes, in call order (the library runs a collective inside a group when
+  // it is called, on its own tags). A wait() on a posted call (or
+  // isCompleted(), getFuture()) queues a flush: the worker ends the group
+  // (infinicclGroupEnd, which waits for every call posted into it) and
+  // completes their Works. So `irecv(left); isend(right); wait()` in a
+  // ring, and isend followed by a blocking recv, complete at any size: every
+  // rank has posted both before any waits. One thread posts in call order,
+  // so MPI's non-overtaking order between two ranks holds, tags included.
+  // Why one group and not one thread per (peer, direction): the library
+  // does not take calls on one communicator from two threads at once, and
+  // it has no request to wait for one call of a group alone. The cost:
+  // wait() completes every P2P call of the group posted before it, so a
+  // receive posted earlier whose send the peer makes only after this rank's
+  // wait has returned is waited for too.
+  struct P2POp {
+    std::function<void(void *)> post;  // the library call: into the group (host)
+    std::function<void()> finish;      // once it has completed (copy back, sync)
+  };
+
   c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
-                                     const std::vector<at::Tensor> &tensors, Job job, int src,
+                                     const std::vector<at::Tensor> &tensors, P2POp p2p, int src,
                                      std::shared_ptr<int> source = nullptr) {
+    seq_.fetch_add(1);
     c10::Device device(c10::kCPU);
     void *stream = StreamOf(tensors, {}, &device);
     if (coalescing_) {
@@ -1015,21 +1300,31 @@ class BackendInfiniCCL : public c10d::Backend {
       } else if (device != batch_device_) {
         Fail("batch_isend_irecv: tensors on different devices in one batch");
       }
-      batch_.push_back(std::move(job));
+      batch_.push_back(std::move(p2p));
       return batch_work_;
     }
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, timeout_, tensors, group_);
     work->source_rank_ = src;
     work->source_ = std::move(source);
-    Enqueue(work, std::move(job), device, stream);
+    if (!device.is_cpu()) {
+      // Device calls return at once, ordered on the stream.
+      Enqueue(work, [p2p](void *s) {
+        p2p.post(s);
+        if (p2p.finish) p2p.finish();
+      }, device, stream);
+      return work;
+    }
+    work->MarkPosted();
+    EnqueuePost(work, {std::move(p2p)});
     return work;
   }
 
-  void Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const Job &job, void *stream) {
-    std::exception_ptr err;
+  // Runs `f`; its exception (if any) as the Work's error, naming the call.
+  static std::exception_ptr Capture(const c10::intrusive_ptr<WorkInfiniCCL> &work,
+                                    const std::function<void()> &f) {
     try {
-      job(stream);
+      f();
     } catch (const c10::Error &e) {
       try {
         std::string m = e.what_without_backtrace();
@@ -1037,28 +1332,49 @@ class BackendInfiniCCL : public c10d::Backend {
         if (m.compare(0, prefix.size(), prefix) == 0) m = m.substr(prefix.size());
         Fail(work->what() + ": " + m);
       } catch (...) {
-        err = std::current_exception();
+        return std::current_exception();
       }
     } catch (const std::exception &e) {
       try {
         Fail(work->what() + ": " + e.what());
       } catch (...) {
-        err = std::current_exception();
+        return std::current_exception();
       }
     }
-    work->Done(err);
+    return nullptr;
   }
 
-  // Host calls go to the worker; device calls run here once the queue is empty.
+  void Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const Job &job, void *stream) {
+    work->Done(Capture(work, [&] { job(stream); }));
+  }
+
+  enum class Kind { kCall, kPost, kFlush };
+  struct Item {
+    Kind kind;
+    c10::intrusive_ptr<WorkInfiniCCL> work;
+    Job job;                  // kCall
+    std::vector<P2POp> p2p;   // kPost
+  };
+  // A Work posted into the open group, with its calls and the error of a
+  // post that failed (the library leaves that call out of the group).
+  struct Posted {
+    c10::intrusive_ptr<WorkInfiniCCL> work;
+    std::vector<P2POp> p2p;
+    std::exception_ptr err;
+  };
+
+  // Host calls go to the worker; device calls run here once the queue is
+  // empty and the worker's open group (host P2P) has completed.
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
                void *stream, bool inline_host = false) {
     std::unique_lock<std::mutex> lock(mu_);
     if (stop_) {
+      const bool aborted = aborted_;
       lock.unlock();
-      Fail(work->what() + ": " + kDestroyed);
+      Fail(work->what() + ": " + (aborted ? kAborted : kDestroyed));
     }
     if (device.is_cpu() && inline_host) {
-      if (queue_.empty() && !busy_) {
+      if (queue_.empty() && !busy_ && !p2p_open_) {
         // In call order: calls submitted meanwhile queue behind this one.
         busy_ = true;
         lock.unlock();
@@ -1071,14 +1387,106 @@ class BackendInfiniCCL : public c10d::Backend {
       }
     }
     if (!device.is_cpu()) {
-      idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+      if (p2p_open_ || !queue_.empty()) QueueFlushLocked();
+      idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !p2p_open_; });
       lock.unlock();
       Run(work, job, stream);
       return;
     }
-    queue_.emplace_back(work, std::move(job));
+    queue_.push_back(Item{Kind::kCall, work, std::move(job), {}});
     lock.unlock();
     cv_.notify_one();
+  }
+
+  void EnqueuePost(const c10::intrusive_ptr<WorkInfiniCCL> &work, std::vector<P2POp> p2p) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stop_) {
+      const bool aborted = aborted_;
+      lock.unlock();
+      Fail(work->what() + ": " + (aborted ? kAborted : kDestroyed));
+    }
+    queue_.push_back(Item{Kind::kPost, work, nullptr, std::move(p2p)});
+    lock.unlock();
+    cv_.notify_one();
+  }
+
+  void QueueFlush() {
+    std::lock_guard<std::mutex> lock(mu_);
+    QueueFlushLocked();
+  }
+
+  // Behind the calls already queued, so it completes every post queued
+  // before the request (a flush already last in the queue does).
+  void QueueFlushLocked() {
+    if (!queue_.empty() && queue_.back().kind == Kind::kFlush) return;
+    if (stop_ && !p2p_open_ && queue_.empty()) return;
+    queue_.push_back(Item{Kind::kFlush, nullptr, nullptr, {}});
+    cv_.notify_one();
+  }
+
+  // On the worker.
+  void Post(Item &item) {
+    bool open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open = p2p_open_;
+    }
+    if (!open) {
+      std::exception_ptr err = Capture(item.work, [&] { Check(infinicclGroupStart()); });
+      if (err) {
+        item.work->Done(err);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      p2p_open_ = true;
+    }
+    std::exception_ptr err;
+    for (const auto &op : item.p2p) {
+      std::exception_ptr e = Capture(item.work, [&] { op.post(nullptr); });
+      if (e && !err) err = e;
+    }
+    open_.push_back(Posted{item.work, std::move(item.p2p), err});
+  }
+
+  // On the worker: ends the open group and completes its Works.
+  void Flush() {
+    bool aborted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!p2p_open_) return;
+      aborted = aborted_;
+    }
+    // After abort_process_group the posted calls are given up: ending the
+    // group would wait for peers that may never come.
+    const infinicclResult_t rc = aborted ? infinicclInvalidUsage : infinicclGroupEnd();
+    std::string msg;
+    if (aborted) {
+      msg = kAborted;
+    } else if (rc != infinicclSuccess) {
+      msg = infinicclGetLastError(nullptr);
+      if (msg.empty()) msg = infinicclGetLastError(comm_);
+      msg = std::string(infinicclGetErrorString(rc)) + ": " + msg;
+    }
+    std::vector<Posted> done = std::move(open_);
+    open_.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p2p_open_ = false;
+    }
+    for (auto &p : done) {
+      std::exception_ptr err = p.err;
+      if (!err && rc != infinicclSuccess) {
+        err = Capture(p.work, [&] { throw std::runtime_error(msg); });
+      }
+      if (!err) {
+        err = Capture(p.work, [&] {
+          for (const auto &op : p.p2p) {
+            if (op.finish) op.finish();
+          }
+        });
+      }
+      p.work->Done(err);
+    }
   }
 
   // A call on a group after destroy_process_group (shutdown) raises (Enqueue
@@ -1095,12 +1503,27 @@ class BackendInfiniCCL : public c10d::Backend {
     for (;;) {
       // busy_: a call runs in its caller's thread; the queue waits for it.
       cv_.wait(lock, [&] { return !busy_ && (stop_ || !queue_.empty()); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      auto item = std::move(queue_.front());
+      if (queue_.empty()) {
+        // Stopping: the posted P2P calls complete first.
+        if (p2p_open_) {
+          busy_ = true;
+          lock.unlock();
+          Flush();
+          lock.lock();
+          busy_ = false;
+        }
+        idle_cv_.notify_all();
+        return;
+      }
+      Item item = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
       lock.unlock();
-      Run(item.first, item.second, nullptr);
+      switch (item.kind) {
+        case Kind::kCall: Run(item.work, item.job, nullptr); break;
+        case Kind::kPost: Post(item); break;
+        case Kind::kFlush: Flush(); break;
+      }
       lock.lock();
       busy_ = false;
       if (queue_.empty()) idle_cv_.notify_all();
@@ -1114,17 +1537,22 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   std::shared_ptr<GroupState> group_;
   const Ms watchdog_ = WatchdogTimeout();
+  std::atomic<uint64_t> seq_{0};  // getSequenceNumberForGroup
+  c10::intrusive_ptr<c10d::Store> nocolor_store_;  // the last split this rank joined none of
   uint64_t monitored_ = 0;  // monitored barriers so far: each one's store keys
 
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
-  std::deque<std::pair<c10::intrusive_ptr<WorkInfiniCCL>, Job>> queue_;
+  std::deque<Item> queue_;
   bool busy_ = false;
   bool stop_ = false;
+  bool aborted_ = false;
+  bool p2p_open_ = false;     // the worker holds an open group of posted P2P calls
+  std::vector<Posted> open_;  // the worker's only
   std::thread worker_;
 
   bool coalescing_ = false;
-  std::vector<Job> batch_;
+  std::vector<P2POp> batch_;
   std::vector<at::Tensor> batch_outputs_;
   c10::intrusive_ptr<WorkInfiniCCL> batch_work_;
   c10::Device batch_device_{c10::kCPU};

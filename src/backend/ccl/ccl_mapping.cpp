@@ -1,5 +1,7 @@
 #include "backend/ccl/ccl_mapping.h"
 
+#include "core/dtype.h"
+
 namespace infiniccl {
 
 CclElements MapElements(infinicclDataType_t dtype, size_t count) {
@@ -30,7 +32,7 @@ CclOp MapRedOp(infinicclRedOp_t op) {
     case infinicclAvg: return CclOp::kAvg;
     default: break;
   }
-  return CclOp::kSum;  // unreachable after validation
+  return CclOp::kSum;  // unreachable: validation, and CclUnsupportedReason for Band/Bor/Bxor
 }
 
 namespace {
@@ -50,6 +52,10 @@ const char *CclUnsupportedReason(const CollArgs &a) {
     return "in-place AllToAll (needs distinct send and receive buffers)";
   }
   if (!IsReduction(a.kind)) return nullptr;
+  if (IsBitwiseRedOp(a.op)) {
+    return "a bitwise reduction (Band, Bor, Bxor: NCCL, MCCL, RCCL, HCCL and CNCL have "
+           "none)";
+  }
   if (a.dtype == infinicclInt16 || a.dtype == infinicclUInt16) {
     return "the CCL has no 16-bit integer type to reduce";
   }

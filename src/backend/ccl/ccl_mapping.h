@@ -41,7 +41,9 @@ CclOp MapRedOp(infinicclRedOp_t op);
 // route then takes MPI, or fails when INFINICCL_BACKEND=ccl):
 //   - reductions of Int16/UInt16 (no 16-bit integer type in NCCL/MCCL);
 //   - Avg of integer types (our Avg truncates toward zero; a CCL's integer
-//     Avg is not documented to, so we do not rely on it).
+//     Avg is not documented to, so we do not rely on it);
+//   - the bitwise ops Band, Bor, Bxor (NCCL's ncclRedOp_t has none; MCCL,
+//     RCCL, HCCL and CNCL get the same answer here);
 //   - in-place AllToAll (NCCL documents no in-place AlltoAll, and grouped
 //     Send/Recv would overwrite blocks not yet sent);
 //   - Send/Recv with a tag other than 0 or from any source (SendTagged,

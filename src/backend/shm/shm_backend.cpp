@@ -1,7 +1,6 @@
 #include "backend/shm/shm_backend.h"
 
 #include <linux/futex.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,9 +15,11 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/call_record.h"
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/log.h"
+#include "core/process_identity.h"
 #include "core/reduce.h"
 #include "device/spin_wait.h"
 #include "mpi/mpi_error.h"
@@ -62,9 +63,12 @@ bool SpinOnCore(Done done, std::chrono::microseconds limit) {
   }
 }
 // A sleeping waiter wakes at least this often to look for CommAbort and for
-// peers that exited.
+// peers that left (their flag in the segment); a peer's process is looked
+// up in /proc every kPeerCheckEvery. A departure is seen within
+// kPeerCheckEvery + kSleepSliceNs (60 ms), a flag at once (the leaving rank
+// wakes the sleepers).
 constexpr long kSleepSliceNs = 10 * 1000 * 1000;
-constexpr std::chrono::milliseconds kPeerCheckEvery{200};
+constexpr std::chrono::milliseconds kPeerCheckEvery{50};
 
 bool Reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
@@ -121,11 +125,26 @@ class Copies {
 }  // namespace
 
 // At the start of each rank's region: one counter per phase, each on its own
-// cache line with the number of ranks sleeping on it; then the rank's pid.
+// cache line with the number of ranks sleeping on it; then the rank's
+// identity and departure.
 struct ShmBackend::Control {
+  // What the rank is about to do (the call record's numbers, core/
+  // call_record.h), written before it posts its arrival at the call's first
+  // chunk. In the arrival counter's line, so a peer that waited for the
+  // arrival has it in its cache. Two, by the parity of the first chunk: a
+  // rank writes one again only at a call whose first chunk every peer has
+  // passed (two chunks on), so each peer compared it before.
+  struct CallDesc {
+    std::atomic<uint32_t> seq;
+    std::atomic<int32_t> kind_op;  // kind << 16 | (op & 0xffff), op -1 if none
+    std::atomic<uint64_t> count;
+    std::atomic<int32_t> dtype;
+    std::atomic<int32_t> root;  // -1 if none
+  };
   struct alignas(kLine) Counter {
     std::atomic<uint32_t> value;
     std::atomic<uint32_t> sleepers;
+    CallDesc call[2];  // the arrival counter's only
   };
   Counter phase[kNumPhases];
   alignas(kLine) std::atomic<int32_t> pid;
@@ -133,6 +152,9 @@ struct ShmBackend::Control {
   // area (and its result goes there), g when in its stage; written before
   // the rank posts its arrival.
   std::atomic<uint32_t> landed;
+  std::atomic<uint64_t> start_time;  // with pid and pid_ns: its ProcessIdentity
+  std::atomic<uint64_t> pid_ns;
+  std::atomic<uint32_t> left;        // 0, or why the rank left (Leave)
 };
 
 namespace {
@@ -142,6 +164,7 @@ constexpr size_t kControlBytes = 4 * kLine;
 Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
                           std::string *why) {
   static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
+  static_assert(sizeof(Control::Counter) == kLine, "a counter and its descriptors: one line");
   out->reset();
   std::unique_ptr<NodeSegment> segment;
   INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 3 * kStageBytes, 0, "shm",
@@ -160,7 +183,11 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   b->spin_ = cores > 0 && size > cores ? std::chrono::microseconds(0) : kSpin;
   Control *mine = new (b->segment_->region(b->segment_->node_rank())) Control();
-  mine->pid.store(static_cast<int32_t>(getpid()), std::memory_order_release);
+  const ProcessIdentity me = ThisProcess();
+  b->pid_ = me.pid;
+  mine->start_time.store(me.start_time, std::memory_order_relaxed);
+  mine->pid_ns.store(me.pid_ns, std::memory_order_relaxed);
+  mine->pid.store(static_cast<int32_t>(me.pid), std::memory_order_release);
   // Every rank's control is constructed before any rank posts to one.
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Barrier(comm), "MPI_Barrier"));
   *out = std::move(b);
@@ -207,6 +234,39 @@ void ShmBackend::PostAll(uint32_t value) {
   }
 }
 
+void ShmBackend::Leave(uint32_t why) {
+  // A child of fork() destroying its copy of the communicator has not left.
+  if (segment_ == nullptr || static_cast<int>(getpid()) != pid_) return;
+  Control *mine = ControlOf(rank_);
+  uint32_t staying = 0;
+  // After every post of this rank (same thread, or CommAbort's): a waiter
+  // that sees the flag and then its target reached was served.
+  mine->left.compare_exchange_strong(staying, why, std::memory_order_seq_cst);
+  for (int p = 0; p < kNumPhases; ++p) FutexWakeAll(&mine->phase[p].value);
+}
+
+Status ShmBackend::Departed(int rank, const CollArgs &a) const {
+  const Control *peer = ControlOf(rank);
+  const uint32_t left = peer->left.load(std::memory_order_acquire);
+  if (left != 0) {
+    return MakeStatus(infinicclRemoteError,
+                      "rank %d left the communicator (%s) while rank %d waited for it in %s "
+                      "over shared memory",
+                      rank,
+                      left == kLeftAborted ? "infinicclCommAbort" : "infinicclCommDestroy",
+                      rank_, CollKindName(a.kind));
+  }
+  ProcessIdentity who;
+  who.pid = peer->pid.load(std::memory_order_acquire);
+  who.start_time = peer->start_time.load(std::memory_order_relaxed);
+  who.pid_ns = peer->pid_ns.load(std::memory_order_relaxed);
+  const char *how = GoneWords(Look(who));
+  if (how == nullptr) return Status::Ok();
+  return MakeStatus(infinicclRemoteError,
+                    "rank %d (pid %d) %s while rank %d waited for it in %s over shared memory",
+                    rank, who.pid, how, rank_, CollKindName(a.kind));
+}
+
 Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a) {
   Control *peer = ControlOf(rank);
   Control::Counter &c = peer->phase[phase];
@@ -216,22 +276,22 @@ Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArg
   for (;;) {
     c.sleepers.fetch_add(1, std::memory_order_seq_cst);
     const uint32_t seen = c.value.load(std::memory_order_seq_cst);
-    if (!Reached(seen, target)) FutexWait(&c.value, seen);
+    if (!Reached(seen, target) && peer->left.load(std::memory_order_seq_cst) == 0) {
+      FutexWait(&c.value, seen);
+    }
     c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached()) return Status::Ok();
     if (aborted_.load(std::memory_order_relaxed)) {
       return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
     }
     const auto now = std::chrono::steady_clock::now();
-    if (now - checked >= kPeerCheckEvery) {
+    const bool look = peer->left.load(std::memory_order_acquire) != 0 ||
+                      now - checked >= kPeerCheckEvery;
+    if (look) {
       checked = now;
-      const int pid = peer->pid.load(std::memory_order_acquire);
-      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-        return MakeStatus(infinicclRemoteError,
-                          "rank %d (pid %d) exited while rank %d waited for it in %s over "
-                          "shared memory",
-                          rank, pid, rank_, CollKindName(a.kind));
-      }
+      Status gone = Departed(rank, a);
+      // Its last posts came before it left: the target may be among them.
+      if (!gone.ok() && !reached()) return gone;
     }
   }
 }
@@ -241,6 +301,60 @@ Status ShmBackend::WaitAll(Phase phase, uint32_t target, const CollArgs &a) {
     if (r != rank_) INFINICCL_RETURN_IF_ERROR(WaitOne(r, phase, target, a));
   }
   return Status::Ok();
+}
+
+void ShmBackend::Describe(const CollArgs &a, uint32_t first) {
+  int64_t rec[kNumCallFields];
+  MakeCallRecord(a, ++call_seq_, true, rec);
+  Described &d = described_;
+  d.seq = call_seq_;
+  d.kind_op = static_cast<int32_t>((rec[kOperation] << 16) | (rec[kOp] & 0xffff));
+  d.dtype = static_cast<int32_t>(rec[kDtype]);
+  d.root = static_cast<int32_t>(rec[kRoot]);
+  d.count = static_cast<uint64_t>(rec[kCount]);
+  Control::CallDesc &mine = ControlOf(rank_)->phase[kArrived].call[first & 1u];
+  mine.seq.store(d.seq, std::memory_order_relaxed);
+  mine.kind_op.store(d.kind_op, std::memory_order_relaxed);
+  mine.count.store(d.count, std::memory_order_relaxed);
+  mine.dtype.store(d.dtype, std::memory_order_relaxed);
+  mine.root.store(d.root, std::memory_order_relaxed);
+}
+
+Status ShmBackend::Meet(const CollArgs &a, uint32_t first) {
+  INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, first + 1, a));
+  const Described &d = described_;
+  bool same = true;
+  for (int j = 0; same && j < size_; ++j) {
+    if (j == rank_) continue;
+    const Control::CallDesc &x = ControlOf(j)->phase[kArrived].call[first & 1u];
+    same = x.seq.load(std::memory_order_relaxed) == d.seq &&
+           x.kind_op.load(std::memory_order_relaxed) == d.kind_op &&
+           x.count.load(std::memory_order_relaxed) == d.count &&
+           x.dtype.load(std::memory_order_relaxed) == d.dtype &&
+           x.root.load(std::memory_order_relaxed) == d.root;
+  }
+  if (same) return Status::Ok();
+  // Every rank reads the same descriptors, so every rank refuses the call,
+  // in INFINICCL_CHECK's words. Nothing was read from another rank, and the
+  // counters go on from the first chunk alike on every rank.
+  std::vector<int64_t> all(static_cast<size_t>(size_) * kNumCallFields);
+  for (int j = 0; j < size_; ++j) {
+    const Control::CallDesc &x = ControlOf(j)->phase[kArrived].call[first & 1u];
+    int64_t *rec = &all[static_cast<size_t>(j) * kNumCallFields];
+    const int32_t kind_op = x.kind_op.load(std::memory_order_relaxed);
+    rec[kOperation] = kind_op >> 16;
+    rec[kSequence] = x.seq.load(std::memory_order_relaxed);
+    rec[kArguments] = 1;
+    rec[kCount] = static_cast<int64_t>(x.count.load(std::memory_order_relaxed));
+    rec[kDtype] = x.dtype.load(std::memory_order_relaxed);
+    rec[kOp] = static_cast<int16_t>(kind_op & 0xffff);
+    rec[kRoot] = x.root.load(std::memory_order_relaxed);
+  }
+  next_chunk_ = first + 1;
+  PostAll(first + 1);
+  return MakeStatus(infinicclInvalidUsage,
+                    "shared memory: %s (this is rank %d; the call was not run on any rank)",
+                    FirstDifference(all.data(), size_).c_str(), rank_);
 }
 
 const char *ShmBackend::Unsupported(const CollArgs &a) const {
@@ -282,6 +396,7 @@ bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
 }
 
 ShmBackend::~ShmBackend() {
+  Leave(kLeftDestroyed);
   if (landing_free_ != nullptr) {
     if (aborted_.load(std::memory_order_relaxed)) {
       // CommAbort: a landed call's copies may wait on a stream behind a
@@ -451,13 +566,24 @@ Status ShmBackend::AllReduce(const CollArgs &a, DeviceRuntime *dev, bool send_de
     // Chunk k is in; chunk k-1's copies out are done.
     INFINICCL_RETURN_IF_ERROR(copies.Finish());
     if (k > 0) Post(kDone, g);
+    // Just before the arrival, into its line: one transfer of the line to
+    // this core for both (a peer may be polling it).
+    if (k == 0) Describe(a, first);
     Post(kArrived, g + 1);
     if (k + 1 < chunks) {
       // The next chunk's stage is free once every rank is done with k-1.
       INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g, a));
       INFINICCL_RETURN_IF_ERROR(copy_in(k + 1));
     }
-    INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    if (k == 0) {
+      Status met = Meet(a, first);
+      if (!met.ok()) {
+        (void)copies.Finish();  // the next chunk's copy in, into the own stage
+        return met;
+      }
+    } else {
+      INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    }
     const size_t slice = s.lo(rank_) * elem;
     for (int j = 0; j < size_; ++j) {
       const bool lands =
@@ -528,8 +654,9 @@ Status ShmBackend::ReduceScatter(const CollArgs &a, DeviceRuntime *dev, bool sen
                                             n * elem, false, send_dev));
     }
     INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    if (at == 0) Describe(a, g);
     Post(kArrived, g + 1);
-    INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+    INFINICCL_RETURN_IF_ERROR(at == 0 ? Meet(a, g) : WaitAll(kArrived, g + 1, a));
     const size_t block = static_cast<size_t>(rank_) * cap * elem;
     for (int j = 0; j < size_; ++j) {
       sources_[static_cast<size_t>(j)] =
@@ -563,9 +690,12 @@ Status ShmBackend::Reduce(const CollArgs &a, DeviceRuntime *dev, bool send_dev, 
       INFINICCL_RETURN_IF_ERROR(copies.Copy(mine, in + off, n * elem, false, send_dev));
       INFINICCL_RETURN_IF_ERROR(copies.Finish());
     }
+    if (at == 0) Describe(a, g);
     Post(kArrived, g + 1);
+    // The first chunk: every rank meets every other (the descriptors).
+    if (at == 0) INFINICCL_RETURN_IF_ERROR(Meet(a, g));
     if (root) {
-      INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
+      if (at > 0) INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
       for (int j = 0; j < size_; ++j) {
         sources_[static_cast<size_t>(j)] = j == rank_ && !send_dev ? in + off : Stage(j, g);
       }
@@ -591,12 +721,15 @@ Status ShmBackend::AllGather(const CollArgs &a, DeviceRuntime *dev, bool send_de
     const uint32_t g = next_chunk_++;
     INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
     INFINICCL_RETURN_IF_ERROR(copies.Copy(Stage(rank_, g), in + off, n * elem, false, send_dev));
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    if (at == 0) Describe(a, g);
+    Post(kArrived, g + 1);
+    INFINICCL_RETURN_IF_ERROR(at == 0 ? Meet(a, g) : WaitAll(kArrived, g + 1, a));
+    // The own block after the others' descriptors are compared: a refused
+    // call writes nothing.
     INFINICCL_RETURN_IF_ERROR(
         copies.Copy(out + (static_cast<size_t>(rank_) * a.count + at) * elem, in + off,
                     n * elem, recv_dev, send_dev));
-    INFINICCL_RETURN_IF_ERROR(copies.Finish());
-    Post(kArrived, g + 1);
-    INFINICCL_RETURN_IF_ERROR(WaitAll(kArrived, g + 1, a));
     for (int j = 0; j < size_; ++j) {
       if (j == rank_) continue;
       INFINICCL_RETURN_IF_ERROR(
@@ -623,14 +756,26 @@ Status ShmBackend::Broadcast(const CollArgs &a, DeviceRuntime *dev, bool send_de
     INFINICCL_RETURN_IF_ERROR(WaitAll(kDone, g - 1, a));
     if (root) {
       INFINICCL_RETURN_IF_ERROR(copies.Copy(Stage(rank_, g), in + off, n * elem, false, send_dev));
-      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, in + off, n * elem, recv_dev, send_dev));
       INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    }
+    // The first chunk: every rank arrives (the others with nothing in their
+    // stage) and meets every other (the descriptors); later ones wait for
+    // the root only.
+    if (at == 0) {
+      Describe(a, g);
+      Post(kArrived, g + 1);
+      INFINICCL_RETURN_IF_ERROR(Meet(a, g));
+    } else if (root) {
       Post(kArrived, g + 1);
     } else {
       INFINICCL_RETURN_IF_ERROR(WaitOne(a.root, kArrived, g + 1, a));
-      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, Stage(a.root, g), n * elem, recv_dev, false));
-      INFINICCL_RETURN_IF_ERROR(copies.Finish());
     }
+    if (root) {
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, in + off, n * elem, recv_dev, send_dev));
+    } else {
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(out + off, Stage(a.root, g), n * elem, recv_dev, false));
+    }
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
     PostAll(g + 1);
   }
   return Status::Ok();

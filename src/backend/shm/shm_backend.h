@@ -27,7 +27,12 @@
 // the node's ranks outnumber its cores), polls yielding its core, then
 // sleeps on the counter's futex; a poster wakes only when someone sleeps.
 // So four ranks on two cores do not take the core from the rank they wait
-// for. A waiter notices a peer process that exited, and CommAbort.
+// for. At each call's first chunk every rank compares every peer's call
+// descriptor, written beside its arrival (Describe, Meet): a call that
+// differs between ranks is refused on all of them. A waiter notices its own
+// CommAbort, a peer that left (CommAbort, CommDestroy: a mark in its
+// control) and a peer process that is gone (Departed); docs/ARCHITECTURE.md,
+// "Shared memory on a node: the segment's protocol".
 #pragma once
 
 #include <mpi.h>
@@ -85,7 +90,12 @@ class ShmBackend final : public Backend {
   // gate that RunLanded opens; `copy` false (the call was not queued):
   // only marks the landing area free once the stream has run LandIn's copy.
   Status LandOut(const CollArgs &a, DeviceRuntime *device, bool copy = true);
-  void Abort() override { aborted_.store(true, std::memory_order_relaxed); }
+  // Waits of this rank end (InvalidUsage), and the peers' waits on it end
+  // (RemoteError naming it): Leave.
+  void Abort() override {
+    aborted_.store(true, std::memory_order_relaxed);
+    Leave(kLeftAborted);
+  }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
   // rank only (kind, count, dtype, settings, and `devices`: every rank of
@@ -131,6 +141,24 @@ class ShmBackend final : public Backend {
   static size_t Window(size_t bytes, uint32_t chunk);
   static constexpr size_t kRotateFromBytes = size_t{32} << 10;
   static constexpr size_t kRotateToBytes = size_t{256} << 10;
+  // Each call's descriptor (kind, count, dtype, op, root, this backend's
+  // call number), written by Describe before the rank posts its arrival at
+  // the call's first chunk `first`; Meet waits for every rank's arrival
+  // there and compares. A difference: InvalidUsage on every rank, naming
+  // the first field that differs and the ranks with each value (as
+  // INFINICCL_CHECK), nothing read from another rank and every counter at
+  // first + 1, where the next call starts on every rank.
+  void Describe(const CollArgs &a, uint32_t first);
+  Status Meet(const CollArgs &a, uint32_t first);
+  // Why a rank left, in its control (0 while it stays): set at CommAbort or
+  // when the backend is destroyed, after the rank's last post, with every
+  // sleeper on its counters woken.
+  static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2;
+  void Leave(uint32_t why);
+  // RemoteError naming `rank` when it left, or its process is gone (exited,
+  // a zombie, or its pid now another process's: core/process_identity.h);
+  // the pid is trusted only when the peer's pid namespace is this one's.
+  Status Departed(int rank, const CollArgs &a) const;
   void Post(Phase phase, uint32_t value);
   // Posts `value` to every phase still below it: at the end of each chunk,
   // so a phase a collective does not use never falls behind (the counters
@@ -168,6 +196,13 @@ class ShmBackend final : public Backend {
   void *landing_stream_ = nullptr;
   int rank_ = 0, size_ = 1;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
+  uint32_t call_seq_ = 0;    // calls made (Describe)
+  struct Described {         // this call's descriptor, as Describe wrote it
+    uint32_t seq = 0;
+    int32_t kind_op = 0, dtype = 0, root = 0;
+    uint64_t count = 0;
+  } described_;
+  int pid_ = 0;              // the process that made it
   std::atomic<bool> aborted_{false};
   std::chrono::microseconds spin_{0};  // the first step of a wait (shm_backend.cpp)
   std::vector<const void *> sources_;  // one per rank, kept: no allocation per call
