@@ -840,7 +840,8 @@ Status GrowComm(Communicator *parent, int count, const char *command, char *cons
     const Status merge =
         MpiCheck(MPI_Intercomm_merge(inter, parent == nullptr ? 1 : 0, &merged),
                  "MPI_Intercomm_merge");
-    if (parent != nullptr) MPI_Comm_free(&inter);  // a child's parent handle is MPI's
+    // The two jobs stay connected through the merged communicator only.
+    MPI_Comm_disconnect(&inter);
     INFINICCL_RETURN_IF_ERROR(merge);
   }
   Status s = InitUnderMpi(merged, 0, nullptr, out);

@@ -1,12 +1,14 @@
 // Going on without a rank: infinicclCommShrink, infinicclCommRevoke and
 // infinicclCommGetFailedRanks, run under mpirun by tests/fault/CMakeLists.txt.
 //
-//   test_shrink exclude          the last rank leaves (destroys its communicator
+//   test_shrink exclude [grow]   the last rank leaves (destroys its communicator
 //                                and finalises) and the others shrink it away
 //                                (INFINICCL_SHRINK_DEFAULT); any MPI. First the
 //                                bad arguments: each returns InvalidArgument and
-//                                leaves the communicator usable.
-//   test_shrink kill host|device the last rank SIGKILLs itself in the middle of a
+//                                leaves the communicator usable. `grow`: then a
+//                                started process joins them (CommGrow, as below).
+//   test_shrink kill host|device [nogrow]
+//                                the last rank SIGKILLs itself in the middle of a
 //                                loop of 1 MiB AllReduces (host buffers, or
 //                                EMULATED device buffers queued on a stream,
 //                                INFINICCL_DEVICE=sim). Each survivor's failing
@@ -16,7 +18,8 @@
 //                                in their order, whose AllReduces are exact;
 //                                then CommGrow starts one process (`test_shrink
 //                                child`) that joins them, and the grown
-//                                communicator's AllReduces are exact.
+//                                communicator's AllReduces are exact (not with
+//                                `nogrow`).
 //                                Needs an MPI that tolerates failures (Open MPI 5
 //                                under `mpirun --with-ft ulfm`).
 //   test_shrink revoke           rank 0 revokes instead of joining an AllReduce:
@@ -139,7 +142,22 @@ void SumsExact(infinicclComm_t comm, int expect_rank, int expect_size, bool devi
   }
 }
 
-int Exclude(infinicclComm_t comm, int rank, int size) {
+// Back to `size` ranks: one started process (`test_shrink child`) joins
+// `sub`, and the grown communicator sums exactly.
+void GrowBack(infinicclComm_t sub, int rank, int size, bool device) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) std::_Exit(3);
+  self[n] = '\0';
+  char child[] = "child", where[] = "device", host[] = "host";
+  char *const args[] = {child, device ? where : host, nullptr};
+  infinicclComm_t grown = nullptr;
+  Check(infinicclCommGrow(sub, 1, self, args, &grown), sub, "infinicclCommGrow");
+  SumsExact(grown, rank, size, device);
+  Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
+}
+
+int Exclude(infinicclComm_t comm, int rank, int size, bool grow) {
   const int last = size - 1;
   infinicclComm_t sub = nullptr;
   if (rank == last) {
@@ -169,13 +187,14 @@ int Exclude(infinicclComm_t comm, int rank, int size) {
   Check(infinicclCommShrink(comm, &last, 1, &sub, INFINICCL_SHRINK_DEFAULT), comm,
         "infinicclCommShrink");
   SumsExact(sub, rank, size - 1, false);
+  if (grow) GrowBack(sub, rank, size, false);
   Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
   Check(infinicclCommDestroy(comm), comm, "infinicclCommDestroy");
   std::printf("SHRINK PASS rank=%d\n", rank);
   return 0;
 }
 
-int Kill(infinicclComm_t comm, int rank, int size, bool device) {
+int Kill(infinicclComm_t comm, int rank, int size, bool device, bool grow) {
   const int victim = size - 1;
   Buffers b(device, 1 << 18);  // 1 MiB of int32
   auto last_good = Clock::now();
@@ -212,17 +231,12 @@ int Kill(infinicclComm_t comm, int rank, int size, bool device) {
         "infinicclCommShrink(INFINICCL_SHRINK_ABORT)");
   SumsExact(sub, rank, size - 1, device);
   Check(infinicclCommAbort(comm), comm, "infinicclCommAbort (the parent)");
-  // Back to `size` ranks: a started process takes the dead one's place.
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return 1;
-  self[n] = '\0';
-  char child[] = "child", where[] = "device", host[] = "host";
-  char *const args[] = {child, device ? where : host, nullptr};
-  infinicclComm_t grown = nullptr;
-  Check(infinicclCommGrow(sub, 1, self, args, &grown), sub, "infinicclCommGrow");
-  SumsExact(grown, rank, size, device);
-  Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
+  if (!grow) {
+    Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
+    std::printf("SHRINK PASS rank=%d\n", rank);
+    return 0;
+  }
+  GrowBack(sub, rank, size, device);
   Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
   std::printf("SHRINK PASS rank=%d\n", rank);
   return 0;
@@ -292,9 +306,10 @@ int main(int argc, char **argv) {
   }
   int rc = 2;
   if (std::strcmp(argv[1], "exclude") == 0) {
-    rc = Exclude(comm, rank, size);
+    rc = Exclude(comm, rank, size, argc > 2 && std::strcmp(argv[2], "grow") == 0);
   } else if (std::strcmp(argv[1], "kill") == 0 && argc > 2) {
-    rc = Kill(comm, rank, size, std::strcmp(argv[2], "device") == 0);
+    rc = Kill(comm, rank, size, std::strcmp(argv[2], "device") == 0,
+              !(argc > 3 && std::strcmp(argv[3], "nogrow") == 0));
   } else if (std::strcmp(argv[1], "revoke") == 0) {
     rc = Revoke(comm, rank, size);
   } else {

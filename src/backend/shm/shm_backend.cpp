@@ -253,7 +253,9 @@ Status ShmBackend::Departed(int rank, const CollArgs &a) const {
                       "rank %d left the communicator (%s) while rank %d waited for it in %s "
                       "over shared memory",
                       rank,
-                      left == kLeftAborted ? "infinicclCommAbort" : "infinicclCommDestroy",
+                      left == kLeftAborted   ? "infinicclCommAbort"
+                      : left == kLeftRevoked ? "infinicclCommRevoke"
+                                             : "infinicclCommDestroy",
                       rank_, CollKindName(a.kind));
   }
   ProcessIdentity who;

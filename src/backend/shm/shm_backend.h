@@ -96,6 +96,11 @@ class ShmBackend final : public Backend {
     aborted_.store(true, std::memory_order_relaxed);
     Leave(kLeftAborted);
   }
+  // The same for infinicclCommRevoke (the peers' message names it).
+  void Revoke() {
+    aborted_.store(true, std::memory_order_relaxed);
+    Leave(kLeftRevoked);
+  }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
   // rank only (kind, count, dtype, settings, and `devices`: every rank of
@@ -153,7 +158,7 @@ class ShmBackend final : public Backend {
   // Why a rank left, in its control (0 while it stays): set at CommAbort or
   // when the backend is destroyed, after the rank's last post, with every
   // sleeper on its counters woken.
-  static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2;
+  static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2, kLeftRevoked = 3;
   void Leave(uint32_t why);
   // RemoteError naming `rank` when it left, or its process is gone (exited,
   // a zombie, or its pid now another process's: core/process_identity.h);
