@@ -587,7 +587,7 @@ INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
  * pending and later calls on `comm` fail fast with infinicclRemoteError
  * ("revoked"), and so do the other ranks' where they can see it: every rank's
  * with an MPI that tolerates failures (ULFM: Open MPI 5 under
- * `mpirun --with-ft ulfm`, or MPICH), which revokes the MPI communicator, and
+ * `mpirun --with-ft ulfm`), which revokes the MPI communicator, and
  * every rank waiting in the node's shared memory. Local and never blocking: a
  * rank blocked on a live peer that will never come returns. Afterwards
  * `comm` is good for infinicclCommShrink, infinicclCommGetFailedRanks,

@@ -9,9 +9,11 @@
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
 
-// Open MPI 5 and MPICH define MPIX_ERR_PROC_FAILED with the calls; Open
-// MPI 4.1's mpi-ext.h has neither.
-#if defined(MPIX_ERR_PROC_FAILED)
+// Open MPI 5 defines MPIX_ERR_PROC_FAILED with the calls; Open MPI 4.1's
+// mpi-ext.h has neither. MPICH declares them too, but Debian's MPICH 4.0
+// (the ch4 device) fails an assertion inside MPIX_Comm_revoke and ends the
+// process, so only Open MPI's are used.
+#if defined(OPEN_MPI) && OPEN_MPI && defined(MPIX_ERR_PROC_FAILED)
 #define INFINICCL_ULFM 1
 #else
 #define INFINICCL_ULFM 0
@@ -24,7 +26,8 @@ namespace {
 [[maybe_unused]] Status Missing(const char *what) {
   return MakeStatus(infinicclNotSupported,
                     "%s: the MPI this library was built against has no fault-tolerance "
-                    "extension (ULFM: Open MPI 5 run with `mpirun --with-ft ulfm`, or MPICH)",
+                    "extension this library uses (ULFM: Open MPI 5, run with `mpirun "
+                    "--with-ft ulfm`)",
                     what);
 }
 

@@ -1,8 +1,8 @@
 // MPI's fault-tolerance extension (ULFM: MPIX_Comm_revoke, _shrink, _agree
 // and the failed processes of a communicator), where the MPI has it: Open
-// MPI 5 (mpi-ext.h, run with `mpirun --with-ft ulfm`) and MPICH. Without it
-// (Open MPI 4.1) every call here returns NotSupported and Compiled() is
-// false. Whether the extension is on at run time shows in what the calls
+// MPI 5 (mpi-ext.h, run with `mpirun --with-ft ulfm`). Without it (Open MPI
+// 4.1, MPICH: see fault_tolerance.cpp) every call here returns NotSupported
+// and FtCompiled() is false. Whether the extension is on at run time shows in what the calls
 // return, not here.
 #pragma once
 

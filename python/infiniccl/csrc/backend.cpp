@@ -527,6 +527,70 @@ class BackendInfiniCCL : public c10d::Backend {
                                                  timeout.count(), name, global, store);
   }
 
+  // dist.shrink_group: the ranks that stay call it with the group ranks to
+  // leave out, in their order; infinicclCommShrink makes the new
+  // communicator. SHRINK_DEFAULT runs on the group's worker, after the
+  // group's earlier calls; SHRINK_ABORT (a rank failed) runs here at once:
+  // the library revokes the communicator, which ends a call stuck on it,
+  // and this backend is aborted. Declared without `override`: torch before
+  // shrink's arrival has no such virtuals, and then these are never called.
+  bool supportsShrinking() const { return true; }
+
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t> &ranks_to_exclude,
+                                           int shrink_flags = 0,
+                                           const c10::intrusive_ptr<Options> &opts = nullptr) {
+    std::vector<int> exclude;
+    std::vector<char> out(static_cast<size_t>(size_), 0);
+    for (int64_t r : ranks_to_exclude) {
+      if (r < 0 || r >= size_) {
+        Fail("shrink: rank " + std::to_string(r) + " is not a rank of the group (size " +
+             std::to_string(size_) + ")");
+      }
+      exclude.push_back(static_cast<int>(r));
+      out[static_cast<size_t>(r)] = 1;
+    }
+    const bool abort = (shrink_flags & 1) != 0;  // torch's SHRINK_ABORT
+    infinicclComm_t child = nullptr;
+    auto call = [&] {
+      Check(infinicclCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &child,
+                                abort ? INFINICCL_SHRINK_ABORT : INFINICCL_SHRINK_DEFAULT));
+    };
+    if (abort) {
+      call();
+      Abort();
+    } else {
+      auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::UNKNOWN, "shrink", timeout_,
+                                                     std::vector<at::Tensor>(), group_);
+      Enqueue(work, [this, &call](void *) {
+        bool open;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          open = p2p_open_;
+        }
+        if (open) Flush();
+        call();
+      }, c10::Device(c10::kCPU), nullptr);
+      if (Py_IsInitialized() && PyGILState_Check()) {
+        py::gil_scoped_release release;
+        work->wait(Ms(0));
+      } else {
+        work->wait(Ms(0));
+      }
+    }
+    std::vector<int64_t> global;
+    int new_rank = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (out[static_cast<size_t>(r)]) continue;
+      if (r == rank_) new_rank = static_cast<int>(global.size());
+      global.push_back(ranks_.empty() ? r : ranks_[static_cast<size_t>(r)]);
+    }
+    Ms timeout = opts ? opts->timeout : timeout_;
+    std::string name = opts && !opts->group_name.empty() ? opts->group_name : name_ + ":shrink";
+    return c10::make_intrusive<BackendInfiniCCL>(reinterpret_cast<int64_t>(child), new_rank,
+                                                 static_cast<int>(global.size()),
+                                                 timeout.count(), name, global, store_);
+  }
+
   // Sequence numbers, as gloo's: one per collective or point-to-point call
   // made on the group, from 0 on every rank, so ranks that made the same
   // calls agree. torch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL)
