@@ -172,7 +172,10 @@ for stage in "${stages[@]}"; do
       build build-ci-ompi5 -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF \
         -DMPI_C_COMPILER="$ompi5/bin/mpicc" -DMPI_CXX_COMPILER="$ompi5/bin/mpicxx" \
         -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF
-      run_ctest build-ci-ompi5 -L "unit|mpi" -LE "soak|large|nodes|valgrind|python|consumer|bench|example"
+      # fault_group_skip: under --with-ft ulfm, Open MPI 5's launcher leaves the
+      # rank sleeping outside MPI alive after another rank's MPI_Abort.
+      run_ctest build-ci-ompi5 -L "unit|mpi" -LE "soak|large|nodes|valgrind|python|consumer|bench|example" \
+        -E "fault_group_skip"
       echo "ompi5 stage: $((SECONDS - start)) s"
       ;;
     tsan)
