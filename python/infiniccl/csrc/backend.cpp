@@ -462,6 +462,29 @@ class BackendInfiniCCL : public c10d::Backend {
   }
 #endif
 
+  // Runs `fn` on the group's worker, after the group's earlier calls and
+  // the open group of point-to-point calls, and waits for it (without the
+  // GIL); its error raises here. For calls that make a communicator.
+  void OnWorker(const char *what, const std::function<void()> &fn) {
+    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::UNKNOWN, what, timeout_,
+                                                   std::vector<at::Tensor>(), group_);
+    Enqueue(work, [this, &fn](void *) {
+      bool open;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        open = p2p_open_;
+      }
+      if (open) Flush();
+      fn();
+    }, c10::Device(c10::kCPU), nullptr);
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      work->wait(Ms(0));
+    } else {
+      work->wait(Ms(0));
+    }
+  }
+
   // dist.split_group: every rank of this group calls it with the ranks (of
   // this group, in the new group's order) of the one new group it joins, or
   // of the first one when it joins none; infinicclCommSplit makes the new
@@ -497,23 +520,9 @@ class BackendInfiniCCL : public c10d::Backend {
     }
     if (pos >= 0) color = *std::min_element(ranks.begin(), ranks.end());
     auto child = std::make_shared<infinicclComm_t>(nullptr);
-    auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::UNKNOWN, "split", timeout_,
-                                                   std::vector<at::Tensor>(), group_);
-    Enqueue(work, [this, color, pos, child](void *) {
-      bool open;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        open = p2p_open_;
-      }
-      if (open) Flush();
+    OnWorker("split", [this, color, pos, child] {
       Check(infinicclCommSplit(comm_, color, pos < 0 ? 0 : pos, child.get()));
-    }, c10::Device(c10::kCPU), nullptr);
-    if (Py_IsInitialized() && PyGILState_Check()) {
-      py::gil_scoped_release release;
-      work->wait(Ms(0));
-    } else {
-      work->wait(Ms(0));
-    }
+    });
     if (pos < 0) {
       nocolor_store_ = store;
       return nullptr;
@@ -559,23 +568,7 @@ class BackendInfiniCCL : public c10d::Backend {
       call();
       Abort();
     } else {
-      auto work = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::UNKNOWN, "shrink", timeout_,
-                                                     std::vector<at::Tensor>(), group_);
-      Enqueue(work, [this, &call](void *) {
-        bool open;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          open = p2p_open_;
-        }
-        if (open) Flush();
-        call();
-      }, c10::Device(c10::kCPU), nullptr);
-      if (Py_IsInitialized() && PyGILState_Check()) {
-        py::gil_scoped_release release;
-        work->wait(Ms(0));
-      } else {
-        work->wait(Ms(0));
-      }
+      OnWorker("shrink", call);
     }
     std::vector<int64_t> global;
     int new_rank = 0;
