@@ -352,12 +352,11 @@ const std::vector<Config::Entry> &Config::Table() {
        "are host functions (`cudaLaunchHostFunc`), the only mechanism of runtimes "
        "without stream memory operations."},
       {"INFINICCL_SHM", "auto", &Config::shm, {}, kTristate,
-       "Collectives among the ranks of a communicator that are all on one node, "
-       "through a shared-memory segment instead of MPI (AllReduce, ReduceScatter, "
-       "Reduce, AllGather, Broadcast; host buffers, and device buffers of a device "
-       "without a CCL). `auto`: calls up to `INFINICCL_SHM_MAX_BYTES`; `1`: every "
-       "such call, whatever its size; `0`: never (no segment is made). Alike on every "
-       "rank: a communicator whose ranks differ is not made (`infinicclInvalidUsage`)."},
+       "Collectives of ranks all on one node through a shared-memory segment "
+       "instead of MPI (host buffers, and device buffers of a device without a "
+       "CCL). `auto`: calls up to `INFINICCL_SHM_MAX_BYTES`; `1`: every such call; "
+       "`0`: never (no segment is made). Alike on every rank: a communicator whose "
+       "ranks differ is not made (`infinicclInvalidUsage`)."},
       {"INFINICCL_SHM_MAX_BYTES", "auto", &Config::shm_max_bytes, {0, kNoLimit, "bytes"},
        kAutoIsMax,
        "With `INFINICCL_SHM=auto`, the largest call (each rank's send buffer) that "
