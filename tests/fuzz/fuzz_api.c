@@ -224,9 +224,11 @@ static void Other(Input *in) {
       infinicclComm_t h = PickComm(in);
       int ranks[4];
       int count = (int)(Take(in, 1) % 6) - 1;
-      Check("CommGetFailedRanks",
-            infinicclCommGetFailedRanks(h, use_out ? ranks : NULL, use_out ? &count : NULL), h);
-      if (count > 0) Fail("CommGetFailedRanks: a failed rank on a healthy communicator", count);
+      infinicclResult_t rc =
+          infinicclCommGetFailedRanks(h, use_out ? ranks : NULL, use_out ? &count : NULL);
+      Check("CommGetFailedRanks", rc, h);
+      if (rc == infinicclSuccess && count != 0)
+        Fail("CommGetFailedRanks: failed ranks on a healthy communicator", count);
       break;
     }
     case 17: {
