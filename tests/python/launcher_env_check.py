@@ -43,6 +43,18 @@ def rank_main(case):
     print("ENV " + json.dumps(got), flush=True)
 
 
+def _rows(out):
+    """Every rank's "ENV {...}" object: the launcher may join two ranks'
+    lines into one, so each is decoded where it starts."""
+    rows, dec = [], json.JSONDecoder()
+    at = out.find("ENV {")
+    while at >= 0:
+        obj, end = dec.raw_decode(out, at + 4)
+        rows.append(obj)
+        at = out.find("ENV {", end)
+    return rows
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--rank":
         rank_main(sys.argv[2])
@@ -61,8 +73,7 @@ def main():
         env["PYTHONPATH"] = os.path.normpath(os.path.join(os.path.dirname(
             os.path.abspath(__file__)), "..", "..", "python"))
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-        rows = [json.loads(line[4:]) for line in p.stdout.splitlines()
-                if line.startswith("ENV ")]
+        rows = _rows(p.stdout)
         print("%s: exit %d %s" % (case, p.returncode, rows))
         if p.returncode or len(rows) != 2:
             print(p.stdout + p.stderr)
