@@ -205,6 +205,7 @@ Status Runtime::Finalize() {
     // returns its error instead of ending the survivors.
     if (mpi::FtCompiled()) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Barrier(MPI_COMM_WORLD);
+    mpi::RouteAroundFinalizeFence();
     INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Finalize(), "MPI_Finalize"));
   }
   return Status::Ok();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
 
@@ -36,6 +37,28 @@ namespace {
 bool FtCompiled() { return INFINICCL_ULFM != 0; }
 
 #if INFINICCL_ULFM
+
+// Open MPI's switch for the fence at the start of MPI_Finalize; weak, so a
+// build whose Open MPI lacks it links and leaves the fence alone.
+extern "C" __attribute__((weak)) bool ompi_async_mpi_finalize;
+
+bool RouteAroundFinalizeFence() {
+  if (&ompi_async_mpi_finalize == nullptr) return false;
+  // Every survivor takes the same branch (a survivor in the fence waits for
+  // one that skipped it): whether any of them knows a failure is agreed.
+  std::vector<int> failed;
+  const bool known = FailedRanks(MPI_COMM_WORLD, &failed).ok() && !failed.empty();
+  int none = known ? 0 : 1;
+  bool new_failure = false;
+  if (!Agree(MPI_COMM_WORLD, &none, &new_failure).ok()) return false;
+  if (none == 1 && !new_failure) return false;
+  ompi_async_mpi_finalize = true;
+  INFINICCL_INFO("infinicclFinalize: a process of the job failed%s; MPI_Finalize skips Open "
+                 "MPI's PMIx fence, which can wait forever for a failed process (Open MPI "
+                 "5.0.11), and relies on its fault-tolerant barrier of the survivors",
+                 known ? "" : " (known to another rank)");
+  return true;
+}
 
 Status Revoke(MPI_Comm comm) {
   SerialLock lock;
@@ -108,6 +131,7 @@ Status Agree(MPI_Comm, int *, bool *new_failure) {
   return Missing("MPIX_Comm_agree");
 }
 Status Shrink(MPI_Comm, MPI_Comm *) { return Missing("MPIX_Comm_shrink"); }
+bool RouteAroundFinalizeFence() { return false; }
 
 #endif
 

@@ -35,4 +35,13 @@ Status Agree(MPI_Comm comm, int *flag, bool *new_failure);
 // their order there. Collective over every live process.
 Status Shrink(MPI_Comm comm, MPI_Comm *out);
 
+// Called right before MPI_Finalize. Where a process of the job has failed,
+// Open MPI 5 (5.0.11 measured) can wait forever in the PMIx fence that
+// starts its MPI_Finalize: a plain MPI program whose survivors shrink and
+// finalize after a SIGKILL hung in 5 runs of 25. Its finalize under ULFM
+// already drains failures and ends with a synchronous barrier of the
+// survivors, so the fence is skipped then (Open MPI's own
+// `ompi_async_mpi_finalize`), said at INFO. Returns whether it was.
+bool RouteAroundFinalizeFence();
+
 }  // namespace infiniccl::mpi

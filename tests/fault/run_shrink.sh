@@ -3,8 +3,19 @@
 # <survivors> ranks print "SHRINK PASS" and the job leaves nothing of the
 # library in /dev/shm. mpirun's own status is not used (a killed rank makes
 # it non-zero), except that a job still running after 150 s fails.
-# usage: run_shrink.sh <survivors> <launcher and program...>
+# With --repeat N the job runs N times, each checked so (a hang at the end
+# of a job shows in some runs only).
+# usage: run_shrink.sh [--repeat N] <survivors> <launcher and program...>
 set -u
+if [ "$1" = "--repeat" ]; then
+  times=$2
+  shift 2
+  for i in $(seq 1 "$times"); do
+    echo "run_shrink: run $i of $times"
+    "$0" "$@" || exit 1
+  done
+  exit 0
+fi
 want=$1
 shift
 before=$(ls /dev/shm 2>/dev/null | grep '^infiniccl-' | sort)
