@@ -22,6 +22,18 @@
 //                                `nogrow`).
 //                                Needs an MPI that tolerates failures (Open MPI 5
 //                                under `mpirun --with-ft ulfm`).
+//   test_shrink cycles N host|device
+//                                N kill-and-grow cycles on 4 ranks: in each the
+//                                last rank (a started process from the second
+//                                on) SIGKILLs itself mid-loop, the others see
+//                                it, shrink with INFINICCL_SHRINK_ABORT, abort
+//                                the old communicator and grow back to 4 with a
+//                                started process (`test_shrink cycle-child`),
+//                                summing exactly at every size. The first rank's
+//                                resident and shared memory, its threads and
+//                                the library's /dev/shm entries, read after
+//                                cycle 5 and after the last, stay flat. ULFM as
+//                                `kill`.
 //   test_shrink revoke           rank 0 revokes instead of joining an AllReduce:
 //                                every other rank's AllReduce returns
 //                                RemoteError; then all shrink (nothing excluded)
@@ -36,6 +48,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <dirent.h>
+#include <string>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -87,6 +101,14 @@ struct Buffers {
       recv = host_recv.data();
     }
   }
+  ~Buffers() {
+    if (!device) return;
+    infinicclSimFree(send);
+    infinicclSimFree(recv);
+    infinicclSimStreamDestroy(stream);
+  }
+  Buffers(const Buffers &) = delete;
+  Buffers &operator=(const Buffers &) = delete;
   void Fill(int rank, int iter) {
     for (size_t i = 0; i < count; ++i) host_send[i] = (rank + 1) * static_cast<int>(i % 7 + iter % 5);
     if (device) {
@@ -257,6 +279,133 @@ int Child(bool device) {
   return 0;
 }
 
+// The victim's side of a cycle: AllReduces until the fifth, then SIGKILL.
+[[noreturn]] void DieMidLoop(infinicclComm_t comm, int rank, int size, bool device) {
+  Buffers b(device, 1 << 18);
+  for (int iter = 0;; ++iter) {
+    if (iter == 5) raise(SIGKILL);
+    b.Fill(rank, iter);
+    Check(b.AllReduce(comm), comm, "infinicclAllReduce before the kill");
+    if (!b.Exact(size, iter)) std::_Exit(3);
+  }
+}
+
+// The survivors' side: AllReduces until one fails, then the failure agreed
+// on, the shrink and the old communicator aborted. Returns the shrunk one.
+infinicclComm_t SurviveKill(infinicclComm_t comm, int rank, int size, bool device) {
+  Buffers b(device, 1 << 18);
+  infinicclResult_t rc = infinicclSuccess;
+  for (int iter = 0; iter < 1000 && rc == infinicclSuccess; ++iter) {
+    b.Fill(rank, iter);
+    rc = b.AllReduce(comm);
+    if (rc == infinicclSuccess && !b.Exact(size, iter)) std::_Exit(3);
+  }
+  if (rc == infinicclSuccess) Fail("1000 AllReduces and no failure seen", rc, comm);
+  int failed[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, count = 8;
+  Check(infinicclCommGetFailedRanks(comm, failed, &count), comm, "infinicclCommGetFailedRanks");
+  if (count != 1 || failed[0] != size - 1) {
+    std::fprintf(stderr, "test_shrink rank %d: GetFailedRanks gave %d rank(s), first %d\n", rank,
+                 count, failed[0]);
+    std::_Exit(3);
+  }
+  infinicclComm_t sub = nullptr;
+  Check(infinicclCommShrink(comm, failed, count, &sub, INFINICCL_SHRINK_ABORT), comm,
+        "infinicclCommShrink(INFINICCL_SHRINK_ABORT)");
+  Check(infinicclCommAbort(comm), comm, "infinicclCommAbort (the parent)");
+  return sub;
+}
+
+// What the cycles watch: /proc/self/status's VmRSS and RssShmem (KiB), the
+// process's threads and the library's entries in /dev/shm.
+struct Footprint {
+  long rss_kib = 0, shmem_kib = 0;
+  int threads = 0, shm_entries = 0;
+  static Footprint Now() {
+    Footprint f;
+    if (FILE *st = std::fopen("/proc/self/status", "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof line, st)) {
+        std::sscanf(line, "VmRSS: %ld", &f.rss_kib);
+        std::sscanf(line, "RssShmem: %ld", &f.shmem_kib);
+        std::sscanf(line, "Threads: %d", &f.threads);
+      }
+      std::fclose(st);
+    }
+    if (DIR *d = opendir("/dev/shm")) {
+      while (dirent *e = readdir(d)) {
+        if (std::strncmp(e->d_name, "infiniccl-", 10) == 0) ++f.shm_entries;
+      }
+      closedir(d);
+    }
+    return f;
+  }
+};
+
+int Cycles(infinicclComm_t comm, int rank, int size, bool device, int cycles) {
+  if (size != 4) {
+    std::fprintf(stderr, "test_shrink cycles: runs on 4 ranks\n");
+    return 2;
+  }
+  if (rank == size - 1) DieMidLoop(comm, rank, size, device);
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 1;
+  self[n] = '\0';
+  Footprint early;
+  for (int c = 0; c < cycles; ++c) {
+    infinicclComm_t sub = SurviveKill(comm, rank, size, device);
+    SumsExact(sub, rank, size - 1, device);
+    std::string left = std::to_string(cycles - c - 1);
+    char child[] = "cycle-child", where[] = "device", host[] = "host";
+    char *const args[] = {child, device ? where : host, left.data(), nullptr};
+    infinicclComm_t grown = nullptr;
+    Check(infinicclCommGrow(sub, 1, self, args, &grown), sub, "infinicclCommGrow");
+    Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
+    SumsExact(grown, rank, size, device);
+    comm = grown;
+    if (c == 4) early = Footprint::Now();
+  }
+  const Footprint late = Footprint::Now();  // as `early`: one grown communicator
+  Check(infinicclCommDestroy(comm), comm, "infinicclCommDestroy (grown)");
+  if (rank == 0 && cycles > 5) {
+    std::printf("rank 0 after cycle 5 and after cycle %d: VmRSS %ld -> %ld KiB, RssShmem %ld -> "
+                "%ld KiB, threads %d -> %d, /dev/shm entries %d -> %d\n",
+                cycles, early.rss_kib, late.rss_kib, early.shmem_kib, late.shmem_kib,
+                early.threads, late.threads, early.shm_entries, late.shm_entries);
+    // Flat: no segment (3 MiB per rank of the node), engine thread or
+    // /dev/shm entry kept per cycle. The resident set may grow by Open MPI's
+    // own state for each started job: a plain MPI program of the same
+    // cycles (kill, revoke, shrink, spawn, merge) grows 104 KiB per cycle
+    // with Open MPI 5.0.11; 160 KiB per cycle are allowed.
+    const long rss_bound = 160L * (cycles - 5) + 2048;
+    if (late.rss_kib - early.rss_kib > rss_bound || late.shmem_kib - early.shmem_kib > 2048 ||
+        late.threads > early.threads || late.shm_entries > early.shm_entries) {
+      std::fprintf(stderr, "test_shrink rank 0: memory, threads or /dev/shm grew over the "
+                   "cycles\n");
+      return 1;
+    }
+  }
+  std::printf("SHRINK PASS rank=%d\n", rank);
+  return 0;
+}
+
+// A process a cycle started: joins, sums, and is the next cycle's victim
+// unless it was started by the last.
+int CycleChild(bool device, int left) {
+  infinicclComm_t grown = nullptr;
+  Check(infinicclCommGrow(nullptr, 0, nullptr, nullptr, &grown), nullptr,
+        "infinicclCommGrow (started process)");
+  int rank = -1, size = 0;
+  Check(infinicclCommUserRank(grown, &rank), grown, "infinicclCommUserRank");
+  Check(infinicclCommCount(grown, &size), grown, "infinicclCommCount");
+  g_rank = rank;
+  SumsExact(grown, size - 1, size, device);
+  if (left > 0) DieMidLoop(grown, rank, size, device);
+  Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
+  std::printf("SHRINK PASS rank=%d (started)\n", rank);
+  return 0;
+}
+
 int Revoke(infinicclComm_t comm, int rank, int size) {
   Buffers b(false, 1024);
   b.Fill(rank, 0);
@@ -289,6 +438,12 @@ int main(int argc, char **argv) {
   }
   infinicclComm_t comm = nullptr;
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
+  if (std::strcmp(argv[1], "cycle-child") == 0 && argc > 3) {
+    const int rc = CycleChild(std::strcmp(argv[2], "device") == 0, std::atoi(argv[3]));
+    std::fflush(stdout);
+    Check(infinicclFinalize(), nullptr, "infinicclFinalize");
+    return rc;
+  }
   if (std::strcmp(argv[1], "child") == 0) {
     const int rc = Child(argc > 2 && std::strcmp(argv[2], "device") == 0);
     std::fflush(stdout);
@@ -310,6 +465,8 @@ int main(int argc, char **argv) {
   } else if (std::strcmp(argv[1], "kill") == 0 && argc > 2) {
     rc = Kill(comm, rank, size, std::strcmp(argv[2], "device") == 0,
               !(argc > 3 && std::strcmp(argv[3], "nogrow") == 0));
+  } else if (std::strcmp(argv[1], "cycles") == 0 && argc > 3) {
+    rc = Cycles(comm, rank, size, std::strcmp(argv[3], "device") == 0, std::atoi(argv[2]));
   } else if (std::strcmp(argv[1], "revoke") == 0) {
     rc = Revoke(comm, rank, size);
   } else {
