@@ -24,18 +24,21 @@ namespace {
 constexpr int kRoutedPaths = kNumPaths - 2;
 static_assert(kNumCollKinds * (kRoutedPaths + 1) <= 128, "FirstUse has 128 bits");
 
-void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device) {
+// `device`: the buffers' device kind ("" for host buffers); `via`: the
+// CCL that runs the call ("NCCL", "emulated CCL"), or "".
+void Announce(Communicator &comm, const CollArgs &a, Path path, const char *device,
+              const char *via) {
   const int bit = static_cast<int>(a.kind) * kRoutedPaths + static_cast<int>(path) - 1;
   if (LogEnabled(LogLevel::kInfo) && path != Path::kHier && comm.FirstUse(bit)) {
-    INFINICCL_INFO("%s on comm of %d ranks: %s%s%s (logged once per kind and path; "
+    INFINICCL_INFO("%s on comm of %d ranks: %s%s%s%s%s (logged once per kind and path; "
                    "TRACE logs every call)",
                    CollKindName(a.kind), comm.size(), PathDescription(path),
-                   *device ? ", device " : "", device);
+                   *device ? ", device " : "", device, *via ? " via " : "", via);
   }
-  INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d tag=%d%s: %s %s",
+  INFINICCL_TRACE("%s count=%zu dtype=%s op=%s root/peer=%d tag=%d%s: %s %s%s%s",
                   CollKindName(a.kind), a.count, DataTypeName(a.dtype), RedOpName(a.op),
                   a.root, a.tag, a.in_place ? " in-place" : "", PathDescription(path),
-                  device);
+                  device, *via ? " via " : "", via);
 }
 
 // Device buffers through the segment are staged through host memory too:
@@ -121,8 +124,8 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
            !facts.device_buffers && (path == Path::kHostMpi || path == Path::kHier ||
                                      path == Path::kShm)
                ? ""
-           : path != Path::kCcl   ? DeviceKindName(kind)
-                                  : CclPathLabel(kind));
+               : DeviceKindName(kind),
+           path == Path::kCcl ? facts.ccl_name : "");
   // Why the CCL was passed over, once per kind of call (bits above the paths').
   if ((path == Path::kDirectMpi || path == Path::kStagedMpi) && facts.has_ccl &&
       facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&

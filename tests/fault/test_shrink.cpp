@@ -20,6 +20,9 @@
 //                                child`) that joins them, and the grown
 //                                communicator's AllReduces are exact (not with
 //                                `nogrow`).
+//                                With INFINICCL_SIM_CCL=1 the device calls go to the
+//                                EMULATED CCL, and every new communicator must
+//                                have one too.
 //                                Needs an MPI that tolerates failures (Open MPI 5
 //                                under `mpirun --with-ft ulfm`).
 //   test_shrink cycles N host|device
@@ -157,10 +160,24 @@ void SumsExact(infinicclComm_t comm, int expect_rank, int expect_size, bool devi
     std::_Exit(3);
   }
   Buffers b(device, 1 << 18);
+  infinicclStagingStats before{}, after{};
+  Check(infinicclGetStagingStats(&before), nullptr, "infinicclGetStagingStats");
   for (int iter = 0; iter < 3; ++iter) {
     b.Fill(rank, iter);
     Check(b.AllReduce(comm), comm, "infinicclAllReduce on the shrunk communicator");
     if (!b.Exact(size, iter)) std::_Exit(3);
+  }
+  // With the emulated CCL (INFINICCL_SIM_CCL=1) the new communicator has
+  // one too: its device calls are neither staged nor given to MPI.
+  Check(infinicclGetStagingStats(&after), nullptr, "infinicclGetStagingStats");
+  const char *ccl = std::getenv("INFINICCL_SIM_CCL");
+  if (device && ccl != nullptr && std::strcmp(ccl, "1") == 0 &&
+      (after.staged_calls != before.staged_calls || after.direct_calls != before.direct_calls)) {
+    std::fprintf(stderr, "test_shrink rank %d: the communicator of %d ranks has no CCL: %llu "
+                 "staged and %llu direct device call(s)\n", g_rank, size,
+                 after.staged_calls - before.staged_calls,
+                 after.direct_calls - before.direct_calls);
+    std::_Exit(3);
   }
 }
 

@@ -58,8 +58,6 @@ CclProvider *SimCclProvider();
 
 // The CCL built for device `kind`, or nullptr.
 CclProvider *CclForKind(DeviceKind kind);
-// How the route's INFO line names the CCL path of `kind` ("cuda via NCCL").
-const char *CclPathLabel(DeviceKind kind);
 // Test hook: `p` serves its kind() from now on (nullptr: back to the built
 // ones), so the API's CCL paths run against a stand-in CCL on the emulated
 // device without a GPU.

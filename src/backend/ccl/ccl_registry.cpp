@@ -33,16 +33,6 @@ CclProvider *CclForKind(DeviceKind kind) {
   return nullptr;
 }
 
-const char *CclPathLabel(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kMaca: return "maca via MCCL";
-    case DeviceKind::kHip: return "hip via RCCL";
-    case DeviceKind::kAscend: return "ascend via HCCL";
-    case DeviceKind::kCambricon: return "cambricon via CNCL";
-    default: return "cuda via NCCL";  // and the stand-ins of the tests
-  }
-}
-
 CclProvider *FirstUsableCcl(std::string *why) {
   bool built = g_test_provider != nullptr;
 #if defined(INFINICCL_WITH_NCCL) || defined(INFINICCL_WITH_MCCL) || \
