@@ -207,6 +207,41 @@ def case_launcher():
         expect(rc == 2 and "openmpi" in err, "flavour mismatch: %d %s" % (rc, err))
 
 
+def fake_launcher(directory, version_text):
+    """An executable `mpirun` in `directory` that only answers --version."""
+    path = os.path.join(directory, "mpirun")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\necho '%s'\n" % version_text)
+    os.chmod(path, 0o755)
+    return path
+
+
+def case_with_ft():
+    with tempfile.TemporaryDirectory() as d:
+        ompi5 = fake_launcher(d, "mpirun (Open MPI) 5.0.11")
+        for spelling in (["--with-ft", "ulfm"], ["--with-ft=ulfm"]):
+            argv = dry(["--launcher", ompi5, "--allow-mismatch", "-np", "4"] + spelling +
+                       [PROGRAM])
+            expect_seq(argv, ["--with-ft", "ulfm"])
+            # Processes CommGrow starts are another job: TCP beside shared memory.
+            expect_seq(argv, ["--mca", "btl", "self,sm,tcp"])
+            expect(argv[-1] == PROGRAM, str(argv))
+        argv = dry(["--launcher", ompi5, "--allow-mismatch", "-np", "4", PROGRAM])
+        expect_no(argv, "--with-ft")
+        expect_seq(argv, ["--mca", "btl", "self,sm"])
+    with tempfile.TemporaryDirectory() as d:
+        ompi4 = fake_launcher(d, "mpirun (Open MPI) 4.1.4")
+        rc, _, err = run(["--dry-run", "--launcher", ompi4, "--allow-mismatch", "--with-ft",
+                          "ulfm", PROGRAM])
+        expect(rc == 2 and "Open MPI 5" in err and "4.1.4" in err,
+               "Open MPI 4.1 with --with-ft: %d %s" % (rc, err))
+    rc, _, err = run(["--dry-run", "--mpi", "mpich", "--allow-mismatch", "--with-ft", "ulfm",
+                      PROGRAM])
+    expect(rc == 2 and "MPICH" in err, "MPICH with --with-ft: %d %s" % (rc, err))
+    rc, _, err = run(["--dry-run", "--with-ft", "mpi", PROGRAM])
+    expect(rc == 2 and "ulfm" in err, "--with-ft mpi: %d %s" % (rc, err))
+
+
 # ---- arguments and errors ---------------------------------------------------
 
 def case_program_args():
