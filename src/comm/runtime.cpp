@@ -18,6 +18,7 @@
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
 #include "mpi/mpi_types.h"
+#include "core/cpu_budget.h"
 #include "core/log.h"
 #include "comm/watchdog.h"
 #include "progress/engine.h"
@@ -133,13 +134,14 @@ Status Runtime::Init(int *argc, char ***argv) {
   mpi::SetSerialized(provided < MPI_THREAD_MULTIPLE);
   {
     const int on_node = mpi::LaunchersRanksOnNode();
-    const unsigned cores = std::thread::hardware_concurrency();
+    std::string limit;
+    const unsigned cores = UsableCores(&limit);
     const bool over = mpi::PollsWhenOversubscribed(s.world_size, on_node, cores);
     mpi::SetOversubscribed(over);
     if (over) {
-      INFINICCL_INFO("%d ranks share this node's %u cores: waits for MPI poll with yields "
+      INFINICCL_INFO("%d ranks share %u usable cores (%s): waits for MPI poll with yields "
                      "and short sleeps instead of spinning inside MPI",
-                     on_node, cores);
+                     on_node, cores, limit.c_str());
     }
   }
   s.phase = Phase::kActive;

@@ -11,18 +11,21 @@
 #include <cstring>
 #include <ctime>
 #include <new>
+#include <string>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
 #include "core/call_record.h"
 #include "core/config.h"
+#include "core/cpu_budget.h"
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/process_identity.h"
 #include "core/reduce.h"
 #include "device/spin_wait.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_thread.h"
 
 namespace infiniccl {
 
@@ -180,8 +183,19 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<Shm
   b->segment_ = std::move(segment);
   b->sources_.resize(static_cast<size_t>(size));
   b->landed_.resize(static_cast<size_t>(size));
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  b->spin_ = cores > 0 && size > cores ? std::chrono::microseconds(0) : kSpin;
+  // Oversubscribed: more ranks on this node (this communicator's, or the
+  // job's as its launcher counts them) than cores this process may use.
+  // Waits then yield at once instead of spinning.
+  std::string limit;
+  const unsigned cores = UsableCores(&limit);
+  const int on_node = std::max(size, mpi::LaunchersRanksOnNode());
+  if (static_cast<unsigned>(on_node) > cores) {
+    b->spin_ = std::chrono::microseconds(0);
+    INFINICCL_INFO("shared memory: %d ranks on this node and %u usable cores (%s): its "
+                   "waits yield instead of spinning", on_node, cores, limit.c_str());
+  } else {
+    b->spin_ = kSpin;
+  }
   Control *mine = new (b->segment_->region(b->segment_->node_rank())) Control();
   const ProcessIdentity me = ThisProcess();
   b->pid_ = me.pid;
