@@ -29,7 +29,8 @@ void RevokeHere(Communicator &c) {
   c.MarkRevoked();
   if (ProgressEngine *engine = c.engine_if_started()) engine->Cancel();
   if (ShmBackend *shm = c.shm_backend()) shm->Revoke();
-  if (Topology *t = c.topology(); t != nullptr && t->group_shm) t->group_shm->Revoke();
+  if (Topology *t = c.topology()) t->Revoke();
+  if (Backend *ccl = c.ccl_backend()) ccl->Revoke();
   if (c.has_mpi() && mpi::FtCompiled()) {
     const Status st = mpi::Revoke(c.mpi_comm());
     if (!st.ok()) INFINICCL_INFO("CommRevoke: %s", st.message().c_str());

@@ -63,6 +63,12 @@ class Backend {
   // Gives the backend up without waiting for its queued work or talking to
   // other ranks (ncclCommAbort); nothing for backends without such work.
   virtual void Abort() {}
+  // Ends the calls on this backend's communicator of this rank and of its
+  // peers, now and later, without waiting (a peer blocked on this rank,
+  // which gave up a call halfway, returns too): with an MPI that tolerates
+  // failures, MPIX_Comm_revoke of its MPI communicator (MPI, the emulated
+  // CCL); nothing for the others.
+  virtual void Revoke() {}
   // An error of work queued earlier and failed since (ncclCommGetAsyncError),
   // or Ok; must not block. Backends whose calls finish before they return
   // have none.

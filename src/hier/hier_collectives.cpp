@@ -359,19 +359,31 @@ Status RunHierarchical(Topology &t, DeviceRuntime *device, const CollArgs &a,
     Topology &t;
     ~StepReset() { t.step.store(Topology::kNoStep, std::memory_order_relaxed); }
   } reset{t};
+  Status st = MakeStatus(infinicclInternalError, "%s has no hierarchical form",
+                         CollKindName(a.kind));
   switch (a.kind) {
     case CollKind::kAllReduce:
-      return t.equal_groups && t.shard_mpi != nullptr ? AllReduceSharded(c, a, nranks)
-                                                       : AllReduceLeaders(c, a, nranks);
-    case CollKind::kBroadcast: return BroadcastTwoLevel(c, a);
-    case CollKind::kReduce: return ReduceTwoLevel(c, a, nranks);
-    case CollKind::kAllGather: return AllGatherTwoLevel(c, a);
-    case CollKind::kReduceScatter: return ReduceScatterTwoLevel(c, a, nranks);
-    default:
+      st = t.equal_groups && t.shard_mpi != nullptr ? AllReduceSharded(c, a, nranks)
+                                                     : AllReduceLeaders(c, a, nranks);
       break;
+    case CollKind::kBroadcast: st = BroadcastTwoLevel(c, a); break;
+    case CollKind::kReduce: st = ReduceTwoLevel(c, a, nranks); break;
+    case CollKind::kAllGather: st = AllGatherTwoLevel(c, a); break;
+    case CollKind::kReduceScatter: st = ReduceScatterTwoLevel(c, a, nranks); break;
+    default: return st;
   }
-  return MakeStatus(infinicclInternalError, "%s has no hierarchical form",
-                    CollKindName(a.kind));
+  if (!st.ok()) {
+    // The steps after the failed one will not run here, and the peers of
+    // this rank's group (or of its shard, or the other leaders) may wait in
+    // them for it: every transport of the two levels is revoked, so that
+    // their waits end with an error too (with a fault-tolerant MPI for the
+    // MPI steps; shared memory's always).
+    t.Revoke();
+    LogPrint(LogLevel::kWarn, "two-level %s failed on this rank (%s); its group and "
+             "cross-group transports are revoked so that the peers waiting on it return",
+             CollKindName(a.kind), st.message().c_str());
+  }
+  return st;
 }
 
 }  // namespace infiniccl

@@ -79,6 +79,13 @@ void Topology::FreeScratch() {
   scratch_device_ = nullptr;
 }
 
+void Topology::Revoke() {
+  for (Backend *b : {group_ccl.get(), group_mpi.get(), leader_mpi.get(), shard_mpi.get()}) {
+    if (b != nullptr) b->Revoke();
+  }
+  if (group_shm) group_shm->Revoke();
+}
+
 void Topology::Release(bool free_comms) {
   group_ccl.reset();  // first: destroying it waits for its queued work
   FreeScratch();

@@ -135,6 +135,11 @@ struct Topology {
   // Gives up the backends (the CCL first) and the scratch and, when
   // `free_comms`, frees the MPI communicators (collective: not after an abort).
   void Release(bool free_comms);
+  // Revokes every transport of the two levels (Backend::Revoke, and the
+  // group's shared memory): the peers' steps that wait on this rank return.
+  // What a rank does when a step of a two-level call failed on it, and what
+  // infinicclCommRevoke does.
+  void Revoke();
   ~Topology() { FreeScratch(); }
 
   // One line per group: "group 1: node 0, sim x2 (ranks 2,3), emulated CCL,

@@ -7,7 +7,7 @@
 //                                bad arguments: each returns InvalidArgument and
 //                                leaves the communicator usable. `grow`: then a
 //                                started process joins them (CommGrow, as below).
-//   test_shrink kill host|device [nogrow]
+//   test_shrink kill host|device|mixed [nogrow]
 //                                the last rank SIGKILLs itself in the middle of a
 //                                loop of 1 MiB AllReduces (host buffers, or
 //                                EMULATED device buffers queued on a stream,
@@ -20,6 +20,10 @@
 //                                child`) that joins them, and the grown
 //                                communicator's AllReduces are exact (not with
 //                                `nogrow`).
+//                                `mixed`: the first half of the ranks on the
+//                                device, the others on the host (with
+//                                INFINICCL_HIERARCHY=1 and the emulated CCL: two
+//                                groups on one node, the two-level path).
 //                                With INFINICCL_SIM_CCL=1 the device calls go to the
 //                                EMULATED CCL, and every new communicator must
 //                                have one too.
@@ -60,6 +64,7 @@
 namespace {
 
 int g_rank = -1;
+bool g_mixed = false;  // `kill mixed`: the first half of the ranks on the device
 
 [[noreturn]] void Fail(const char *what, infinicclResult_t rc, infinicclComm_t comm) {
   std::fprintf(stderr, "test_shrink rank %d: %s: %s (%s)\n", g_rank, what,
@@ -171,7 +176,7 @@ void SumsExact(infinicclComm_t comm, int expect_rank, int expect_size, bool devi
   // one too: its device calls are neither staged nor given to MPI.
   Check(infinicclGetStagingStats(&after), nullptr, "infinicclGetStagingStats");
   const char *ccl = std::getenv("INFINICCL_SIM_CCL");
-  if (device && ccl != nullptr && std::strcmp(ccl, "1") == 0 &&
+  if (device && !g_mixed && ccl != nullptr && std::strcmp(ccl, "1") == 0 &&
       (after.staged_calls != before.staged_calls || after.direct_calls != before.direct_calls)) {
     std::fprintf(stderr, "test_shrink rank %d: the communicator of %d ranks has no CCL: %llu "
                  "staged and %llu direct device call(s)\n", g_rank, size,
@@ -454,6 +459,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   infinicclComm_t comm = nullptr;
+  if (argc > 2 && std::strcmp(argv[1], "kill") == 0 && std::strcmp(argv[2], "mixed") == 0) {
+    // The second half of the ranks (by the launcher's numbering) without the
+    // emulated device: a group of their own, beside the device ranks'.
+    const char *r = std::getenv("OMPI_COMM_WORLD_RANK");
+    const char *n = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (r != nullptr && n != nullptr && std::atoi(r) >= std::atoi(n) / 2) {
+      unsetenv("INFINICCL_DEVICE");
+    }
+  }
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
   if (std::strcmp(argv[1], "cycle-child") == 0 && argc > 3) {
     const int rc = CycleChild(std::strcmp(argv[2], "device") == 0, std::atoi(argv[3]));
@@ -480,7 +494,9 @@ int main(int argc, char **argv) {
   if (std::strcmp(argv[1], "exclude") == 0) {
     rc = Exclude(comm, rank, size, argc > 2 && std::strcmp(argv[2], "grow") == 0);
   } else if (std::strcmp(argv[1], "kill") == 0 && argc > 2) {
-    rc = Kill(comm, rank, size, std::strcmp(argv[2], "device") == 0,
+    g_mixed = std::strcmp(argv[2], "mixed") == 0;
+    rc = Kill(comm, rank, size,
+              std::strcmp(argv[2], "device") == 0 || (g_mixed && rank < size / 2),
               !(argc > 3 && std::strcmp(argv[3], "nogrow") == 0));
   } else if (std::strcmp(argv[1], "cycles") == 0 && argc > 3) {
     rc = Cycles(comm, rank, size, std::strcmp(argv[3], "device") == 0, std::atoi(argv[2]));

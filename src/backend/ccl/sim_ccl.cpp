@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "device/registry.h"
+#include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_thread.h"
 
@@ -83,6 +84,10 @@ class SimCclBackend final : public Backend {
     return Status::Ok();
   }
   void Abort() override { aborted_ = true; }
+  // Its collectives are MPI calls on comm_: revoking it ends them.
+  void Revoke() override {
+    if (mpi::FtCompiled()) (void)mpi::Revoke(comm_);
+  }
 
  private:
   MPI_Comm comm_;

@@ -8,6 +8,7 @@
 #include "backend/mpi/gpu_aware.h"
 #include "backend/mpi/host_pieces.h"
 #include "backend/mpi/p2p_batch.h"
+#include "mpi/fault_tolerance.h"
 #include "mpi/large_count.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_tags.h"
@@ -368,6 +369,10 @@ Status MpiBackend::CheckMatching(const CollArgs &a, bool grouped) const {
                       a.count, MPI_VERSION);
   }
   return Status::Ok();
+}
+
+void MpiBackend::Revoke() {
+  if (mpi::FtCompiled()) (void)mpi::Revoke(comm_);
 }
 
 }  // namespace infiniccl

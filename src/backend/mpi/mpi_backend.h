@@ -31,6 +31,7 @@ class MpiBackend final : public Backend {
   bool ReadsDeviceMemory(DeviceKind kind) const override;
   std::unique_ptr<P2pBatch> NewP2pBatch() override;
   Status CheckMatching(const CollArgs &args, bool grouped) const override;
+  void Revoke() override;
 
  private:
   Status AllReduce(const CollArgs &a);
