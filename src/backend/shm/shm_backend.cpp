@@ -269,6 +269,7 @@ Status ShmBackend::Departed(int rank, const CollArgs &a) const {
                       rank,
                       left == kLeftAborted   ? "infinicclCommAbort"
                       : left == kLeftRevoked ? "infinicclCommRevoke"
+                      : left == kLeftFailed  ? "it found another rank gone"
                                              : "infinicclCommDestroy",
                       rank_, CollKindName(a.kind));
   }
@@ -281,6 +282,24 @@ Status ShmBackend::Departed(int rank, const CollArgs &a) const {
   return MakeStatus(infinicclRemoteError,
                     "rank %d (pid %d) %s while rank %d waited for it in %s over shared memory",
                     rank, who.pid, how, rank_, CollKindName(a.kind));
+}
+
+void ShmBackend::MarkFailed(const Status &why) {
+  {
+    std::lock_guard<std::mutex> lock(failed_mutex_);
+    if (failed_why_.empty()) failed_why_ = why.message();
+  }
+  failed_.store(true, std::memory_order_release);
+  Leave(kLeftFailed);
+}
+
+Status ShmBackend::FailedError() const {
+  std::lock_guard<std::mutex> lock(failed_mutex_);
+  return MakeStatus(infinicclRemoteError,
+                    "an earlier call over shared memory found a rank gone (%s): the "
+                    "communicator's ranks no longer agree on where their calls stand; shrink "
+                    "it (infinicclCommShrink) or destroy it",
+                    failed_why_.c_str());
 }
 
 Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a) {
@@ -307,7 +326,10 @@ Status ShmBackend::WaitOne(int rank, Phase phase, uint32_t target, const CollArg
       checked = now;
       Status gone = Departed(rank, a);
       // Its last posts came before it left: the target may be among them.
-      if (!gone.ok() && !reached()) return gone;
+      if (!gone.ok() && !reached()) {
+        MarkFailed(gone);
+        return gone;
+      }
     }
   }
 }
@@ -480,6 +502,7 @@ Status ShmBackend::LandOut(const CollArgs &a, DeviceRuntime *device, bool copy) 
 
 Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,
                          bool recv_dev, CopyCounts *counts) {
+  if (failed()) return FailedError();
   if (device != nullptr && (send_dev || recv_dev)) RegisterWith(device);
   switch (a.kind) {
     case CollKind::kAllReduce: return AllReduce(a, device, send_dev, recv_dev, counts);

@@ -85,7 +85,10 @@ class ShmBackend final : public Backend {
   // another stream: a wait for it queued on a.stream).
   Status LandIn(const CollArgs &a, DeviceRuntime *device);
   // The reduction of the landed call `a` (after LandIn's copy has run).
-  Status RunLanded(const CollArgs &a) { return AllReduce(a, nullptr, true, true, nullptr, true); }
+  Status RunLanded(const CollArgs &a) {
+    if (failed()) return FailedError();
+    return AllReduce(a, nullptr, true, true, nullptr, true);
+  }
   // The copy out of the landing area into a.recvbuff on a.stream, after the
   // gate that RunLanded opens; `copy` false (the call was not queued):
   // only marks the landing area free once the stream has run LandIn's copy.
@@ -101,6 +104,13 @@ class ShmBackend final : public Backend {
     aborted_.store(true, std::memory_order_relaxed);
     Leave(kLeftRevoked);
   }
+  // Set when a wait of this rank found a peer gone (exited, killed, or left
+  // the communicator): the ranks then no longer agree on where their calls
+  // stand (each stopped at its own point of the failed call), so every
+  // later call here returns that RemoteError at once, and this rank leaves
+  // (kLeftFailed), which ends its peers' waits on it. Without it a later
+  // call could wait forever on a live peer stopped at another point.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
   // rank only (kind, count, dtype, settings, and `devices`: every rank of
@@ -155,11 +165,17 @@ class ShmBackend final : public Backend {
   // first + 1, where the next call starts on every rank.
   void Describe(const CollArgs &a, uint32_t first);
   Status Meet(const CollArgs &a, uint32_t first);
-  // Why a rank left, in its control (0 while it stays): set at CommAbort or
+  // Why a rank left, in its control (0 while it stays): set at CommAbort,
+  // CommRevoke, when a wait of the rank found a peer gone (MarkFailed), or
   // when the backend is destroyed, after the rank's last post, with every
   // sleeper on its counters woken.
-  static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2, kLeftRevoked = 3;
+  static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2, kLeftRevoked = 3,
+                            kLeftFailed = 4;
   void Leave(uint32_t why);
+  // A peer is gone (`why`, from Departed): failed() from here on, and Leave.
+  void MarkFailed(const Status &why);
+  // The RemoteError a call returns once failed().
+  Status FailedError() const;
   // RemoteError naming `rank` when it left, or its process is gone (exited,
   // a zombie, or its pid now another process's: core/process_identity.h);
   // the pid is trusted only when the peer's pid namespace is this one's.
@@ -209,6 +225,9 @@ class ShmBackend final : public Backend {
   } described_;
   int pid_ = 0;              // the process that made it
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> failed_{false};
+  mutable std::mutex failed_mutex_;
+  std::string failed_why_;  // under failed_mutex_: the first peer found gone
   std::chrono::microseconds spin_{0};  // the first step of a wait (shm_backend.cpp)
   std::vector<const void *> sources_;  // one per rank, kept: no allocation per call
   std::vector<char> landed_;           // per rank: whether its one-chunk call landed
