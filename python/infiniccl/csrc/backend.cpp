@@ -22,9 +22,14 @@
 // torch's current stream of the tensor's device
 // (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
 // complete for the host, the result ready for work queued on that stream.
+// torch.profiler: every call records an "infiniccl:<op>" event (gloo's op
+// names) with its input tensors' shapes, from when the call starts running
+// until it completes (see WorkInfiniCCL::Record).
 #include <torch/extension.h>
 #include <torch/version.h>
 
+#include <ATen/ThreadLocalState.h>
+#include <ATen/record_function.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -259,8 +264,43 @@ class WorkInfiniCCL : public c10d::Work {
         group_(std::move(group)),
         outputs_(std::move(outputs)) {}
 
+  // torch.profiler's event of the call, as gloo's AsyncWork records it:
+  // `title` ("infiniccl:all_reduce", a string literal) with the shapes of
+  // `inputs`. Called on the caller's thread when the Work is made; does
+  // nothing unless a profiler (a RecordFunction callback) is on there. The
+  // event starts at Begin and ends at Done, on whichever thread runs the
+  // call, with the caller's thread-local state (the profiler's).
+  void Record(const char *title, const std::vector<at::Tensor> &inputs) {
+    auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE);
+    if (!callbacks) return;
+    auto rf = std::make_shared<at::RecordFunction>(std::move(*callbacks));
+    if (!rf->isActive()) return;
+    std::function<void()> begin = [rf, title, inputs] {
+      rf->_setAsync();  // it may end on another thread than the caller's
+      std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+      rf->before(title, c10::ArrayRef<const c10::IValue>(args.data(), args.size()));
+    };
+    std::function<void()> end = [rf] { rf->end(); };
+    event_begin_ = at::wrapPropagateTLSState(std::move(begin));
+    event_end_ = at::wrapPropagateTLSState(std::move(end));
+  }
+
+  // The call starts running (the thread that runs it calls this first).
+  void Begin() {
+    if (!event_begin_) return;
+    auto begin = std::move(event_begin_);
+    event_begin_ = nullptr;
+    begin();
+  }
+
   // Called once, by whoever ran the call.
   void Done(std::exception_ptr err) {
+    Begin();  // a call that never ran (an empty batch): an event of no length
+    if (event_end_) {
+      auto end = std::move(event_end_);
+      event_end_ = nullptr;
+      end();
+    }
     c10::intrusive_ptr<c10::ivalue::Future> future;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -358,6 +398,9 @@ class WorkInfiniCCL : public c10d::Work {
 
   const char *op_;
   Ms timeout_;
+  // Record's event: set on the caller's thread before the call is queued,
+  // then used by the one thread that runs the call.
+  std::function<void()> event_begin_, event_end_;
   std::atomic<bool> posted_{false};
   std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
@@ -600,7 +643,7 @@ class BackendInfiniCCL : public c10d::Backend {
                                            const c10d::AllreduceOptions &opts) override {
     auto rop = opts.reduceOp;
     PreMul pre(rop);
-    return Submit("allreduce", OpType::ALLREDUCE, tensors, tensors, opts,
+    return Submit("allreduce", "infiniccl:all_reduce", OpType::ALLREDUCE, tensors, tensors, opts,
                   [this, tensors, rop, pre](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
@@ -622,7 +665,7 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
                                            const c10d::BroadcastOptions &opts) override {
     int root = Root(opts.rootRank, "broadcast");
-    return Submit("broadcast", OpType::BROADCAST, tensors, tensors, opts,
+    return Submit("broadcast", "infiniccl:broadcast", OpType::BROADCAST, tensors, tensors, opts,
                   [this, tensors, root](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
@@ -638,7 +681,7 @@ class BackendInfiniCCL : public c10d::Backend {
     int root = Root(opts.rootRank, "reduce");
     auto rop = opts.reduceOp;
     PreMul pre(rop);
-    return Submit("reduce", OpType::REDUCE, tensors, tensors, opts,
+    return Submit("reduce", "infiniccl:reduce", OpType::REDUCE, tensors, tensors, opts,
                   [this, tensors, root, rop, pre](void *stream) {
                     for (const auto &t : tensors) {
                       Output o(t);
@@ -660,7 +703,7 @@ class BackendInfiniCCL : public c10d::Backend {
     CheckList(outputs[0], inputs[0], "allgather");
     auto in = inputs[0];
     auto outs = outputs[0];
-    return Submit("allgather", OpType::ALLGATHER, inputs, outs, opts,
+    return Submit("allgather", "infiniccl:all_gather", OpType::ALLGATHER, inputs, outs, opts,
                   [this, in, outs](void *stream) {
                     auto src = in.contiguous();
                     auto flat = at::empty({size_ * src.numel()}, src.options());
@@ -689,8 +732,8 @@ class BackendInfiniCCL : public c10d::Backend {
       }
       CheckList(per_input[i], inputs[i], "allgather_coalesced");
     }
-    return Submit("allgather_coalesced", OpType::ALLGATHER_COALESCED, inputs, all_outs,
-                  opts, [this, inputs, per_input](void *stream) {
+    return Submit("allgather_coalesced", "infiniccl:all_gather",
+                  OpType::ALLGATHER_COALESCED, inputs, all_outs, opts, [this, inputs, per_input](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       auto src = inputs[i].contiguous();
                       auto flat = at::empty({size_ * src.numel()}, src.options());
@@ -718,7 +761,8 @@ class BackendInfiniCCL : public c10d::Backend {
                                                  const c10d::AllgatherOptions &opts) override {
     CheckTimesGroup(output, input, "all_gather_into_tensor", "output", "input");
     std::vector<at::Tensor> ins{input}, outs{output};
-    return Submit("all_gather_into_tensor", OpType::_ALLGATHER_BASE, ins, outs, opts,
+    return Submit("all_gather_into_tensor", "infiniccl:all_gather",
+                  OpType::_ALLGATHER_BASE, ins, outs, opts,
                   [this, input, output](void *stream) { GatherInto(output, input, stream); });
   }
 
@@ -730,8 +774,8 @@ class BackendInfiniCCL : public c10d::Backend {
       CheckTimesGroup(outputs[i], inputs[i], "allgather_into_tensor_coalesced", "an output",
                       "input");
     }
-    return Submit("allgather_into_tensor_coalesced", OpType::COALESCED, inputs, outputs,
-                  opts, [this, inputs, outputs](void *stream) {
+    return Submit("allgather_into_tensor_coalesced", "infiniccl:all_gather",
+                  OpType::COALESCED, inputs, outputs, opts, [this, inputs, outputs](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       GatherInto(outputs[i], inputs[i], stream);
                     }
@@ -748,7 +792,8 @@ class BackendInfiniCCL : public c10d::Backend {
     auto ins = inputs[0];
     auto rop = opts.reduceOp;
     PreMul pre(rop);
-    return Submit("reduce_scatter", OpType::REDUCE_SCATTER, ins, outputs, opts,
+    return Submit("reduce_scatter", "infiniccl:reduce_scatter",
+                  OpType::REDUCE_SCATTER, ins, outputs, opts,
                   [this, out, ins, rop, pre](void *stream) {
                     at::Tensor flat = Flatten(ins);
                     pre.Scale(flat);
@@ -762,7 +807,8 @@ class BackendInfiniCCL : public c10d::Backend {
     auto rop = opts.reduceOp;
     PreMul pre(rop);
     std::vector<at::Tensor> ins{input}, outs{output};
-    return Submit("reduce_scatter_tensor", OpType::_REDUCE_SCATTER_BASE, ins, outs, opts,
+    return Submit("reduce_scatter_tensor", "infiniccl:reduce_scatter",
+                  OpType::_REDUCE_SCATTER_BASE, ins, outs, opts,
                   [this, output, input, rop, pre](void *stream) {
                     ScatterFrom(output, pre.Scaled(input.contiguous()), rop, stream);
                   });
@@ -778,8 +824,8 @@ class BackendInfiniCCL : public c10d::Backend {
     }
     auto rop = opts.reduceOp;
     PreMul pre(rop);
-    return Submit("reduce_scatter_tensor_coalesced", OpType::COALESCED, inputs, outputs,
-                  opts, [this, inputs, outputs, rop, pre](void *stream) {
+    return Submit("reduce_scatter_tensor_coalesced", "infiniccl:reduce_scatter",
+                  OpType::COALESCED, inputs, outputs, opts, [this, inputs, outputs, rop, pre](void *stream) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       ScatterFrom(outputs[i], pre.Scaled(inputs[i].contiguous()), rop, stream);
                     }
@@ -805,7 +851,8 @@ class BackendInfiniCCL : public c10d::Backend {
     auto recvs = Split(output, out_splits, "output");
     std::vector<at::Tensor> ins{input}, outs{output};
     bool even = in_splits.empty() && out_splits.empty();
-    return Submit("all_to_all_single", OpType::ALLTOALL_BASE, ins, outs, opts,
+    return Submit("all_to_all_single", "infiniccl:all_to_all",
+                  OpType::ALLTOALL_BASE, ins, outs, opts,
                   [this, input, output, sends, recvs, even](void *stream) {
                     if (even && output.is_contiguous()) {
                       auto src = input.contiguous();
@@ -827,7 +874,7 @@ class BackendInfiniCCL : public c10d::Backend {
     }
     for (int j = 0; j < size_; ++j) SameType(outputs[j], inputs[j], "all_to_all");
     if (coalescing_) Fail("all_to_all cannot be coalesced (it is a group of its own)");
-    return Submit("all_to_all", OpType::ALLTOALL, inputs, outputs, opts,
+    return Submit("all_to_all", "infiniccl:all_to_all", OpType::ALLTOALL, inputs, outputs, opts,
                   [this, inputs, outputs](void *stream) { Exchange(inputs, outputs, stream); });
   }
 
@@ -843,7 +890,7 @@ class BackendInfiniCCL : public c10d::Backend {
       outs = outputs[0];
     }
     auto in = inputs[0];
-    return Submit("gather", OpType::GATHER, inputs, outs, opts,
+    return Submit("gather", "infiniccl:gather", OpType::GATHER, inputs, outs, opts,
                   [this, in, outs, root](void *stream) {
                     auto src = in.contiguous();
                     Buf b = Raw(src);
@@ -868,7 +915,7 @@ class BackendInfiniCCL : public c10d::Backend {
       ins = inputs[0];
     }
     auto out = outputs[0];
-    return Submit("scatter", OpType::SCATTER, ins, outputs, opts,
+    return Submit("scatter", "infiniccl:scatter", OpType::SCATTER, ins, outputs, opts,
                   [this, ins, out, root](void *stream) {
                     Output o(out);
                     at::Tensor flat;
@@ -886,6 +933,7 @@ class BackendInfiniCCL : public c10d::Backend {
   // naming it (with wait_all_ranks, every such rank); the ranks waiting for
   // the release then raise at their own timeout.
   void monitoredBarrier(const c10d::BarrierOptions &opts, bool wait_all_ranks) override {
+    RECORD_USER_SCOPE("infiniccl:monitored_barrier");  // runs in the caller's thread
     Refuse("monitored_barrier");
     TORCH_CHECK(store_, "infiniccl: monitored_barrier needs the group's store");
     const Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
@@ -933,10 +981,12 @@ class BackendInfiniCCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override {
     std::vector<at::Tensor> none;
-    return Submit("barrier", OpType::BARRIER, none, none, opts, [this](void *) {
-      int one = 1;
-      Check(infinicclAllReduce(&one, &one, 1, infinicclInt32, infinicclSum, comm_, nullptr));
-    });
+    return Submit("barrier", "infiniccl:barrier", OpType::BARRIER, none, none, opts,
+                  [this](void *) {
+                    int one = 1;
+                    Check(infinicclAllReduce(&one, &one, 1, infinicclInt32, infinicclSum,
+                                             comm_, nullptr));
+                  });
   }
 
   // ---- point to point ----
@@ -955,7 +1005,7 @@ class BackendInfiniCCL : public c10d::Backend {
       Check(infinicclSendTagged(b.ptr, b.count, (infinicclDataType_t)b.type, dst, tag, comm_,
                                 stream));
     };
-    return P2P("send", OpType::SEND, tensors, std::move(op), -1);
+    return P2P("send", "infiniccl:send", OpType::SEND, tensors, std::move(op), -1);
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
@@ -972,7 +1022,7 @@ class BackendInfiniCCL : public c10d::Backend {
                                 nullptr, comm_, stream));
     };
     if (!c.is_same(t)) op.finish = [t, c] { t.copy_(c); };
-    return P2P("recv", OpType::RECV, tensors, std::move(op), src);
+    return P2P("recv", "infiniccl:recv", OpType::RECV, tensors, std::move(op), src);
   }
 
   // recv without src (as gloo's): the first message of `tag` from any rank;
@@ -1003,7 +1053,8 @@ class BackendInfiniCCL : public c10d::Backend {
       }
       if (!c.is_same(t)) t.copy_(c);
     };
-    return P2P("recvAnysource", OpType::RECVANYSOURCE, tensors, std::move(op), -1, source);
+    return P2P("recvAnysource", "infiniccl:recvAnySource",
+               OpType::RECVANYSOURCE, tensors, std::move(op), -1, source);
   }
 
   // batch_isend_irecv and _coalescing_manager: the sends, receives and
@@ -1015,7 +1066,7 @@ class BackendInfiniCCL : public c10d::Backend {
     TORCH_CHECK(!coalescing_, "infiniccl: startCoalescing while coalescing");
     coalescing_ = true;
     batch_.clear();
-    batch_outputs_.clear();
+    batch_inputs_.clear();
     batch_work_ = c10::make_intrusive<WorkInfiniCCL>(rank_, OpType::COALESCED,
                                                      "batch_isend_irecv", timeout_,
                                                      std::vector<at::Tensor>(), group_);
@@ -1031,6 +1082,9 @@ class BackendInfiniCCL : public c10d::Backend {
       work->Done(nullptr);
       return work;
     }
+    // One event for the batch, as NCCL's "nccl:coalesced".
+    work->Record("infiniccl:coalesced", batch_inputs_);
+    batch_inputs_.clear();
     if (batch_device_.is_cpu()) {
       work->MarkPosted();
       EnqueuePost(work, std::move(ops));
@@ -1281,8 +1335,9 @@ class BackendInfiniCCL : public c10d::Backend {
     }
   }
 
+  // `op` names the call in messages, `event` in torch.profiler (Record).
   template <typename Opts>
-  c10::intrusive_ptr<c10d::Work> Submit(const char *op, OpType type,
+  c10::intrusive_ptr<c10d::Work> Submit(const char *op, const char *event, OpType type,
                                         const std::vector<at::Tensor> &inputs,
                                         const std::vector<at::Tensor> &outputs, const Opts &opts,
                                         Job job) {
@@ -1301,11 +1356,13 @@ class BackendInfiniCCL : public c10d::Backend {
       P2POp call;
       call.post = std::move(job);
       batch_.push_back(std::move(call));
+      batch_inputs_.insert(batch_inputs_.end(), inputs.begin(), inputs.end());
       return batch_work_;
     }
     Ms limit = opts.timeout == c10d::kUnsetTimeout ? timeout_ : opts.timeout;
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, limit, outputs, group_);
+    work->Record(event, inputs);
     Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
     return work;
   }
@@ -1344,7 +1401,7 @@ class BackendInfiniCCL : public c10d::Backend {
     std::function<void()> finish;      // once it has completed (copy back, sync)
   };
 
-  c10::intrusive_ptr<c10d::Work> P2P(const char *op, OpType type,
+  c10::intrusive_ptr<c10d::Work> P2P(const char *op, const char *event, OpType type,
                                      const std::vector<at::Tensor> &tensors, P2POp p2p, int src,
                                      std::shared_ptr<int> source = nullptr) {
     seq_.fetch_add(1);
@@ -1358,10 +1415,12 @@ class BackendInfiniCCL : public c10d::Backend {
         Fail("batch_isend_irecv: tensors on different devices in one batch");
       }
       batch_.push_back(std::move(p2p));
+      batch_inputs_.insert(batch_inputs_.end(), tensors.begin(), tensors.end());
       return batch_work_;
     }
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, timeout_, tensors, group_);
+    work->Record(event, tensors);
     work->source_rank_ = src;
     work->source_ = std::move(source);
     if (!device.is_cpu()) {
@@ -1402,6 +1461,7 @@ class BackendInfiniCCL : public c10d::Backend {
   }
 
   void Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const Job &job, void *stream) {
+    work->Begin();
     work->Done(Capture(work, [&] { job(stream); }));
   }
 
@@ -1483,6 +1543,7 @@ class BackendInfiniCCL : public c10d::Backend {
 
   // On the worker.
   void Post(Item &item) {
+    item.work->Begin();
     bool open;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1610,7 +1671,7 @@ class BackendInfiniCCL : public c10d::Backend {
 
   bool coalescing_ = false;
   std::vector<P2POp> batch_;
-  std::vector<at::Tensor> batch_outputs_;
+  std::vector<at::Tensor> batch_inputs_;  // the batch's inputs: its event's shapes
   c10::intrusive_ptr<WorkInfiniCCL> batch_work_;
   c10::Device batch_device_{c10::kCPU};
   void *batch_stream_ = nullptr;
