@@ -29,8 +29,8 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def pg(comm):
-    # A fresh store port, agreed on through the library (an earlier module's
-    # group in the same session may still hold the first one).
+    # A fresh store port, agreed on through the library (the group of a
+    # module run before this one in the pytest run may hold the first one).
     import socket
 
     import numpy as np
