@@ -63,8 +63,11 @@ endif()
 
 if(_torch_version)
   message(STATUS "InfiniCCL wheel: C++ torch backend against torch ${_torch_version}")
+  # The C++ backend's sources (python/setup.py's CSRC lists the same).
+  set(_csrc ${PROJECT_SOURCE_DIR}/python/infiniccl/csrc)
   python_add_library(infiniccl_c10d MODULE WITH_SOABI
-                     ${PROJECT_SOURCE_DIR}/python/infiniccl/csrc/backend.cpp)
+                     ${_csrc}/backend.cpp ${_csrc}/collectives.cpp ${_csrc}/p2p.cpp
+                     ${_csrc}/work.cpp)
   set_target_properties(infiniccl_c10d PROPERTIES OUTPUT_NAME _c10d
                         INSTALL_RPATH "$ORIGIN")
   target_include_directories(infiniccl_c10d SYSTEM PRIVATE ${_torch_includes})

@@ -25,6 +25,8 @@ from setuptools.command.build_py import build_py
 MIN_TORCH = (2, 7)  # _loader.TORCH_CPP_MIN: c10d::Backend::shutdown() is overridden
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The C++ backend's sources (infiniccl/csrc; cmake/Wheel.cmake lists the same).
+CSRC = ["backend.cpp", "collectives.cpp", "p2p.cpp", "work.cpp"]
 
 
 def _include_dir():
@@ -55,9 +57,11 @@ def _torch_extension():
     if not os.path.exists(os.path.join(include, "infiniccl", "infiniccl.h")):
         raise RuntimeError("infiniccl/infiniccl.h not found under %s: set INFINICCL_INCLUDE" %
                            include)
+    csrc = os.path.join("infiniccl", "csrc")
     ext = cpp_extension.CppExtension(
-        "infiniccl._c10d", [os.path.join("infiniccl", "csrc", "backend.cpp")],
-        include_dirs=[include], extra_compile_args=["-O2"])
+        "infiniccl._c10d", [os.path.join(csrc, f) for f in CSRC],
+        include_dirs=[include], depends=[os.path.join(csrc, "backend.h")],
+        extra_compile_args=["-O2"])
 
     class BuildExt(cpp_extension.BuildExtension):
         def run(self):

@@ -648,7 +648,10 @@ def test_abort_process_group(comm):
     _abort_process_group(g)
     took = time.monotonic() - t0
     if stuck is not None:
-        with pytest.raises(RuntimeError, match="abort"):
+        # Its own abort ("aborted"), or a peer's seen first by the call
+        # waiting in shared memory ("rank 1 left the communicator
+        # (infinicclCommAbort)"): which comes first is a race.
+        with pytest.raises(RuntimeError, match="(?i)abort"):
             stuck.wait()
     assert took < 1.0, took
     assert t.item() == n
