@@ -10,7 +10,8 @@
 // (before they map it), so nothing is left in /dev/shm once Create returns,
 // whether the job then ends or is killed; each rank unmaps its view alone.
 // Only a rank killed between the leader's shm_open and the unlink leaves
-// the name behind (node size x the regions).
+// the name behind, sized but with no page allocated (the leader reserves
+// the pages after the unlink).
 #pragma once
 
 #include <mpi.h>
