@@ -41,9 +41,15 @@ Communicator::~Communicator() {
   Watchdog::Unwatch(this);
   engine_.store(nullptr);
   if (aborted()) {
+    // The shared-memory segment with them, after the engine: device copies
+    // of a landed call into and out of it may wait on the caller's stream
+    // behind that kernel; it is unmapped (and its page-locking undone) once
+    // they have run (~ShmBackend).
     std::shared_ptr<Topology> topology = std::move(topology_);
+    std::shared_ptr<ShmBackend> shm = std::move(shm_backend_);
     if (engine_owner_ || topology) {
-      ProgressEngine::DestroyLater(std::move(engine_owner_), [topology] {});
+      ProgressEngine::DestroyLater(std::move(engine_owner_),
+                                   [topology = std::move(topology), shm = std::move(shm)] {});
     }
     ccl_backend_.reset();
     return;  // the pool's idle buffers stay for MemTrim or Finalize to free

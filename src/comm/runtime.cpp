@@ -10,9 +10,11 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
@@ -25,6 +27,10 @@
 #include "staging/staging_pool.h"
 
 namespace infiniccl {
+
+// How long infinicclFinalize waits for aborted communicators still being
+// destroyed (ProgressEngine::DestroyLater) before it leaves them behind.
+constexpr std::chrono::milliseconds kWaitForAborted{5000};
 
 namespace {
 
@@ -190,9 +196,28 @@ Status Runtime::Finalize() {
   }
   for (auto &entry : leftover) entry.second->NoteLeft(SeqBoard::kFinalized);
   leftover.clear();  // frees their MPI communicators while MPI is still up
-  // Aborted communicators' engines and topologies, still being destroyed.
-  ProgressEngine::WaitDestroyed();
-  StagingPool::Global().Trim();
+  // Aborted communicators' engines, topologies and shared-memory segments,
+  // still being destroyed: one whose queued work waits for a stream held by
+  // a kernel that never ends is left behind (the thread destroying it stays
+  // blocked, and the process may exit with it).
+  const std::vector<std::string> behind = ProgressEngine::WaitDestroyed(kWaitForAborted);
+  if (behind.empty()) {
+    StagingPool::Global().Trim();
+  } else {
+    std::string names;
+    for (const std::string &n : behind) {
+      names += (names.empty() ? "" : "; ") + (n.empty() ? std::string("no engine") : n);
+    }
+    // Freeing pinned memory waits for the device (cudaFreeHost), which
+    // runs that kernel: the idle staging buffers stay until the exit.
+    LogPrint(LogLevel::kWarn,
+             "infinicclFinalize: %zu aborted communicator(s) not destroyed after %lld ms "
+             "(%s): their queued work still waits for the caller's stream, held by a "
+             "kernel that has not ended; left behind, with what they hold (the "
+             "shared-memory segment), and the idle staging buffers not freed (freeing "
+             "pinned memory waits for the device), until the process exits",
+             behind.size(), static_cast<long long>(kWaitForAborted.count()), names.c_str());
+  }
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);
   mpi::SetOversubscribed(false);

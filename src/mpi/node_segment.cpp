@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -37,6 +40,25 @@ struct FdGuard {
 };
 
 constexpr int kNameBytes = 64;
+constexpr int kNameAttempts = 16;
+
+// 64 bits from the kernel's random source (getrandom, /dev/urandom); the
+// clock and a counter mixed in where that fails.
+uint64_t RandomBits() {
+  uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof bits)) {
+    return bits;
+  }
+  static std::atomic<uint64_t> counter{0};
+  uint64_t x = static_cast<uint64_t>(
+                   std::chrono::steady_clock::now().time_since_epoch().count()) ^
+               (counter.fetch_add(1) * 0x9E3779B97F4A7C15ULL);
+  x ^= x >> 33;  // splitmix64's finaliser
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
 
 }  // namespace
 
@@ -64,20 +86,19 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
   FdGuard fd;
   std::string local_why;
   if (seg->node_rank_ == 0) {
-    static std::atomic<unsigned> counter{0};
-    std::snprintf(name, sizeof name, "/infiniccl-%s-%d-%u", tag, static_cast<int>(getpid()),
-                  counter.fetch_add(1));
-    fd.fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    // The pages are reserved now: a tmpfs too small for them (a container's
-    // 64 MiB /dev/shm, several jobs) fails here, and the ranks use MPI,
-    // instead of a SIGBUS at the first touch of a page past its end.
-    const bool sized = fd.fd >= 0 && ftruncate(fd.fd, static_cast<off_t>(seg->bytes_)) == 0;
-    const int reserve = sized ? posix_fallocate(fd.fd, 0, static_cast<off_t>(seg->bytes_)) : 0;
-    if (!sized || reserve != 0) {
-      local_why = std::string(reserve != 0 ? "posix_fallocate " : "shm_open/ftruncate ") + name +
-                  " (" + std::to_string(seg->bytes_) + " bytes): " +
-                  std::strerror(reserve != 0 ? reserve : errno) +
-                  (reserve != 0 ? " (is /dev/shm large enough?)" : "");
+    // A name nobody can guess (64 random bits), made here or not at all
+    // (O_EXCL): a name another process made first, by chance or to take
+    // the ranks off shared memory, is passed over for a fresh one.
+    for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
+      std::snprintf(name, sizeof name, "/infiniccl-%s-%d-%016llx", tag,
+                    static_cast<int>(getpid()), static_cast<unsigned long long>(RandomBits()));
+      fd.fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd.fd >= 0 || errno != EEXIST) break;
+    }
+    // Sized now, its pages reserved once the name is gone (below).
+    if (fd.fd < 0 || ftruncate(fd.fd, static_cast<off_t>(seg->bytes_)) != 0) {
+      local_why = std::string("shm_open/ftruncate ") + name + " (" +
+                  std::to_string(seg->bytes_) + " bytes): " + std::strerror(errno);
       if (fd.fd >= 0) {
         shm_unlink(name);
         close(fd.fd);
@@ -92,26 +113,54 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
     fd.fd = shm_open(name, O_RDWR, 0600);
     if (fd.fd < 0) local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
   }
-  if (fd.fd >= 0) {
-    // Mapped page by page now rather than at each page's first touch: the
-    // first pass of calls over a segment otherwise takes one fault per page
-    // and process (about 1 ms over the first 100 AllReduce calls of 64 KiB).
-    void *p = mmap(nullptr, seg->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                   fd.fd, 0);
-    if (p == MAP_FAILED) {
-      local_why = std::string("mmap: ") + std::strerror(errno);
-    } else {
-      seg->base_ = static_cast<char *>(p);  // unmapped by ~NodeSegment from here on
+  // The name goes as soon as every rank of the node holds the segment open
+  // (an open descriptor keeps it; mapping needs no name): it exists from
+  // the leader's shm_open to the slowest rank's, every rank already inside
+  // Create (MPI_Comm_split_type above), not through the reservation and
+  // the mapping.
+  int opened = fd.fd >= 0 ? 1 : 0, all_opened = 0;
+  const Status agreed_open = MpiCheck(
+      MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce");
+  if (seg->node_rank_ == 0 && name[0] != '\0') shm_unlink(name);
+  INFINICCL_RETURN_IF_ERROR(agreed_open);
+  if (!all_opened) {
+    *why = local_why.empty() ? "another rank on this node could not open the segment"
+                             : local_why;
+    return Status::Ok();
+  }
+  // The pages are reserved now: a tmpfs too small for them (a container's
+  // 64 MiB /dev/shm, several jobs) fails here, and the ranks use MPI,
+  // instead of a SIGBUS at the first touch of a page past its end. The
+  // other ranks map it meanwhile: prefaulting (MAP_POPULATE) a page the
+  // tmpfs cannot hold fails quietly, and no rank touches the segment before
+  // all agree below.
+  if (seg->node_rank_ == 0) {
+    const int reserve = posix_fallocate(fd.fd, 0, static_cast<off_t>(seg->bytes_));
+    if (reserve != 0) {
+      local_why = std::string("posix_fallocate ") + name + " (" +
+                  std::to_string(seg->bytes_) + " bytes): " + std::strerror(reserve) +
+                  " (is /dev/shm large enough?)";
     }
+  }
+  // Mapped page by page now rather than at each page's first touch: the
+  // first pass of calls over a segment otherwise takes one fault per page
+  // and process (about 1 ms over the first 100 AllReduce calls of 64 KiB).
+  void *p = mmap(nullptr, seg->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                 fd.fd, 0);
+  if (!local_why.empty()) {
+    if (p != MAP_FAILED) munmap(p, seg->bytes_);
+  } else if (p == MAP_FAILED) {
+    local_why = std::string("mmap: ") + std::strerror(errno);
+  } else {
+    seg->base_ = static_cast<char *>(p);  // unmapped by ~NodeSegment from here on
   }
   // Every rank of the node holds a view, or none uses the segment.
   int ok = seg->base_ != nullptr ? 1 : 0, all_ok = 0;
-  const Status agreed = MpiCheck(
-      MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce");
-  if (seg->node_rank_ == 0 && name[0] != '\0') shm_unlink(name);  // all have mapped it
-  INFINICCL_RETURN_IF_ERROR(agreed);
+  INFINICCL_RETURN_IF_ERROR(MpiCheck(
+      MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce"));
   if (!all_ok) {
-    *why = local_why.empty() ? "another rank on this node could not map the segment"
+    *why = local_why.empty() ? "another rank on this node could not reserve or map the "
+                               "segment"
                              : local_why;
     return Status::Ok();
   }

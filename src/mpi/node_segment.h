@@ -6,9 +6,12 @@
 // freed collectively (MPI_Win_free synchronises), which would make
 // infinicclCommDestroy and CommAbort collective and could deadlock when ranks
 // destroy communicators in different orders. Here the node's first rank
-// unlinks the segment as soon as every rank of the node has mapped it, so
-// nothing is left in /dev/shm once Create returns, whether the job then ends
-// or is killed; each rank unmaps its view alone.
+// unlinks the segment as soon as every rank of the node has opened it
+// (before they map it), so nothing is left in /dev/shm once Create returns,
+// whether the job then ends or is killed; each rank unmaps its view alone.
+// Only a rank killed between the leader's shm_open and the unlink leaves
+// the name behind, sized but with no page allocated (the leader reserves
+// the pages after the unlink).
 #pragma once
 
 #include <mpi.h>
@@ -29,7 +32,8 @@ class NodeSegment {
   // `tail_bytes` follow for all. On success *out is the segment, or null with
   // *why set when shared memory is unavailable on some rank of the node (all
   // of them agree); an error status only for a failed MPI call. `tag` names
-  // the segment while it exists ("/infiniccl-<tag>-<pid>-<n>").
+  // the segment while it exists ("/infiniccl-<tag>-<leader's pid>-<64
+  // random bits in hex>", made with O_EXCL, a fresh name on EEXIST).
   static Status Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes, const char *tag,
                        std::unique_ptr<NodeSegment> *out, std::string *why);
   ~NodeSegment();

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <set>
+
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/threads.h"
@@ -266,11 +268,12 @@ void ProgressEngine::OpenGate(const DeviceKey &key, PerDevice &d, uint32_t targe
 }
 
 namespace {
-// Engines DestroyLater has not finished destroying.
+// Engines DestroyLater has not finished destroying, by their names (an
+// empty name: nothing but `also`).
 struct Destroying {
   std::mutex mutex;
   std::condition_variable done;
-  int pending = 0;
+  std::multiset<std::string> pending;
 };
 Destroying &Pending() {
   static auto *d = new Destroying();  // lives through exit
@@ -281,15 +284,26 @@ Destroying &Pending() {
 void ProgressEngine::DestroyLater(std::unique_ptr<ProgressEngine> engine,
                                   std::function<void()> also) {
   Destroying &d = Pending();
+  std::string name = engine != nullptr ? engine->name_ : std::string();
+  std::multiset<std::string>::iterator entry;
   {
     std::lock_guard<std::mutex> lock(d.mutex);
-    ++d.pending;
+    entry = d.pending.insert(std::move(name));
   }
-  auto finish = [e = engine.release(), also = std::move(also), &d] {
-    delete e;
-    if (also) also();
+  // On the heap, reached through one pointer: nothing that `also` holds is
+  // copied, so all of it goes on the thread that runs it.
+  struct Job {
+    ProgressEngine *engine;
+    std::function<void()> also;
+  };
+  auto *job = new Job{engine.release(), std::move(also)};
+  auto finish = [job, &d, entry] {
+    delete job->engine;
+    if (job->also) job->also();
+    delete job;
     std::lock_guard<std::mutex> lock(d.mutex);
-    if (--d.pending == 0) d.done.notify_all();
+    d.pending.erase(entry);
+    if (d.pending.empty()) d.done.notify_all();
   };
   try {
     std::thread(finish).detach();
@@ -298,10 +312,11 @@ void ProgressEngine::DestroyLater(std::unique_ptr<ProgressEngine> engine,
   }
 }
 
-void ProgressEngine::WaitDestroyed() {
+std::vector<std::string> ProgressEngine::WaitDestroyed(std::chrono::milliseconds bound) {
   Destroying &d = Pending();
   std::unique_lock<std::mutex> lock(d.mutex);
-  d.done.wait(lock, [&] { return d.pending == 0; });
+  if (d.done.wait_for(lock, bound, [&] { return d.pending.empty(); })) return {};
+  return std::vector<std::string>(d.pending.begin(), d.pending.end());
 }
 
 void ProgressEngine::Finish(Item &item, PerDevice &d, const Status &status) {

@@ -107,8 +107,10 @@ class ProgressEngine {
   static void DestroyLater(std::unique_ptr<ProgressEngine> engine,
                            std::function<void()> also = nullptr);
   // Returns once every engine given to DestroyLater is destroyed (Finalize,
-  // before MPI and the device runtimes go).
-  static void WaitDestroyed();
+  // before MPI and the device runtimes go), or after `bound`: then the names
+  // of the engines still being destroyed (their threads wait for a stream
+  // held by a kernel that has not ended), empty when all are gone.
+  static std::vector<std::string> WaitDestroyed(std::chrono::milliseconds bound);
 
   // What the engine's thread runs now, for the watchdog; `stage()` says
   // whether it still waits for the caller's stream to reach the call.

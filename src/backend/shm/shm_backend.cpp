@@ -436,19 +436,11 @@ bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
 ShmBackend::~ShmBackend() {
   Leave(kLeftDestroyed);
   if (landing_free_ != nullptr) {
-    if (aborted_.load(std::memory_order_relaxed)) {
-      // CommAbort: a landed call's copies may wait on a stream behind a
-      // kernel that never ends; the mapping stays (its name is unlinked
-      // already: the memory goes with the process).
-      INFINICCL_INFO("shared memory: the aborted communicator's segment stays mapped until "
-                     "the process exits (device copies into it may still be queued)");
-      // Kept where the process can still reach it (not a leak to a checker).
-      static std::mutex mutex;
-      static auto *kept = new std::vector<std::unique_ptr<NodeSegment>>();
-      std::lock_guard<std::mutex> lock(mutex);
-      kept->push_back(std::move(segment_));
-      return;
-    }
+    // After the copy out of the last landed call: the caller's stream no
+    // longer reads or writes the segment. For an aborted communicator this
+    // runs on the thread that destroys its engine (Communicator), after the
+    // engine's thread is done: the stream may still be held by a long
+    // kernel, and the copies behind it use the mapping until it ends.
     (void)registered_with_->EventSynchronize(landing_free_);
     (void)registered_with_->EventDestroy(landing_free_);
   }
