@@ -58,6 +58,7 @@
 #include <chrono>
 #include <cstdio>
 #include <dirent.h>
+#include <malloc.h>
 #include <string>
 #include <cstdlib>
 #include <cstring>
@@ -361,13 +362,17 @@ infinicclComm_t SurviveKill(infinicclComm_t comm, int rank, int size, bool devic
   return sub;
 }
 
-// What the cycles watch: /proc/self/status's VmRSS and RssShmem (KiB), the
+// What the cycles watch: the heap's bytes in use (malloc's own count:
+// live allocations, whatever the allocator's fragmentation makes of the
+// resident set), /proc/self/status's VmRSS and RssShmem (KiB), the
 // process's threads and the library's entries in /dev/shm.
 struct Footprint {
-  long rss_kib = 0, shmem_kib = 0;
+  long heap_kib = 0, rss_kib = 0, shmem_kib = 0;
   int threads = 0, shm_entries = 0;
   static Footprint Now() {
     Footprint f;
+    const struct mallinfo2 m = mallinfo2();
+    f.heap_kib = static_cast<long>((m.uordblks + m.hblkhd) / 1024);
     if (FILE *st = std::fopen("/proc/self/status", "r")) {
       char line[256];
       while (std::fgets(line, sizeof line, st)) {
@@ -414,18 +419,26 @@ int Cycles(infinicclComm_t comm, int rank, int size, bool device, int cycles) {
   const Footprint late = Footprint::Now();  // as `early`: one grown communicator
   Check(infinicclCommDestroy(comm), comm, "infinicclCommDestroy (grown)");
   if (rank == 0 && cycles > 5) {
-    std::printf("rank 0 after cycle 5 and after cycle %d: VmRSS %ld -> %ld KiB, RssShmem %ld -> "
-                "%ld KiB, threads %d -> %d, /dev/shm entries %d -> %d\n",
-                cycles, early.rss_kib, late.rss_kib, early.shmem_kib, late.shmem_kib,
-                early.threads, late.threads, early.shm_entries, late.shm_entries);
+    std::printf("rank 0 after cycle 5 and after cycle %d: heap in use %ld -> %ld KiB, VmRSS "
+                "%ld -> %ld KiB, RssShmem %ld -> %ld KiB, threads %d -> %d, /dev/shm entries "
+                "%d -> %d\n",
+                cycles, early.heap_kib, late.heap_kib, early.rss_kib, late.rss_kib,
+                early.shmem_kib, late.shmem_kib, early.threads, late.threads, early.shm_entries,
+                late.shm_entries);
     // Flat: no segment (3 MiB per rank of the node), engine thread or
-    // /dev/shm entry kept per cycle. The resident set may grow by Open MPI's
-    // own state for each started job: a plain MPI program of the same
-    // cycles (kill, revoke, shrink, spawn, merge) grows 104 KiB per cycle
-    // with Open MPI 5.0.11; 160 KiB per cycle are allowed.
-    const long rss_bound = 160L * (cycles - 5) + 2048;
-    if (late.rss_kib - early.rss_kib > rss_bound || late.shmem_kib - early.shmem_kib > 2048 ||
-        late.threads > early.threads || late.shm_entries > early.shm_entries) {
+    // /dev/shm entry kept per cycle. The heap in use grows by Open MPI's own
+    // state for each started job: a plain MPI program of the same cycles
+    // (kill, revoke, shrink, spawn, merge) keeps 255 KiB more per cycle with
+    // Open MPI 5.0.11, this one 265 KiB (the extra: the MPI communicator of
+    // each aborted communicator, left to MPI_Finalize), host and device
+    // alike. 300 KiB per cycle are allowed: a leaked 1 MiB buffer per cycle
+    // fails. (The resident set is printed, not bounded: on device buffers
+    // the allocator's fragmentation around the 1 MiB buffers makes it grow
+    // beyond the heap in use.)
+    const long heap_bound = 300L * (cycles - 5) + 2048;
+    if (late.heap_kib - early.heap_kib > heap_bound ||
+        late.shmem_kib - early.shmem_kib > 2048 || late.threads > early.threads ||
+        late.shm_entries > early.shm_entries) {
       std::fprintf(stderr, "test_shrink rank 0: memory, threads or /dev/shm grew over the "
                    "cycles\n");
       return 1;
