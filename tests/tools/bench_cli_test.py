@@ -251,8 +251,12 @@ def case_overlap():
         expect(abs(mx - max(compute, comm)) <= 0.2 and abs(total - compute - comm) <= 0.2,
                "max and sum columns: %s" % [compute, comm, mx, total])
         want = (compute + comm - both) / min(compute, comm)
-        expect(abs(eff - want) <= 0.002,
-               "efficiency %.3f, from the times %.3f" % (eff, want))
+        # The times are printed to 0.1 us (each off by up to 0.05), and the
+        # efficiency divides their sum by the smaller: its error grows as
+        # that time shrinks.
+        slack = 0.002 + 3 * 0.05 / min(compute, comm)
+        expect(abs(eff - want) <= slack,
+               "efficiency %.3f, from the times %.3f (within %.4f)" % (eff, want, slack))
         expect(re.search(r"^# Out of bounds values : 0 OK$", out, re.M), "footer:\n" + out)
         with open(js) as f:
             doc = json.load(f)
