@@ -99,8 +99,9 @@ class ShmBackend final : public Backend {
     aborted_.store(true, std::memory_order_relaxed);
     Leave(kLeftAborted);
   }
-  // The same for infinicclCommRevoke (the peers' message names it).
-  void Revoke() {
+  // The same for infinicclCommRevoke and a failed two-level step (the
+  // peers' message names the revoke): Backend::Revoke.
+  void Revoke() override {
     aborted_.store(true, std::memory_order_relaxed);
     Leave(kLeftRevoked);
   }
