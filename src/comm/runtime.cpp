@@ -144,6 +144,15 @@ Status Runtime::Init(int *argc, char ***argv) {
     const unsigned cores = UsableCores(&limit);
     const bool over = mpi::PollsWhenOversubscribed(s.world_size, on_node, cores);
     mpi::SetOversubscribed(over);
+    // Open MPI's launcher sets it for `--with-ft ulfm`.
+    const char *ft = std::getenv("OMPI_MCA_mpi_ft_enable");
+    const bool revocable = mpi::FtCompiled() && ft != nullptr &&
+                           (std::strcmp(ft, "1") == 0 || std::strcmp(ft, "true") == 0);
+    mpi::SetRevocable(revocable);
+    if (revocable) {
+      INFINICCL_INFO("MPI tolerates failures (--with-ft ulfm): waits for MPI poll, and end "
+                     "once their communicator is revoked");
+    }
     if (over) {
       INFINICCL_INFO("%d ranks share %u usable cores (%s): waits for MPI poll with yields "
                      "and short sleeps instead of spinning inside MPI",
@@ -221,6 +230,7 @@ Status Runtime::Finalize() {
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);
   mpi::SetOversubscribed(false);
+  mpi::SetRevocable(false);
   if (s.owns_mpi) {
     // Every rank reaches MPI_Finalize's own synchronisation (a PMIx fence in
     // Open MPI) only once all have got here. A rank waiting in that fence

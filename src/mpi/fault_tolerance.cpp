@@ -60,6 +60,12 @@ bool RouteAroundFinalizeFence() {
   return true;
 }
 
+bool IsRevoked(MPI_Comm comm) {
+  int flag = 0;
+  return MPIX_Comm_is_revoked(comm, &flag) == MPI_SUCCESS && flag != 0;
+}
+int RevokedErrorCode() { return MPIX_ERR_REVOKED; }
+
 Status Revoke(MPI_Comm comm) {
   SerialLock lock;
   return MpiCheck(MPIX_Comm_revoke(comm), "MPIX_Comm_revoke");
@@ -121,6 +127,8 @@ Status Shrink(MPI_Comm comm, MPI_Comm *out) {
 
 #else
 
+bool IsRevoked(MPI_Comm) { return false; }
+int RevokedErrorCode() { return MPI_ERR_OTHER; }
 Status Revoke(MPI_Comm) { return Missing("MPIX_Comm_revoke"); }
 Status FailedRanks(MPI_Comm, std::vector<int> *ranks) {
   ranks->clear();

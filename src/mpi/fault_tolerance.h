@@ -17,6 +17,12 @@ namespace infiniccl::mpi {
 // Whether the MPI built against has the extension's calls.
 bool FtCompiled();
 
+// MPIX_Comm_is_revoked (false without the extension).
+bool IsRevoked(MPI_Comm comm);
+// The error code of a call on a revoked communicator: MPIX_ERR_REVOKED
+// (MPI_ERR_OTHER without the extension).
+int RevokedErrorCode();
+
 // MPIX_Comm_revoke: every process's pending and later calls on `comm`
 // (shrink and agree excepted) fail with MPIX_ERR_REVOKED.
 Status Revoke(MPI_Comm comm);

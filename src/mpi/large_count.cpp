@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <tuple>
 
 #include <atomic>
 
@@ -17,10 +18,18 @@ namespace {
 // (serialised or oversubscribed, mpi_thread.h), its nonblocking form
 // `nonblocking(args..., &request)` posted (under the lock when serialised)
 // and polled to completion.
+// Every call here takes its communicator last: a polled wait ends when it is
+// revoked (mpi_thread.h, Revocable).
+template <typename... Args>
+MPI_Comm CommOf(Args... args) {
+  return std::get<sizeof...(Args) - 1>(std::make_tuple(args...));
+}
 template <typename Blocking, typename Nonblocking, typename... Args>
 int Call(Blocking blocking, Nonblocking nonblocking, Args... args) {
-  if (Polled())
-    return PostAndWait([&](MPI_Request *q) { return nonblocking(args..., q); });
+  if (Polled()) {
+    return PostAndWait([&](MPI_Request *q) { return nonblocking(args..., q); },
+                       MPI_STATUS_IGNORE, CommOf(args...));
+  }
   return blocking(args...);
 }
 
@@ -114,7 +123,7 @@ int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm 
   const int rc =
       Polled() ? PostAndWait(
                      [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); },
-                     &status)
+                     &status, c)
                : MPI_Recv_c(b, k, t, peer, tag, c, &status);
   if (rc == MPI_SUCCESS && source != nullptr) *source = status.MPI_SOURCE;
   return rc;
@@ -175,7 +184,7 @@ int Send(const void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
 int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *status) {
   if (Polled()) {
     return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); }, status);
+        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); }, status, c);
   }
   return MPI_Recv(b, k, t, peer, tag, c, status);
 }
@@ -410,7 +419,7 @@ int Sendrecv(const void *s, void *r, int k, MPI_Datatype t, int dest, int source
   }
   for (MPI_Request &one : q) {
     if (rc != MPI_SUCCESS) break;
-    rc = WaitPolled(&one);
+    rc = WaitPolled(&one, MPI_STATUS_IGNORE, c);
   }
   return rc;
 }

@@ -1,5 +1,7 @@
 #include "mpi/mpi_thread.h"
 
+#include "mpi/fault_tolerance.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +13,7 @@ namespace {
 
 std::atomic<bool> g_serialized{false};
 std::atomic<bool> g_oversubscribed{false};
+std::atomic<bool> g_revocable{false};
 
 std::recursive_mutex &Mutex() {
   static std::recursive_mutex *m = new std::recursive_mutex();  // usable at exit
@@ -29,8 +32,14 @@ bool Serialized() {
 void SetOversubscribed(bool on) {
   g_oversubscribed.store(on, std::memory_order_release);
 }
+void SetRevocable(bool on) {
+  g_revocable.store(on, std::memory_order_release);
+}
+bool Revocable() {
+  return g_revocable.load(std::memory_order_acquire);
+}
 bool Polled() {
-  return Serialized() || g_oversubscribed.load(std::memory_order_acquire);
+  return Serialized() || g_oversubscribed.load(std::memory_order_acquire) || Revocable();
 }
 bool Oversubscribed(int ranks_on_node, unsigned cores) {
   return cores > 0 && ranks_on_node > 0 && static_cast<unsigned>(ranks_on_node) > cores;
@@ -66,7 +75,8 @@ int Wait(MPI_Request *req, MPI_Status *status) {
   return Polled() ? WaitPolled(req, status) : MPI_Wait(req, status);
 }
 
-int WaitPolled(MPI_Request *req, MPI_Status *status) {
+int WaitPolled(MPI_Request *req, MPI_Status *status, MPI_Comm comm) {
+  const bool revocable = comm != MPI_COMM_NULL && Revocable();
   // Yield first (a collective of a few bytes completes within a few polls),
   // then sleep briefly so that waiting threads leave the cores to the ranks
   // doing the work on an oversubscribed node.
@@ -77,6 +87,7 @@ int WaitPolled(MPI_Request *req, MPI_Status *status) {
       rc = MPI_Test(req, &done, status);
     }
     if (rc != MPI_SUCCESS || done) return rc;
+    if (revocable && polls % 64 == 63 && IsRevoked(comm)) return RevokedErrorCode();
     if (polls < 1000) {
       std::this_thread::yield();
     } else {

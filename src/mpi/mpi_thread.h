@@ -31,6 +31,14 @@ bool Serialized();
 // thread that computes (a DDP step's backward); a polled wait leaves it to
 // them. Set by Runtime::Init; off after Finalize.
 void SetOversubscribed(bool on);
+// Set by Runtime::Init where MPI tolerates failures at run time (Open MPI 5
+// under `mpirun --with-ft ulfm`): waits poll, and a wait given its
+// communicator ends with MPIX_ERR_REVOKED once that communicator is
+// revoked. Open MPI 5.0.11's blocking collectives can go on waiting after
+// a revoke, in a rendezvous send to a peer that left the call with the
+// failure (fault_ulfm_kill_device_ccl_np4 hung about one run in ten).
+void SetRevocable(bool on);
+bool Revocable();
 bool Polled();
 // Ranks sharing this node against its cores.
 bool Oversubscribed(int ranks_on_node, unsigned cores);
@@ -64,15 +72,19 @@ class SerialLock {
 };
 
 // Completes `*req` polling MPI_Test (under the lock when serialised, released
-// between polls); `status` as MPI_Wait's.
-int WaitPolled(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE);
+// between polls); `status` as MPI_Wait's. When Revocable() and `comm` is
+// given, returns MPIX_ERR_REVOKED once `comm` is revoked, leaving the
+// request to the revoked communicator.
+int WaitPolled(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE,
+               MPI_Comm comm = MPI_COMM_NULL);
 // WaitPolled when Polled(), else MPI_Wait.
 int Wait(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE);
 
 // Polled mode: posts a nonblocking call, `start(&request)` (under the lock
 // when serialised), and waits for it as above.
 template <typename Start>
-int PostAndWait(Start start, MPI_Status *status = MPI_STATUS_IGNORE) {
+int PostAndWait(Start start, MPI_Status *status = MPI_STATUS_IGNORE,
+                MPI_Comm comm = MPI_COMM_NULL) {
   MPI_Request request = MPI_REQUEST_NULL;
   int rc;
   {
@@ -80,7 +92,7 @@ int PostAndWait(Start start, MPI_Status *status = MPI_STATUS_IGNORE) {
     rc = start(&request);
   }
   if (rc != MPI_SUCCESS) return rc;
-  return WaitPolled(&request, status);
+  return WaitPolled(&request, status, comm);
 }
 
 }  // namespace infiniccl::mpi

@@ -311,21 +311,6 @@ int Kill(infinicclComm_t comm, int rank, int size, bool device, bool grow) {
   return 0;
 }
 
-// A process the survivors started: it joins them and sums with them.
-int Child(bool device) {
-  infinicclComm_t grown = nullptr;
-  Check(infinicclCommGrow(nullptr, 0, nullptr, nullptr, &grown), nullptr,
-        "infinicclCommGrow (started process)");
-  int rank = -1, size = 0;
-  Check(infinicclCommUserRank(grown, &rank), grown, "infinicclCommUserRank");
-  Check(infinicclCommCount(grown, &size), grown, "infinicclCommCount");
-  g_rank = rank;
-  SumsExact(grown, size - 1, size, device);
-  Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
-  std::printf("SHRINK PASS rank=%d (started)\n", rank);
-  return 0;
-}
-
 // The victim's side of a cycle: AllReduces until the fifth, then SIGKILL.
 [[noreturn]] void DieMidLoop(infinicclComm_t comm, int rank, int size, bool device) {
   Buffers b(device, 1 << 18);
@@ -448,8 +433,8 @@ int Cycles(infinicclComm_t comm, int rank, int size, bool device, int cycles) {
   return 0;
 }
 
-// A process a cycle started: joins, sums, and is the next cycle's victim
-// unless it was started by the last.
+// A started process: joins, sums, and is the next cycle's victim while
+// cycles are left (left > 0).
 int CycleChild(bool device, int left) {
   infinicclComm_t grown = nullptr;
   Check(infinicclCommGrow(nullptr, 0, nullptr, nullptr, &grown), nullptr,
@@ -506,14 +491,12 @@ int main(int argc, char **argv) {
     }
   }
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
-  if (std::strcmp(argv[1], "cycle-child") == 0 && argc > 3) {
-    const int rc = CycleChild(std::strcmp(argv[2], "device") == 0, std::atoi(argv[3]));
-    std::fflush(stdout);
-    Check(infinicclFinalize(), nullptr, "infinicclFinalize");
-    return rc;
-  }
-  if (std::strcmp(argv[1], "child") == 0) {
-    const int rc = Child(argc > 2 && std::strcmp(argv[2], "device") == 0);
+  // A started process: "child host|device" joins and sums; "cycle-child
+  // host|device N" is also the next cycle's victim while N > 0.
+  const bool cycle = std::strcmp(argv[1], "cycle-child") == 0;
+  if (cycle || std::strcmp(argv[1], "child") == 0) {
+    const int rc = CycleChild(argc > 2 && std::strcmp(argv[2], "device") == 0,
+                              cycle && argc > 3 ? std::atoi(argv[3]) : 0);
     std::fflush(stdout);
     Check(infinicclFinalize(), nullptr, "infinicclFinalize");
     return rc;

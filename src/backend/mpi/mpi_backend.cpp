@@ -63,6 +63,23 @@ std::unique_ptr<P2pBatch> MpiBackend::NewP2pBatch() {
 }
 
 Status MpiBackend::Run(const CollArgs &a) {
+  Status st = RunKind(a);
+  // A process of comm_ failed during the call. MPI reports it only to the
+  // processes that talked to the failed one; a peer that talks only to this
+  // process, and would wait forever for a message this process will not
+  // send, returns once comm_ is revoked (with a fault-tolerant MPI).
+  if (st.code() == infinicclRemoteError && mpi::FtCompiled()) {
+    std::vector<int> failed;
+    if (mpi::FailedRanks(comm_, &failed).ok() && !failed.empty()) {
+      INFINICCL_INFO("%s: a process of its MPI communicator failed; revoking it so that the "
+                     "peers still inside the call return", CollKindName(a.kind));
+      (void)mpi::Revoke(comm_);
+    }
+  }
+  return st;
+}
+
+Status MpiBackend::RunKind(const CollArgs &a) {
   switch (a.kind) {
     case CollKind::kAllReduce: return AllReduce(a);
     case CollKind::kBroadcast: return Broadcast(a);

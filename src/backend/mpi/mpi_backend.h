@@ -34,6 +34,7 @@ class MpiBackend final : public Backend {
   void Revoke() override;
 
  private:
+  Status RunKind(const CollArgs &a);
   Status AllReduce(const CollArgs &a);
   Status Broadcast(const CollArgs &a);
   Status Reduce(const CollArgs &a);
