@@ -44,11 +44,11 @@ struct FdGuard {
 
 constexpr int kNameBytes = 64;
 
-void (*g_step_hook)(const char *step) = nullptr;
+void (*g_step_hook)(const char *tag, const char *step) = nullptr;
 bool g_force_named = false;
 
-void Step(const char *step) {
-  if (g_step_hook != nullptr) g_step_hook(step);
+void Step(const char *tag, const char *step) {
+  if (g_step_hook != nullptr) g_step_hook(tag, step);
 }
 constexpr int kNameAttempts = 16;
 
@@ -105,7 +105,7 @@ Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag,
       offer.ino = static_cast<uint64_t>(st.st_ino);
     }
   }
-  Step("memfd made");
+  Step(tag, "memfd made");
   INFINICCL_RETURN_IF_ERROR(
       MpiCheck(MPI_Bcast(&offer, sizeof offer, MPI_BYTE, 0, node), "MPI_Bcast"));
   if (node_rank != 0 && offer.fd >= 0) {
@@ -128,7 +128,7 @@ Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag,
       fd->fd = -1;
     }
   }
-  Step("memfd taken");
+  Step(tag, "memfd taken");
   int opened = fd->fd >= 0 ? 1 : 0, all = 0;
   INFINICCL_RETURN_IF_ERROR(
       MpiCheck(MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce"));
@@ -170,14 +170,14 @@ Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, 
       name[0] = '\0';
     }
   }
-  Step("name made");
+  Step(tag, "name made");
   INFINICCL_RETURN_IF_ERROR(
       MpiCheck(MPI_Bcast(name, kNameBytes, MPI_CHAR, 0, node), "MPI_Bcast"));
   if (name[0] != '\0' && node_rank != 0) {
     fd->fd = shm_open(name, O_RDWR, 0600);
     if (fd->fd < 0) local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
   }
-  Step("name opened");
+  Step(tag, "name opened");
   // The name goes as soon as every rank of the node holds the segment open
   // (an open descriptor keeps it; mapping needs no name): it exists from
   // the leader's shm_open to the slowest rank's, every rank already inside
@@ -198,7 +198,7 @@ Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, 
 
 }  // namespace
 
-void NodeSegment::SetStepHookForTesting(void (*hook)(const char *step)) { g_step_hook = hook; }
+void NodeSegment::SetStepHookForTesting(void (*hook)(const char *tag, const char *step)) { g_step_hook = hook; }
 void NodeSegment::ForceNamedForTesting(bool named) { g_force_named = named; }
 
 Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes,

@@ -48,10 +48,11 @@ class NodeSegment {
   static Status Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes, const char *tag,
                        std::unique_ptr<NodeSegment> *out, std::string *why);
   ~NodeSegment();
-  // Tests only: `hook` is called on every rank at each step of Create
-  // ("memfd made", "memfd taken", "name made", "name opened"), in the
-  // calling thread; and the named path taken without trying memfd.
-  static void SetStepHookForTesting(void (*hook)(const char *step));
+  // Tests only: `hook` is called on every rank at each step of Create with
+  // the tag and the step ("memfd made", "memfd taken", "name made", "name
+  // opened"), in the calling thread; and the named path taken without
+  // trying memfd.
+  static void SetStepHookForTesting(void (*hook)(const char *tag, const char *step));
   static void ForceNamedForTesting(bool named);
   NodeSegment(const NodeSegment &) = delete;
   NodeSegment &operator=(const NodeSegment &) = delete;

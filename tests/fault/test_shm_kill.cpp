@@ -41,7 +41,7 @@ constexpr unsigned long kSteps = 12;
 unsigned long g_kill_at = 0, g_delay_us = 0;
 std::atomic<unsigned long> g_steps{0};
 
-void OnStep(const char *) {
+void OnStep(const char *, const char *) {
   if (g_steps.fetch_add(1) != g_kill_at) return;
   if (g_delay_us == 0) kill(getpid(), SIGKILL);  // at the step itself
   std::thread([] {
