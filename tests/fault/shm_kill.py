@@ -68,7 +68,8 @@ def main():
             failures.append(f"seed {seed}: the victim was not killed:\n{out[-2000:]}")
         if job.returncode == 0:
             failures.append(f"seed {seed}: the job exited 0")
-        # A run's processes may outlive the launcher for a moment.
+        # A run's processes may outlive the launcher for a moment; one still
+        # there after 2 s is a failure, and killed.
         for p in pids:
             for _ in range(100):
                 try:
@@ -76,6 +77,12 @@ def main():
                 except OSError:
                     break
                 time.sleep(0.02)
+            else:
+                failures.append(f"seed {seed}: process {p} left behind")
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
         left = sorted(n for n in os.listdir("/dev/shm") if n.startswith("infiniccl-")
                       and any(f"-{p}-" in n for p in pids))
         for n in left:
