@@ -145,7 +145,7 @@ Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag,
 // O_EXCL, every rank opens it, the leader unlinks it once all did. A rank
 // killed between the leader's shm_open and the unlink leaves the name.
 Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
-                   bool *all_opened, std::string *why) {
+                   bool *all_opened, std::string *made, std::string *why) {
   char name[kNameBytes] = "";
   std::string local_why;
   if (node_rank == 0) {
@@ -189,6 +189,7 @@ Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, 
   if (node_rank == 0 && name[0] != '\0') shm_unlink(name);
   INFINICCL_RETURN_IF_ERROR(agreed_open);
   *all_opened = all != 0;
+  *made = name;
   if (!*all_opened) {
     *why = local_why.empty() ? "another rank on this node could not open the segment"
                              : local_why;
@@ -198,7 +199,9 @@ Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, 
 
 }  // namespace
 
-void NodeSegment::SetStepHookForTesting(void (*hook)(const char *tag, const char *step)) { g_step_hook = hook; }
+void NodeSegment::SetStepHookForTesting(void (*hook)(const char *tag, const char *step)) {
+  g_step_hook = hook;
+}
 void NodeSegment::ForceNamedForTesting(bool named) { g_force_named = named; }
 
 Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes,
@@ -225,7 +228,7 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
   FdGuard fd;
   bool all_opened = false;
   Sharing sharing = Sharing::kNone;
-  std::string memfd_why;
+  std::string memfd_why, name = std::string("memfd:infiniccl-") + tag;
   if (!g_force_named) {
     INFINICCL_RETURN_IF_ERROR(ShareByMemfd(node.comm, seg->node_rank_, seg->bytes_, tag, &fd,
                                            &all_opened, &memfd_why));
@@ -241,23 +244,23 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
                        memfd_why.c_str());
       }
     }
-    INFINICCL_RETURN_IF_ERROR(
-        ShareByName(node.comm, seg->node_rank_, seg->bytes_, tag, &fd, &all_opened, why));
+    INFINICCL_RETURN_IF_ERROR(ShareByName(node.comm, seg->node_rank_, seg->bytes_, tag, &fd,
+                                          &all_opened, &name, why));
     if (!all_opened) return Status::Ok();
     sharing = Sharing::kNamed;
   }
-  const char *const name = sharing == Sharing::kMemfd ? "memfd" : "the segment";
   std::string local_why;
-  // The pages are reserved now: a tmpfs too small for them (a container's
-  // 64 MiB /dev/shm, several jobs) fails here, and the ranks use MPI,
-  // instead of a SIGBUS at the first touch of a page past its end. The
-  // other ranks map it meanwhile: prefaulting (MAP_POPULATE) a page the
-  // tmpfs cannot hold fails quietly, and no rank touches the segment before
+  // The pages are reserved now: on the named path a tmpfs too small for
+  // them (a container's 64 MiB /dev/shm, several jobs) fails here, and the
+  // ranks use MPI, instead of a SIGBUS at the first touch of a page past
+  // its end; a memfd's pages count against the process's memory. The
+  // other ranks map it meanwhile: prefaulting (MAP_POPULATE) a page that
+  // cannot be had fails quietly, and no rank touches the segment before
   // all agree below.
   if (seg->node_rank_ == 0) {
     const int reserve = posix_fallocate(fd.fd, 0, static_cast<off_t>(seg->bytes_));
     if (reserve != 0) {
-      local_why = std::string("posix_fallocate of ") + name + " (" +
+      local_why = std::string("posix_fallocate ") + name + " (" +
                   std::to_string(seg->bytes_) + " bytes): " + std::strerror(reserve) +
                   (sharing == Sharing::kNamed ? " (is /dev/shm large enough?)"
                                               : " (is the memory limit large enough?)");
