@@ -10,6 +10,11 @@
 //  2. a communicator of each node's ranks (infinicclCommSplit by node)
 //     makes one "shm" segment on each rank of a node of two or more ranks,
 //     none on a node of one; its AllReduce is exact.
+//
+// `test_nodes_shm hier` (INFINICCL_HIERARCHY=1, no CCL): the communicator of
+// every rank makes the two-level path's segment inside each node of two or
+// more ranks, and no other: one "shm" segment on such a node's ranks, none
+// on a node of one.
 #include <infiniccl/infiniccl.h>
 #include <mpi.h>
 
@@ -79,8 +84,12 @@ int main(int argc, char **argv) {
 
   infinicclComm_t world = nullptr;
   CHECK_RC(infinicclCommInitAll(&world, 0, nullptr), infinicclSuccess);
-  CHECK(g_shm == 0, "a communicator over %d nodes made %d shared-memory segment(s)", nodes,
-        g_shm);
+  const bool hier = argc > 1 && std::strcmp(argv[1], "hier") == 0;
+  const int inside = hier && node_size >= 2 ? 1 : 0;  // the two-level path's group
+  CHECK(g_shm == inside,
+        "a communicator over %d nodes made %d shared-memory segment(s) on a node of %d; "
+        "expected %d",
+        nodes, g_shm, node_size, inside);
   CHECK(g_seq == 1, "the sequence board: %d segment(s) made", g_seq);
   ExpectExact(world, rank, size, "every rank");
   std::printf("[rank %d] %d nodes: %d shm segment(s), %d sequence board(s) made\n", rank, nodes,
@@ -88,8 +97,8 @@ int main(int argc, char **argv) {
 
   infinicclComm_t local = nullptr;
   CHECK_RC(infinicclCommSplit(world, first, rank, &local), infinicclSuccess);
-  CHECK(g_shm == (node_size >= 2 ? 1 : 0), "the node's communicator (%d ranks): %d segment(s)",
-        node_size, g_shm);
+  CHECK(g_shm - inside == (node_size >= 2 ? 1 : 0),
+        "the node's communicator (%d ranks): %d segment(s)", node_size, g_shm - inside);
   ExpectExact(local, node_rank, node_size, "the node's ranks");
   CHECK_RC(infinicclCommDestroy(local), infinicclSuccess);
   CHECK_RC(infinicclCommDestroy(world), infinicclSuccess);
