@@ -18,6 +18,15 @@
 #include "core/log.h"
 #include "mpi/mpi_error.h"
 
+// Headers older than Linux 5.6 lack the numbers; they are the same on
+// every architecture (the unified system call table).
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
 namespace infiniccl {
 
 namespace {
