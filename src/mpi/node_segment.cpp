@@ -19,7 +19,7 @@
 #include "mpi/mpi_error.h"
 
 // Headers older than Linux 5.6 lack the numbers; they are the same on
-// every architecture (the unified system call table).
+// every architecture but alpha (the unified system call table).
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
