@@ -506,13 +506,44 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
   return Status::Ok();
 }
 
+namespace {
+
+// Whether every rank of `comm` (of `size`) shares one node
+// (MPI_COMM_TYPE_SHARED), agreed by all. Collective over `comm`.
+Status AllOnOneNode(MPI_Comm comm, int size, bool *out) {
+  MPI_Comm node = MPI_COMM_NULL;
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+               "MPI_Comm_split_type"));
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  int mine = node_size == size ? 1 : 0, all = 0;
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce"));
+  *out = all != 0;
+  return Status::Ok();
+}
+
+}  // namespace
+
 // Shared memory among the ranks, when they are all on this node: collective,
 // and every rank reaches the same answer (the node's size, and a segment
 // that every rank mapped).
 Status CommFactory::AttachShm(Communicator &c) {
   if (GlobalConfig().shm == Tristate::kOff || c.size_ < 2) return Status::Ok();
   std::string why;
-  INFINICCL_RETURN_IF_ERROR(ShmBackend::Create(c.comm_, c.rank_, c.size_, &c.shm_backend_, &why));
+  // A communicator whose ranks are on more than one node gets no segment:
+  // its calls never take it (the two-level path makes its groups' own).
+  // Decided before any segment is made, by every rank alike.
+  bool one_node = false;
+  INFINICCL_RETURN_IF_ERROR(AllOnOneNode(c.comm_, c.size_, &one_node));
+  if (one_node) {
+    INFINICCL_RETURN_IF_ERROR(
+        ShmBackend::Create(c.comm_, c.rank_, c.size_, &c.shm_backend_, &why));
+  } else {
+    why = "the communicator's ranks are on more than one node";
+  }
   static std::once_flag said;
   std::call_once(said, [&] {
     if (c.shm_backend_ != nullptr) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,7 +15,17 @@
 #include <cstring>
 #include <string>
 
+#include "core/log.h"
 #include "mpi/mpi_error.h"
+
+// Headers older than Linux 5.6 lack the numbers; they are the same on
+// every architecture but alpha (the unified system call table).
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
 
 namespace infiniccl {
 
@@ -40,6 +52,13 @@ struct FdGuard {
 };
 
 constexpr int kNameBytes = 64;
+
+void (*g_step_hook)(const char *tag, const char *step) = nullptr;
+bool g_force_named = false;
+
+void Step(const char *tag, const char *step) {
+  if (g_step_hook != nullptr) g_step_hook(tag, step);
+}
 constexpr int kNameAttempts = 16;
 
 // 64 bits from the kernel's random source (getrandom, /dev/urandom); the
@@ -60,7 +79,139 @@ uint64_t RandomBits() {
   return x ^ (x >> 33);
 }
 
+
+// How the node's ranks came to hold one descriptor of the segment.
+enum class Sharing { kNone, kMemfd, kNamed };
+
+// The leader's anonymous segment (memfd_create), taken by every other rank
+// of the node from the leader's descriptor table (pidfd_open, pidfd_getfd):
+// no name exists at any moment, so a rank killed anywhere in here leaves
+// nothing behind; the memory goes with the last descriptor or mapping.
+// pidfd_getfd needs Linux 5.6 and the right to ptrace the leader (same
+// user, a dumpable process, Yama's ptrace_scope, a seccomp filter that
+// allows it); where any rank lacks it, false and every rank agrees.
+Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
+                    bool *all_opened, std::string *why) {
+  struct Offer {
+    int64_t pid = 0, fd = -1;
+    uint64_t dev = 0, ino = 0;
+  } offer;
+  std::string local_why;
+  if (node_rank == 0) {
+    const std::string label = std::string("infiniccl-") + tag;
+    fd->fd = static_cast<int>(memfd_create(label.c_str(), MFD_CLOEXEC));
+    struct stat st;
+    if (fd->fd < 0 || ftruncate(fd->fd, static_cast<off_t>(bytes)) != 0 ||
+        fstat(fd->fd, &st) != 0) {
+      local_why = std::string("memfd_create/ftruncate (") + std::to_string(bytes) +
+                  " bytes): " + std::strerror(errno);
+      if (fd->fd >= 0) close(fd->fd);
+      fd->fd = -1;
+    } else {
+      offer.pid = getpid();
+      offer.fd = fd->fd;
+      offer.dev = static_cast<uint64_t>(st.st_dev);
+      offer.ino = static_cast<uint64_t>(st.st_ino);
+    }
+  }
+  Step(tag, "memfd made");
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Bcast(&offer, sizeof offer, MPI_BYTE, 0, node), "MPI_Bcast"));
+  if (node_rank != 0 && offer.fd >= 0) {
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(offer.pid), 0));
+    if (pidfd < 0) {
+      local_why = std::string("pidfd_open of the node's first rank: ") + std::strerror(errno);
+    } else {
+      fd->fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, static_cast<int>(offer.fd), 0));
+      if (fd->fd < 0) local_why = std::string("pidfd_getfd: ") + std::strerror(errno);
+      close(pidfd);
+    }
+    // The descriptor is the leader's segment, not another process's that
+    // bears its pid in another pid namespace.
+    struct stat st;
+    if (fd->fd >= 0 && (fstat(fd->fd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != offer.dev ||
+                        static_cast<uint64_t>(st.st_ino) != offer.ino)) {
+      local_why = "pidfd_getfd gave a descriptor that is not the node's first rank's segment "
+                  "(another pid namespace?)";
+      close(fd->fd);
+      fd->fd = -1;
+    }
+  }
+  Step(tag, "memfd taken");
+  int opened = fd->fd >= 0 ? 1 : 0, all = 0;
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce"));
+  *all_opened = all != 0;
+  if (!*all_opened) {
+    if (!local_why.empty()) *why = local_why;
+    if (fd->fd >= 0) close(fd->fd);
+    fd->fd = -1;
+  }
+  return Status::Ok();
+}
+
+// The named path: the leader makes "/infiniccl-<tag>-<pid>-<random>" with
+// O_EXCL, every rank opens it, the leader unlinks it once all did. A rank
+// killed between the leader's shm_open and the unlink leaves the name.
+Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
+                   bool *all_opened, std::string *made, std::string *why) {
+  char name[kNameBytes] = "";
+  std::string local_why;
+  if (node_rank == 0) {
+    // A name nobody can guess (64 random bits), made here or not at all
+    // (O_EXCL): a name another process made first, by chance or to take
+    // the ranks off shared memory, is passed over for a fresh one.
+    for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
+      std::snprintf(name, sizeof name, "/infiniccl-%s-%d-%016llx", tag,
+                    static_cast<int>(getpid()), static_cast<unsigned long long>(RandomBits()));
+      fd->fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd->fd >= 0 || errno != EEXIST) break;
+    }
+    // Sized now, its pages reserved once the name is gone (Create).
+    if (fd->fd < 0 || ftruncate(fd->fd, static_cast<off_t>(bytes)) != 0) {
+      local_why = std::string("shm_open/ftruncate ") + name + " (" + std::to_string(bytes) +
+                  " bytes): " + std::strerror(errno);
+      if (fd->fd >= 0) {
+        shm_unlink(name);
+        close(fd->fd);
+        fd->fd = -1;
+      }
+      name[0] = '\0';
+    }
+  }
+  Step(tag, "name made");
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Bcast(name, kNameBytes, MPI_CHAR, 0, node), "MPI_Bcast"));
+  if (name[0] != '\0' && node_rank != 0) {
+    fd->fd = shm_open(name, O_RDWR, 0600);
+    if (fd->fd < 0) local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
+  }
+  Step(tag, "name opened");
+  // The name goes as soon as every rank of the node holds the segment open
+  // (an open descriptor keeps it; mapping needs no name): it exists from
+  // the leader's shm_open to the slowest rank's, every rank already inside
+  // Create (MPI_Comm_split_type there), not through the reservation and
+  // the mapping.
+  int opened = fd->fd >= 0 ? 1 : 0, all = 0;
+  const Status agreed_open =
+      MpiCheck(MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  if (node_rank == 0 && name[0] != '\0') shm_unlink(name);
+  INFINICCL_RETURN_IF_ERROR(agreed_open);
+  *all_opened = all != 0;
+  *made = name;
+  if (!*all_opened) {
+    *why = local_why.empty() ? "another rank on this node could not open the segment"
+                             : local_why;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+void NodeSegment::SetStepHookForTesting(void (*hook)(const char *tag, const char *step)) {
+  g_step_hook = hook;
+}
+void NodeSegment::ForceNamedForTesting(bool named) { g_force_named = named; }
 
 Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes,
                            const char *tag, std::unique_ptr<NodeSegment> *out,
@@ -81,65 +232,47 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
   seg->bytes_ = (static_cast<size_t>(seg->node_size_) * seg->region_bytes_ + tail_bytes +
                  page - 1) / page * page;
 
-  // The node leader names and sizes the segment; the others open it.
-  char name[kNameBytes] = "";
+  // The leader makes and sizes the segment; the others take a descriptor
+  // of it: without a name where the kernel lets them, by name otherwise.
   FdGuard fd;
-  std::string local_why;
-  if (seg->node_rank_ == 0) {
-    // A name nobody can guess (64 random bits), made here or not at all
-    // (O_EXCL): a name another process made first, by chance or to take
-    // the ranks off shared memory, is passed over for a fresh one.
-    for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
-      std::snprintf(name, sizeof name, "/infiniccl-%s-%d-%016llx", tag,
-                    static_cast<int>(getpid()), static_cast<unsigned long long>(RandomBits()));
-      fd.fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-      if (fd.fd >= 0 || errno != EEXIST) break;
-    }
-    // Sized now, its pages reserved once the name is gone (below).
-    if (fd.fd < 0 || ftruncate(fd.fd, static_cast<off_t>(seg->bytes_)) != 0) {
-      local_why = std::string("shm_open/ftruncate ") + name + " (" +
-                  std::to_string(seg->bytes_) + " bytes): " + std::strerror(errno);
-      if (fd.fd >= 0) {
-        shm_unlink(name);
-        close(fd.fd);
-        fd.fd = -1;
+  bool all_opened = false;
+  Sharing sharing = Sharing::kNone;
+  std::string memfd_why, name = std::string("memfd:infiniccl-") + tag;
+  if (!g_force_named) {
+    INFINICCL_RETURN_IF_ERROR(ShareByMemfd(node.comm, seg->node_rank_, seg->bytes_, tag, &fd,
+                                           &all_opened, &memfd_why));
+    if (all_opened) sharing = Sharing::kMemfd;
+  }
+  if (sharing == Sharing::kNone) {
+    if (!g_force_named) {
+      static std::atomic<bool> said{false};
+      if (!memfd_why.empty() && !said.exchange(true)) {
+        INFINICCL_WARN("the node's shared-memory segments cannot be passed without a name "
+                       "(%s): they are made under a name in /dev/shm, which a rank killed "
+                       "while its node's ranks open one leaves behind",
+                       memfd_why.c_str());
       }
-      name[0] = '\0';
     }
+    INFINICCL_RETURN_IF_ERROR(ShareByName(node.comm, seg->node_rank_, seg->bytes_, tag, &fd,
+                                          &all_opened, &name, why));
+    if (!all_opened) return Status::Ok();
+    sharing = Sharing::kNamed;
   }
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Bcast(name, kNameBytes, MPI_CHAR, 0, node.comm), "MPI_Bcast"));
-  if (name[0] != '\0' && seg->node_rank_ != 0) {
-    fd.fd = shm_open(name, O_RDWR, 0600);
-    if (fd.fd < 0) local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
-  }
-  // The name goes as soon as every rank of the node holds the segment open
-  // (an open descriptor keeps it; mapping needs no name): it exists from
-  // the leader's shm_open to the slowest rank's, every rank already inside
-  // Create (MPI_Comm_split_type above), not through the reservation and
-  // the mapping.
-  int opened = fd.fd >= 0 ? 1 : 0, all_opened = 0;
-  const Status agreed_open = MpiCheck(
-      MPI_Allreduce(&opened, &all_opened, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce");
-  if (seg->node_rank_ == 0 && name[0] != '\0') shm_unlink(name);
-  INFINICCL_RETURN_IF_ERROR(agreed_open);
-  if (!all_opened) {
-    *why = local_why.empty() ? "another rank on this node could not open the segment"
-                             : local_why;
-    return Status::Ok();
-  }
-  // The pages are reserved now: a tmpfs too small for them (a container's
-  // 64 MiB /dev/shm, several jobs) fails here, and the ranks use MPI,
-  // instead of a SIGBUS at the first touch of a page past its end. The
-  // other ranks map it meanwhile: prefaulting (MAP_POPULATE) a page the
-  // tmpfs cannot hold fails quietly, and no rank touches the segment before
+  std::string local_why;
+  // The pages are reserved now: on the named path a tmpfs too small for
+  // them (a container's 64 MiB /dev/shm, several jobs) fails here, and the
+  // ranks use MPI, instead of a SIGBUS at the first touch of a page past
+  // its end; a memfd's pages count against the process's memory. The
+  // other ranks map it meanwhile: prefaulting (MAP_POPULATE) a page that
+  // cannot be had fails quietly, and no rank touches the segment before
   // all agree below.
   if (seg->node_rank_ == 0) {
     const int reserve = posix_fallocate(fd.fd, 0, static_cast<off_t>(seg->bytes_));
     if (reserve != 0) {
       local_why = std::string("posix_fallocate ") + name + " (" +
                   std::to_string(seg->bytes_) + " bytes): " + std::strerror(reserve) +
-                  " (is /dev/shm large enough?)";
+                  (sharing == Sharing::kNamed ? " (is /dev/shm large enough?)"
+                                              : " (is the memory limit large enough?)");
     }
   }
   // Mapped page by page now rather than at each page's first touch: the

@@ -20,6 +20,11 @@
 //             accepted; alike again, the communicator is made and exact.
 //   fork      a child of fork() calling on its parent's communicator gets
 //             InvalidUsage; the parents' next calls are exact.
+//   fork_device  the same on EMULATED device buffers (the call queued to
+//             the progress engine in the parent): the child's AllReduce of
+//             device buffers and its destroy are refused, the parents'
+//             next device AllReduces (int32 and float32, one chunk and
+//             several) are exact, and so are their host ones.
 #include <mpi.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,12 +33,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/config.h"
-#include "test_util.h"
+#include "device_mirror.h"
 
 using namespace itest;
 
@@ -263,16 +269,45 @@ int Settings() {
   return 0;
 }
 
-int Fork() {
+// An AllReduce of device buffers of small integers ((rank + 1) * (i % 5 +
+// 1)) on the default stream, downloaded and compared exactly.
+void ExpectDeviceExact(infinicclComm_t comm, infinicclDataType_t dt, size_t count,
+                       const char *after) {
+  const size_t elem = Info(dt).size;
+  std::vector<unsigned char> send(count * elem);
+  for (size_t i = 0; i < count; ++i) Encode(dt, send.data(), i, (g_rank + 1) * (i % 5 + 1.0));
+  DeviceBuffer in(send.size()), out(send.size());
+  in.Upload(send);
+  CHECK_RC(infinicclAllReduce(in.ptr, out.ptr, count, dt, infinicclSum, comm, nullptr),
+           infinicclSuccess);
+  const std::vector<unsigned char> got = out.Download();
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double want = g_n * (g_n + 1) / 2.0 * (i % 5 + 1.0);
+    if (Decode(dt, got.data(), i) != want && wrong++ == 0) first = i;
+  }
+  CHECK(wrong == 0, "after %s: device AllReduce %s x %zu: %zu wrong, first [%zu] = %g", after,
+        Info(dt).name, count, wrong, first, wrong ? Decode(dt, got.data(), first) : 0.0);
+}
+
+int Fork(bool device) {
   infinicclComm_t comm = nullptr;
-  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  if (device) EnableSim();
+  CHECK_RC(infinicclCommInitAll(&comm, device ? 1 : 0, nullptr), infinicclSuccess);
   ExpectExact(comm, infinicclInt32, 64, "creation");
+  std::unique_ptr<DeviceBuffer> dev;
+  if (device) {
+    ExpectDeviceExact(comm, infinicclInt32, 64, "creation");
+    dev = std::make_unique<DeviceBuffer>(sizeof(int64_t));
+    dev->Upload(std::vector<unsigned char>(sizeof(int64_t), 1));
+  }
   const pid_t child = fork();
   if (child == 0) {
     int64_t v = 1;
     int failures = 0;
+    void *buf = device ? dev->ptr : static_cast<void *>(&v);
     const infinicclResult_t rc =
-        infinicclAllReduce(&v, &v, 1, infinicclInt64, infinicclSum, comm, nullptr);
+        infinicclAllReduce(buf, buf, 1, infinicclInt64, infinicclSum, comm, nullptr);
     if (rc != infinicclInvalidUsage || !Says(infinicclGetLastError(comm), "child of fork()")) {
       std::fprintf(stderr, "[rank %d child] FAIL: AllReduce returned %d: %s\n", g_rank,
                    int(rc), infinicclGetLastError(comm));
@@ -289,6 +324,11 @@ int Fork() {
   int status = -1;
   CHECK(waitpid(child, &status, 0) == child, "waitpid");
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: status %d", status);
+  if (device) {
+    ExpectDeviceExact(comm, infinicclInt32, 1000, "a child's refused call");
+    ExpectDeviceExact(comm, infinicclFloat32, 300000, "a child's refused call");
+    dev.reset();
+  }
   ExpectAllExact(comm, "a child's refused call");
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
   return 0;
@@ -308,8 +348,8 @@ int main(int argc, char **argv) {
     Leave(mode == "abort");
   } else if (mode == "settings") {
     Settings();
-  } else if (mode == "fork") {
-    Fork();
+  } else if (mode == "fork" || mode == "fork_device") {
+    Fork(mode == "fork_device");
   } else {
     CHECK(false, "unknown mode %s", mode.c_str());
   }

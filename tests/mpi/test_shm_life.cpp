@@ -17,19 +17,32 @@
 //                       waits 5 s for the aborted communicator's engine,
 //                       then leaves it behind), with the kernel still
 //                       running; the process then exits.
-//   precreated        - the node's first rank makes every name of the
+//   precreated        - on the named path (NodeSegment's test switch), the
+//                       node's first rank makes every name of the
 //                       predictable form "/infiniccl-<tag>-<pid>-<n>" (tags
 //                       shm and seq, n 0..63) before its first
 //                       communicator: the communicator still gets its
 //                       segment (no fallback to MPI), sums exactly, and no
 //                       other name of this job is left in /dev/shm.
+//   refused           - a communicator's segment is mapped on every rank as
+//                       "/memfd:infiniccl-shm" (no name); then the odd
+//                       ranks refuse themselves pidfd_getfd (a seccomp
+//                       filter: EPERM), and the next communicator's segment
+//                       is mapped on every rank from "/dev/shm/infiniccl-shm-"
+//                       (the named path, all ranks alike), not as a memfd;
+//                       both sum exactly, and no name is left in /dev/shm.
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <infiniccl/infiniccl_sim.h>
 #include <mpi.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +54,7 @@
 #include <vector>
 
 #include "comm/runtime.h"
+#include "mpi/node_segment.h"
 #include "test_util.h"
 
 using namespace itest;
@@ -192,6 +206,7 @@ std::vector<std::string> ShmNames(const std::string &prefix) {
 }
 
 void Precreated() {
+  infiniccl::NodeSegment::ForceNamedForTesting(true);
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int node_rank = 0, node_size = 1;
@@ -254,6 +269,63 @@ void Precreated() {
   MPI_Barrier(MPI_COMM_WORLD);
   for (const std::string &n : made) shm_unlink(("/" + n).c_str());
   MPI_Comm_free(&node);
+  infiniccl::NodeSegment::ForceNamedForTesting(false);
+}
+
+// The lines of /proc/self/maps that contain `what`.
+int MapsWith(const std::string &what) {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.find(what) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+// A communicator, its shared-memory segment's mappings by kind, an exact
+// AllReduce; destroyed.
+void MadeAs(const char *what, bool named) {
+  const std::string memfd = "/memfd:infiniccl-shm", file = "/dev/shm/infiniccl-shm-";
+  const int memfd_before = MapsWith(memfd), file_before = MapsWith(file);
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  const int memfd_maps = MapsWith(memfd) - memfd_before, file_maps = MapsWith(file) - file_before;
+  CHECK(memfd_maps == (named ? 0 : 1) && file_maps == (named ? 1 : 0),
+        "%s: the segment mapped %d time(s) as %s and %d time(s) from %s; expected %s", what,
+        memfd_maps, memfd.c_str(), file_maps, file.c_str(), named ? "by name" : "as a memfd");
+  std::vector<int> send(kCount), recv(kCount, -1);
+  for (size_t i = 0; i < kCount; ++i) send[i] = Input(g_rank, i);
+  CHECK_RC(infinicclAllReduce(send.data(), recv.data(), kCount, infinicclInt32, infinicclSum,
+                              comm, nullptr),
+           infinicclSuccess);
+  size_t wrong = 0;
+  for (size_t i = 0; i < kCount; ++i) wrong += recv[i] != Sum(i);
+  CHECK(wrong == 0, "%s: %zu of %zu elements wrong", what, wrong, kCount);
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+}
+
+void Refused() {
+  MadeAs("pidfd_getfd allowed", false);
+  if (g_rank % 2 == 1) {
+    // pidfd_getfd fails with EPERM in this thread from here on (as under a
+    // container's seccomp profile); every other call is allowed.
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog = {static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "PR_SET_NO_NEW_PRIVS: %s",
+          std::strerror(errno));
+    CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "PR_SET_SECCOMP: %s",
+          std::strerror(errno));
+    CHECK(syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 && errno == EPERM,
+          "the filter does not refuse pidfd_getfd");
+  }
+  MadeAs("pidfd_getfd refused on the odd ranks", true);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::vector<std::string> left = ShmNames("infiniccl-shm-" + std::to_string(getpid()));
+  CHECK(left.empty(), "%zu name(s) of this rank's segments left in /dev/shm", left.size());
 }
 
 }  // namespace
@@ -273,8 +345,10 @@ int main(int argc, char **argv) {
     AbortCycles(argc > 2 ? std::atoi(argv[2]) : 24);
   } else if (mode == "precreated") {
     Precreated();
+  } else if (mode == "refused") {
+    Refused();
   } else {
-    CHECK(false, "unknown mode '%s' (abort_cycles [n], finalize_bound, precreated)",
+    CHECK(false, "unknown mode '%s' (abort_cycles [n], finalize_bound, precreated, refused)",
           mode.c_str());
   }
   const long failures = TotalFailures();
