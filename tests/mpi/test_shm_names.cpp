@@ -1,8 +1,10 @@
 // A shared-memory backend made with a rank map (as the two-level path makes
 // one on each group's communicator) names the mapped ranks in its
-// messages: the last rank calls Abort, the others then wait for it in an
-// AllReduce and return RemoteError naming both by their mapped ranks (rank
-// r is 10 + 2r here), never by their ranks in the communicator.
+// messages (rank r is 10 + 2r here), never its ranks in the communicator:
+// - an AllReduce whose count differs on the last rank is refused on every
+//   rank, naming the ranks of each count;
+// - the last rank calls Abort, the others then wait for it in an AllReduce
+//   and return RemoteError naming it and themselves.
 #include <mpi.h>
 
 #include <cstdio>
@@ -38,17 +40,27 @@ int main(int argc, char **argv) {
     bad = Fail(rank, "no shared memory: " + st.message() + why);
   } else {
     const int last = size - 1;
+    std::vector<float> in(65, 1.0f), out(65, 0.0f);
+    infiniccl::CollArgs a{};
+    a.kind = infiniccl::CollKind::kAllReduce;
+    a.sendbuff = in.data();
+    a.recvbuff = out.data();
+    a.count = rank == last ? 65 : 64;
+    a.dtype = infinicclFloat32;
+    a.op = infinicclSum;
+    st = shm->Run(a);
+    std::string others;
+    for (int r = 0; r < last; ++r) others += (r > 0 ? "," : "") + std::to_string(10 + 2 * r);
+    const std::string differs = "count differs: rank " + others + " count=64, rank " +
+                                std::to_string(10 + 2 * last) + " count=65";
+    if (st.code() != infinicclInvalidUsage || st.message().find(differs) == std::string::npos) {
+      bad = Fail(rank, "AllReduce of differing counts returned \"" + st.message() +
+                           "\"; expected InvalidUsage with \"" + differs + "\"");
+    }
+    a.count = 64;
     if (rank == last) shm->Abort();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != last) {
-      std::vector<float> in(64, 1.0f), out(64, 0.0f);
-      infiniccl::CollArgs a{};
-      a.kind = infiniccl::CollKind::kAllReduce;
-      a.sendbuff = in.data();
-      a.recvbuff = out.data();
-      a.count = in.size();
-      a.dtype = infinicclFloat32;
-      a.op = infinicclSum;
       st = shm->Run(a);
       const std::string want = "rank " + std::to_string(10 + 2 * last) +
                                " left the communicator (infinicclCommAbort) while rank " +

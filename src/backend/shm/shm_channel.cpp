@@ -282,7 +282,8 @@ Status Channel::Meet(const CollArgs &a, uint32_t first) {
   PostAll(first + 1);
   return MakeStatus(infinicclInvalidUsage,
                     "shared memory: %s (this is rank %d; the call was not run on any rank)",
-                    FirstDifference(all.data(), size_).c_str(), Name(rank_));
+                    FirstDifference(all.data(), size_, names_.empty() ? nullptr : &names_).c_str(),
+                    Name(rank_));
 }
 
 }  // namespace shm
