@@ -276,8 +276,9 @@ Status AttachHierarchy(Communicator &c, Topology *t) {
   // rank of a group has the same local_size).
   if (cfg.shm != Tristate::kOff && t->local_size >= 2) {
     std::string no_shm;
+    // Its messages name the communicator's ranks, not the group's.
     INFINICCL_RETURN_IF_ERROR(ShmBackend::Create(t->group_comm, t->local_rank, t->local_size,
-                                                 &t->group_shm, &no_shm));
+                                                 &t->group_shm, &no_shm, mine.ranks));
     if (t->group_shm == nullptr) INFINICCL_INFO("group %d: no shared memory (%s)", t->my_group,
                                                 no_shm.c_str());
   }

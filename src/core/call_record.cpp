@@ -50,7 +50,7 @@ std::string Operation(int64_t kind, int64_t seq) {
 // "count differs: rank 0,2 count=1024, rank 1 count=2048". The operation is
 // shown with each rank's sequence number ("operation differs: rank 0
 // AllReduce #5, rank 1 Broadcast #5").
-std::string Describe(CallField f, const int64_t *all, int size) {
+std::string Describe(CallField f, const int64_t *all, int size, const std::vector<int> *names) {
   std::vector<std::string> values;
   for (int r = 0; r < size; ++r) {
     const int64_t *rec = all + static_cast<size_t>(r) * kNumCallFields;
@@ -59,7 +59,7 @@ std::string Describe(CallField f, const int64_t *all, int size) {
                          : (*kValueNames[f] ? std::string(kValueNames[f]) + "=" : "") +
                                Value(f, rec[f]));
   }
-  return std::string(kFieldNames[f]) + " differs: " + RanksByValue(values);
+  return std::string(kFieldNames[f]) + " differs: " + RanksByValue(values, 8, names);
 }
 
 }  // namespace
@@ -78,11 +78,11 @@ void MakeCallRecord(const CollArgs &a, uint64_t seq, bool args_valid,
   out[kRoot] = IsRooted(a.kind) ? a.root : -1;
 }
 
-std::string FirstDifference(const int64_t *all, int size) {
+std::string FirstDifference(const int64_t *all, int size, const std::vector<int> *names) {
   for (int f = 0; f < kNumCallFields; ++f) {
     for (int r = 1; r < size; ++r) {
       if (all[static_cast<size_t>(r) * kNumCallFields + f] != all[f]) {
-        return Describe(static_cast<CallField>(f), all, size);
+        return Describe(static_cast<CallField>(f), all, size, names);
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/coll_args.h"
 
@@ -28,6 +29,9 @@ void MakeCallRecord(const CollArgs &a, uint64_t seq, bool args_valid,
 
 // `all`: `size` records, rank after rank. The first field in which they
 // differ, in the words above; empty when every record is the same.
-std::string FirstDifference(const int64_t *all, int size);
+// `names`, when given: the rank each record's index is in the words
+// (ascending as the indices are).
+std::string FirstDifference(const int64_t *all, int size,
+                            const std::vector<int> *names = nullptr);
 
 }  // namespace infiniccl

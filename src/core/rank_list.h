@@ -37,9 +37,10 @@ inline std::string RankList(const std::vector<int> &ranks, size_t limit = 32) {
 
 // "rank 0,2 count=1024, rank 1 count=2048": the ranks grouped by their value
 // (`values`, one per rank), in the order values first appear; at most
-// `max_groups` groups, then ", ...".
+// `max_groups` groups, then ", ...". `names`, when given: the rank each
+// index is in the message (ascending as the indices are).
 inline std::string RanksByValue(const std::vector<std::string> &values,
-                                size_t max_groups = 8) {
+                                size_t max_groups = 8, const std::vector<int> *names = nullptr) {
   std::vector<const std::string *> seen;
   std::vector<std::vector<int>> groups;
   for (size_t r = 0; r < values.size(); ++r) {
@@ -49,7 +50,7 @@ inline std::string RanksByValue(const std::vector<std::string> &values,
       seen.push_back(&values[r]);
       groups.emplace_back();
     }
-    groups[g].push_back(static_cast<int>(r));
+    groups[g].push_back(names != nullptr ? (*names)[r] : static_cast<int>(r));
   }
   std::string out;
   for (size_t g = 0; g < seen.size() && g < max_groups; ++g) {

@@ -1,7 +1,7 @@
 // AllReduce through shared memory, call after call, over the sizes where a
 // one-chunk call works in a window of its stage that moves on with every
-// call (ShmBackend::Window) and where a call of more than four chunks copies
-// in with streaming stores (ShmBackend::kStreamFromChunks): windowed sizes
+// call (backend/shm/coll/allreduce.cpp: Window) and where a call of more than four chunks copies
+// in with streaming stores (backend/shm/coll/collectives.h: kStreamFromChunks): windowed sizes
 // (32-256 KiB, odd counts among them) between sizes that are not (below 32
 // KiB, one whole stage, four stages, more), in place and out of place, in
 // float32, bfloat16 and int64, for more calls than a stage has windows, so

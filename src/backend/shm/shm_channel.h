@@ -1,0 +1,139 @@
+// The shared-memory channel: the segment among the ranks of a communicator
+// that all share one node, laid out as one region per rank (control lines,
+// two stages, a landing area), the counters the ranks post and wait on,
+// each call's meeting (descriptors compared at its first chunk), and the
+// ranks' liveness: CommAbort, CommRevoke, a peer that left or whose
+// process is gone, and the failed state after one. The collectives
+// (shm_pipeline.h, coll/) read and write the regions and order themselves
+// with Post and Wait only. The protocol: docs/ARCHITECTURE.md, "Shared
+// memory on a node: the segment's protocol".
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/coll_args.h"
+#include "core/status.h"
+#include "mpi/node_segment.h"
+
+namespace infiniccl {
+namespace shm {
+
+// The counters of each rank, one per phase of a chunk: the rank's input of
+// chunk g is in its stage (arrived = g + 1), its slice of the result is
+// (reduced = g + 1), it has read every peer's stage of chunk g (done = g + 1).
+enum Phase { kArrived = 0, kReduced = 1, kDone = 2, kNumPhases = 3 };
+
+class Channel {
+ public:
+  // Bytes of each stage of a rank's region, and of its landing area.
+  static constexpr size_t kStageBytes = size_t{1} << 20;
+
+  // Collective over `comm`: a channel when every rank of `comm` is on this
+  // node and the segment could be made on all of them, else null with *why.
+  // `names`: the rank each rank of `comm` is in messages (empty: its rank
+  // in `comm`). An error status only for a failed MPI call.
+  static Status Create(MPI_Comm comm, int rank, int size, std::vector<int> names,
+                       std::unique_ptr<Channel> *out, std::string *why);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The rank messages name for rank `r` of the channel.
+  int Name(int r) const { return names_.empty() ? r : names_[static_cast<size_t>(r)]; }
+  const NodeSegment &segment() const { return *segment_; }
+
+  // Rank `rank`'s stage for chunk `chunk` (two, alternating), `at` bytes in.
+  char *Stage(int rank, uint32_t chunk, size_t at = 0) const;
+  // Rank `rank`'s landing area (kStageBytes).
+  char *Landing(int rank) const;
+  // Marks where this rank's input of the one-chunk AllReduce `chunk` is:
+  // its landing area (`landed`) or its stage; before the rank's arrival.
+  void MarkInput(uint32_t chunk, bool landed);
+  // Whether rank `rank` marked its input of one-chunk AllReduce `chunk` as
+  // landed (read after waiting for its arrival).
+  bool InputLanded(int rank, uint32_t chunk) const;
+
+  // The first of `chunks` chunk numbers for a call, the same on every rank.
+  uint32_t Take(size_t chunks) {
+    const uint32_t first = next_chunk_;
+    next_chunk_ += static_cast<uint32_t>(chunks);
+    return first;
+  }
+  void Post(Phase phase, uint32_t value);
+  // Posts `value` to every phase still below it: at the end of each chunk,
+  // so a phase a collective does not use never falls behind.
+  void PostAll(uint32_t value);
+  // Waits until rank `rank`'s counter of `phase` has reached `target`; a
+  // RemoteError naming `rank` when it left or its process is gone (and this
+  // channel is failed() from then on), InvalidUsage after this rank's Abort.
+  Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
+  // The same for every other rank.
+  Status WaitAll(Phase phase, uint32_t target, const CollArgs &a);
+
+  // Each call's descriptor (kind, count, dtype, op, root, this channel's
+  // call number), written by Describe before the rank posts its arrival at
+  // the call's first chunk `first`; Meet waits for every rank's arrival
+  // there and compares. A difference: InvalidUsage on every rank, naming
+  // the first field that differs and the ranks with each value (as
+  // INFINICCL_CHECK), nothing read from another rank and every counter at
+  // first + 1, where the next call starts on every rank.
+  void Describe(const CollArgs &a, uint32_t first);
+  Status Meet(const CollArgs &a, uint32_t first);
+
+  // Why a rank left, in its control (0 while it stays).
+  static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2, kLeftRevoked = 3,
+                            kLeftFailed = 4;
+  // Waits of this rank end (InvalidUsage), and the peers' waits on it end
+  // (RemoteError naming it, with `why`).
+  void Cancel(uint32_t why) {
+    aborted_.store(true, std::memory_order_relaxed);
+    Leave(why);
+  }
+  // Marks this rank gone for its peers (`why`), after its last post, with
+  // every sleeper on its counters woken. Not in a child of fork().
+  void Leave(uint32_t why);
+  // Set when a wait of this rank found a peer gone: the ranks then no
+  // longer agree on where their calls stand, so every later call returns
+  // FailedError at once.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  Status FailedError() const;
+
+ private:
+  struct Control;
+  Channel() = default;
+  Control *ControlOf(int rank) const;
+  char *Region(int rank) const;
+  // RemoteError naming `rank` when it left, or its process is gone (exited,
+  // a zombie, or its pid now another process's: core/process_identity.h);
+  // the pid is trusted only when the peer's pid namespace is this one's.
+  Status Departed(int rank, const CollArgs &a) const;
+  // A peer is gone (`why`, from Departed): failed() from here on, and Leave.
+  void MarkFailed(const Status &why);
+
+  std::unique_ptr<NodeSegment> segment_;
+  int rank_ = 0, size_ = 1;
+  std::vector<int> names_;
+  uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
+  uint32_t call_seq_ = 0;    // calls made (Describe)
+  struct Described {         // this call's descriptor, as Describe wrote it
+    uint32_t seq = 0;
+    int32_t kind_op = 0, dtype = 0, root = 0;
+    uint64_t count = 0;
+  } described_;
+  int pid_ = 0;  // the process that made it
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> failed_{false};
+  mutable std::mutex failed_mutex_;
+  std::string failed_why_;  // under failed_mutex_: the first peer found gone
+  std::chrono::microseconds spin_{0};  // the first step of a wait (shm_wait.h)
+};
+
+}  // namespace shm
+}  // namespace infiniccl
