@@ -58,7 +58,8 @@ static const AnyFunction kSimFunctions[] = {
     (AnyFunction)infinicclSimStreamDestroy,   (AnyFunction)infinicclSimStreamSynchronize,
     (AnyFunction)infinicclSimEventCreate,     (AnyFunction)infinicclSimEventRecord,
     (AnyFunction)infinicclSimStreamWaitEvent, (AnyFunction)infinicclSimEventDestroy,
-    (AnyFunction)infinicclSimKernel,
+    (AnyFunction)infinicclSimKernel,          (AnyFunction)infinicclSimEventSynchronize,
+    (AnyFunction)infinicclSimEventQuery,
 };
 static infinicclResult_t (*const kSimMemcpy)(void *, const void *, size_t,
                                              void *) = infinicclSimMemcpy;

@@ -43,6 +43,7 @@
 #include <ATen/ATen.h>
 #include <ATen/ThreadLocalState.h>
 #include <ATen/record_function.h>
+#include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -57,6 +58,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -215,9 +217,28 @@ class WorkInfiniCCL : public c10d::Work {
   // that.
   void MarkPosted() { posted_ = true; }
 
+  // A device call, once the library has queued it on `stream` (torch's
+  // current stream of `device`, on the caller's thread): an event recorded
+  // there marks its end, and every tensor of `keep` is kept from its
+  // device's caching allocator until the stream passes it
+  // (recordDataPtrOnStream, Tensor.record_stream's hook), so a tensor freed
+  // right after the call is not reused before the call has read it.
+  void OnStream(c10::Device device, const c10::Stream &stream,
+                const std::vector<at::Tensor> &keep);
+
+  // Host calls: complete. Device calls: whether the stream has passed the
+  // call (its event).
   bool isCompleted() override;
 
+  // Host calls: blocks until the call completes (within the timeout) and
+  // raises its error. Device calls (NCCL's semantics): the current stream
+  // of the call's device waits for the call's event, and wait() returns
+  // without blocking the host.
   bool wait(Ms timeout) override;
+
+  // Blocks the host until the call has completed; for a device call, until
+  // its stream has passed it.
+  void synchronize() override;
 
   std::vector<at::Tensor> result() override { return outputs_; }
   // Made on the first request (DDP's comm hooks ask; most callers never do):
@@ -254,6 +275,10 @@ class WorkInfiniCCL : public c10d::Work {
   std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  // Device calls (OnStream): the device and the event after the call.
+  c10::Device device_{c10::kCPU};
+  std::optional<c10::Stream> stream_;
+  std::unique_ptr<c10::Event> event_;
 };
 
 class BackendInfiniCCL : public c10d::Backend {
@@ -522,7 +547,13 @@ class BackendInfiniCCL : public c10d::Backend {
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, limit, outputs, group_);
     work->Record(event, inputs);
-    Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
+    if (device.is_cpu()) {
+      Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
+    } else {
+      std::vector<at::Tensor> keep(inputs);
+      keep.insert(keep.end(), outputs.begin(), outputs.end());
+      Enqueue(work, std::move(job), device, stream, false, keep);
+    }
     return work;
   }
 
@@ -587,8 +618,10 @@ class BackendInfiniCCL : public c10d::Backend {
 
   // Host calls go to the worker; device calls run here once the queue is
   // empty and the worker's open group (host P2P) has completed.
+  // `keep`: a device call's tensors (see WorkInfiniCCL::OnStream).
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
-               void *stream, bool inline_host = false);
+               void *stream, bool inline_host = false,
+               const std::vector<at::Tensor> &keep = {});
 
   void EnqueuePost(const c10::intrusive_ptr<WorkInfiniCCL> &work, std::vector<P2POp> p2p);
 
