@@ -126,9 +126,15 @@ def _is_in_bad_fork():
     return False
 
 
+def manual_seed_all(seed):
+    """Nothing to seed: random ops on sim tensors run as CPU kernels on
+    torch's CPU generator, which torch.manual_seed seeds."""
+    del seed
+
+
 _module = types.ModuleType("torch." + NAME)
 for _f in (kernel, synchronize, empty_cache, memory_stats, is_available, device_count,
-           current_device, _is_in_bad_fork):
+           current_device, _is_in_bad_fork, manual_seed_all):
     setattr(_module, _f.__name__, _f)
 if not hasattr(torch, NAME):
     torch._register_device_module(NAME, _module)

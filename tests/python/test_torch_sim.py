@@ -22,6 +22,9 @@ sim = pytest.importorskip("infiniccl.torch_sim")
 
 DTYPES = [torch.int32, torch.int64, torch.float32, torch.float64, torch.bfloat16, torch.uint8]
 KERNEL_US = 100_000  # a 100 ms emulated kernel
+# Where a check needs the stream still busy after a few host steps: long
+# enough for a loaded machine.
+LONG_US = 500_000
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -68,7 +71,7 @@ def test_streams_and_events():
     e = torch.Event(device="sim")
     x = torch.ones(4, device="sim")
     with s:
-        sim.kernel(KERNEL_US)
+        sim.kernel(LONG_US)
         e.record()
     t0 = time.monotonic()
     assert not e.query()
@@ -82,7 +85,7 @@ def test_streams_and_events():
     s2 = torch.Stream(device="sim")
     e2 = torch.Event(device="sim")
     with s:
-        sim.kernel(KERNEL_US)
+        sim.kernel(LONG_US)
         e.record()
     s2.wait_event(e)
     with s2:
@@ -98,7 +101,7 @@ def test_caching_allocator_record_stream():
     a = torch.ones(1024, device="sim")
     p = a.data_ptr()
     with s:
-        sim.kernel(KERNEL_US)
+        sim.kernel(LONG_US)
     a.record_stream(s)
     del a
     b = torch.empty(1024, device="sim")  # s has not passed the free: not a's block
@@ -178,14 +181,24 @@ def test_wait_orders_the_stream_without_blocking(comm):
     n, me = comm.size, comm.rank
     x = val(me, torch.int64).to("sim")
     want = sum(val(r, torch.int64) for r in range(n))
-    sim.synchronize()
-    sim.kernel(KERNEL_US)  # on the current (default) stream, before the call
-    t0 = time.monotonic()
-    w = dist.all_reduce(x, async_op=True)
-    w.wait()
-    waited = time.monotonic() - t0
-    assert waited < 0.010, "wait() took %.1f ms behind a 100 ms kernel" % (waited * 1e3)
-    assert not w.is_completed()  # the kernel still holds the stream
+    # The fastest of three tries (a loaded machine may preempt one): a
+    # wait() that blocked for the kernel would take 100 ms each time.
+    waited = []
+    for _ in range(3):
+        x = val(me, torch.int64).to("sim")
+        sim.synchronize()
+        sim.kernel(KERNEL_US)  # on the current (default) stream, before the call
+        t0 = time.monotonic()
+        w = dist.all_reduce(x, async_op=True)
+        w.wait()
+        waited.append(time.monotonic() - t0)
+        busy = not w.is_completed()  # the kernel still holds the stream
+        if waited[-1] < 0.010:
+            break
+        w.synchronize()
+    assert min(waited) < 0.010, "wait() took %s ms behind a 100 ms kernel" % (
+        ["%.1f" % (t * 1e3) for t in waited])
+    assert busy
     # wait() on another stream: that stream waits for the call.
     s2 = torch.Stream(device="sim")
     e2 = torch.Event(device="sim")
@@ -217,16 +230,15 @@ def test_freed_tensor_not_reused_before_the_call_read_it(comm):
     for peer in range(1, n):
         if me == 0:
             x = want.to("sim")
-            ptr = x.data_ptr()
             side = torch.Stream(device="sim")
             side.wait_stream(torch.accelerator.current_stream())
             with side:
-                sim.kernel(KERNEL_US)
+                sim.kernel(LONG_US)
                 dist.send(x, peer)
             del x
+            # Filled on the host once the default stream is idle: a reused
+            # block would be overwritten before the send reads it.
             y = torch.full((1 << 14,), -1, dtype=torch.int32, device="sim")
-            if y.data_ptr() == ptr:
-                errors.append("the sent tensor's block was reused before the send")
             side.synchronize()
             del y
         elif me == peer:
@@ -242,3 +254,45 @@ def test_cpu_tensors_alongside(comm):
     x = torch.full((5,), me + 1, dtype=torch.int64)
     dist.all_reduce(x)
     assert x.tolist() == [n * (n + 1) // 2] * 5
+
+
+def train(model, group, me, steps=5):
+    """`steps` SGD steps of DDP over `group` on rank `me`'s batches; the
+    parameters after them, on the CPU."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    device = next(model.parameters()).device
+    ddp = DDP(model, process_group=group, bucket_cap_mb=0.001)  # several buckets
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(100 + me)
+    for _ in range(steps):
+        x = torch.randn(8, 16, generator=g).to(device)
+        y = torch.randn(8, 4, generator=g).to(device)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+def make_model():
+    torch.manual_seed(7)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, 32), torch.nn.Tanh(),
+                               torch.nn.Linear(32, 4))
+
+
+def test_ddp_equals_gloo(comm):
+    """DDP on sim tensors over infiniccl ends with the parameters DDP on
+    CPU tensors over gloo ends with, bit for bit (2 ranks: a sum of two
+    values does not depend on its order), and they differ from the start."""
+    me = comm.rank
+    gloo = dist.new_group(backend="gloo")
+    start = [p.detach().clone() for p in make_model().parameters()]
+    ref = train(make_model(), gloo, me)
+    got = train(make_model().to("sim"), dist.group.WORLD, me)
+    dist.destroy_process_group(gloo)
+    assert len(got) == len(ref)
+    assert any(not torch.equal(a, b) for a, b in zip(ref, start))
+    bad = [i for i, (a, b) in enumerate(zip(got, ref)) if not torch.equal(a, b)]
+    assert not bad, "parameters %s differ from gloo's: max |diff| %s" % (
+        bad, [float((got[i] - ref[i]).abs().max()) for i in bad])
