@@ -88,6 +88,13 @@ static void Disabled(void) {
               "infinicclSimEventDestroy", need);
   EXPECT_FAIL(infinicclSimKernel(NULL, 10), infinicclInvalidUsage, "infinicclSimKernel",
               need);
+  EXPECT_FAIL(infinicclSimEventSynchronize(host), infinicclInvalidUsage,
+              "infinicclSimEventSynchronize", need);
+  {
+    int done = -1;
+    EXPECT_FAIL(infinicclSimEventQuery(host, &done), infinicclInvalidUsage,
+                "infinicclSimEventQuery", need);
+  }
 }
 
 /* Memory and copies, every direction, and what is refused. */

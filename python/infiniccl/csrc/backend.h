@@ -19,9 +19,14 @@
 // communicator (see Shutdown).
 // Device tensors: the call runs in the caller's thread once the group's queued
 // calls and its open group of sends and receives are done, ordered on
-// torch's current stream of the tensor's device
-// (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
-// complete for the host, the result ready for work queued on that stream.
+// torch's current stream of the tensor's device (torch's device-generic
+// guard interface and c10::Stream::native_handle, so CUDA and privateuse1
+// devices take one path and no CUDA headers are needed). NCCL's stream
+// semantics: an event recorded after the call marks its end; wait() makes
+// the current stream wait for it without blocking the host, synchronize()
+// blocks, the future is device-aware, and the call's tensors are kept from
+// the caching allocator until the stream has passed the call
+// (WorkInfiniCCL::OnStream).
 // torch.profiler: every call records an "infiniccl:<op>" event (gloo's op
 // names) with its input tensors' shapes, from when the call starts running
 // until it completes (see WorkInfiniCCL::Record).
@@ -38,6 +43,8 @@
 //   backend.cpp      the backend's life (creation, worker and its queue,
 //                    shutdown, abort, split, shrink, options) and the
 //                    Python module.
+// sim_device.cpp, apart from these, is the EMULATED torch device "sim"
+// (infiniccl.torch_sim), the module's submodule "sim".
 #pragma once
 
 #include <ATen/ATen.h>
