@@ -27,6 +27,7 @@ environment when the program starts (the library reads it once). The
 import raises ImportError without either, or when privateuse1 is taken by
 another device plugin.
 """
+import contextlib as _contextlib
 import os
 import types
 
@@ -132,9 +133,46 @@ def manual_seed_all(seed):
     del seed
 
 
+def set_device(device):
+    """One device: sim:0."""
+    index = torch.device(NAME, device).index if isinstance(device, int) else \
+        torch.device(device).index
+    if index not in (None, 0):
+        raise RuntimeError("infiniccl EMULATED device: one device (sim:0), not %s" % device)
+
+
+def Stream(device=None, priority=0):  # noqa: N802 - torch.cuda.Stream's name
+    """A new emulated stream (torch.Stream on sim)."""
+    del device
+    return torch.Stream(device=NAME, priority=priority)
+
+
+def Event(enable_timing=False, blocking=False, interprocess=False):  # noqa: N802
+    """A new emulated event (torch.Event on sim)."""
+    return torch.Event(device=NAME, enable_timing=enable_timing, blocking=blocking,
+                       interprocess=interprocess)
+
+
+def current_stream(device=None):
+    """The current sim stream of this thread."""
+    del device
+    return torch.accelerator.current_stream(torch.device(NAME, 0))
+
+
+@_contextlib.contextmanager
+def stream(s):
+    """Makes `s` the current sim stream inside the block (None: no change)."""
+    if s is None:
+        yield
+        return
+    with s:
+        yield
+
+
 _module = types.ModuleType("torch." + NAME)
 for _f in (kernel, synchronize, empty_cache, memory_stats, is_available, device_count,
-           current_device, _is_in_bad_fork, manual_seed_all):
+           current_device, _is_in_bad_fork, manual_seed_all, set_device, Stream, Event,
+           current_stream, stream):
     setattr(_module, _f.__name__, _f)
 if not hasattr(torch, NAME):
     torch._register_device_module(NAME, _module)
