@@ -127,6 +127,10 @@ def _is_in_bad_fork():
     return False
 
 
+def is_initialized():
+    return True
+
+
 def manual_seed_all(seed):
     """Nothing to seed: random ops on sim tensors run as CPU kernels on
     torch's CPU generator, which torch.manual_seed seeds."""
@@ -171,7 +175,7 @@ def stream(s):
 
 _module = types.ModuleType("torch." + NAME)
 for _f in (kernel, synchronize, empty_cache, memory_stats, is_available, device_count,
-           current_device, _is_in_bad_fork, manual_seed_all, set_device, Stream, Event,
+           current_device, _is_in_bad_fork, is_initialized, manual_seed_all, set_device, Stream, Event,
            current_stream, stream):
     setattr(_module, _f.__name__, _f)
 if not hasattr(torch, NAME):

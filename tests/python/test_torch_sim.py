@@ -296,3 +296,41 @@ def test_ddp_equals_gloo(comm):
     bad = [i for i, (a, b) in enumerate(zip(got, ref)) if not torch.equal(a, b)]
     assert not bad, "parameters %s differ from gloo's: max |diff| %s" % (
         bad, [float((got[i] - ref[i]).abs().max()) for i in bad])
+
+
+def fsdp_train(mesh, device, me, steps=5):
+    """FSDP2 (fully_shard per Linear and the whole) over `mesh`: `steps`
+    SGD steps on rank `me`'s batches; the full parameters after them."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = make_model().to(device)
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(200 + me)
+    for _ in range(steps):
+        x = torch.randn(8, 16, generator=g).to(device)
+        y = torch.randn(8, 4, generator=g).to(device)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    return [p.full_tensor().detach().cpu() for p in model.parameters()]
+
+
+def test_fsdp2_equals_gloo(comm):
+    """FSDP2 on sim tensors over infiniccl ends with the parameters FSDP2 on
+    CPU tensors over gloo ends with (2 ranks: bit for bit)."""
+    from torch.distributed.device_mesh import DeviceMesh
+
+    me = comm.rank
+    gloo = dist.new_group(backend="gloo")
+    ref = fsdp_train(DeviceMesh.from_group(gloo, "cpu"), "cpu", me)
+    got = fsdp_train(DeviceMesh.from_group(dist.group.WORLD, "sim"), "sim", me)
+    dist.destroy_process_group(gloo)
+    start = [p.detach() for p in make_model().parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(ref, start))
+    bad = [i for i, (a, b) in enumerate(zip(got, ref)) if not torch.equal(a, b)]
+    assert not bad, "parameters %s differ from gloo's: max |diff| %s" % (
+        bad, [float((got[i] - ref[i]).abs().max()) for i in bad])
