@@ -34,7 +34,8 @@ import types
 import torch
 
 __all__ = ["kernel", "synchronize", "empty_cache", "memory_stats", "is_available",
-           "device_count", "current_device", "NAME", "MIN_TORCH"]
+           "device_count", "current_device", "set_device", "Stream", "Event",
+           "current_stream", "stream", "NAME", "MIN_TORCH"]
 
 NAME = "sim"
 MIN_TORCH = (2, 15)
@@ -94,8 +95,10 @@ def kernel(us):
 
 def synchronize(device=None):
     """Returns when every sim stream has run what was queued on it."""
-    torch.accelerator.synchronize(device) if device is not None else \
+    if device is None:
         torch.accelerator.synchronize()
+    else:
+        torch.accelerator.synchronize(device)
 
 
 def empty_cache():

@@ -86,6 +86,14 @@ void *Handle(c10::StreamId id) {
   return S().made[static_cast<size_t>(id) - 1];
 }
 
+// Handle without the id check, under the streams' lock.
+void *HandleNoThrow(c10::StreamId id) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  if (id == 0) return S().default_stream;
+  if (id < 0 || static_cast<size_t>(id) > S().made.size()) return nullptr;
+  return S().made[static_cast<size_t>(id) - 1];
+}
+
 c10::StreamId NewStream() {
   void *h = nullptr;
   Check(infinicclSimStreamCreate(&h), "infinicclSimStreamCreate");
@@ -161,13 +169,27 @@ class SimAllocator final : public c10::Allocator {
       free_[{b.stream, b.size}].push_back(b.ptr);
       return;
     }
+    // A deleter does not throw: where an event cannot be made or recorded,
+    // the stream is waited for instead.
     Pending p;
     p.block = b;
     for (c10::StreamId s : b.used_on) {
+      void *h = HandleNoThrow(s);
       void *e = nullptr;
-      Check(infinicclSimEventCreate(&e), "infinicclSimEventCreate");
-      Check(infinicclSimEventRecord(e, Handle(s)), "infinicclSimEventRecord");
+      if (infinicclSimEventCreate(&e) != infinicclSuccess) {
+        (void)infinicclSimStreamSynchronize(h);
+        continue;
+      }
+      if (infinicclSimEventRecord(e, h) != infinicclSuccess) {
+        (void)infinicclSimEventDestroy(e);
+        (void)infinicclSimStreamSynchronize(h);
+        continue;
+      }
       p.events.push_back(e);
+    }
+    if (p.events.empty()) {
+      free_[{b.stream, b.size}].push_back(b.ptr);
+      return;
     }
     pending_.push_back(std::move(p));
   }
