@@ -97,6 +97,18 @@ INFINICCL_API infinicclResult_t infinicclSimEventRecord(void *event, void *strea
  * @param event the event.
  * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event);
+/** @brief Returns when the stream has reached the event's last record
+ * (at once when it was never recorded), as cudaEventSynchronize.
+ * @param event the event.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimEventSynchronize(void *event);
+/** @brief Whether the stream has reached the event's last record, without
+ * waiting, as cudaEventQuery: *done is 1 when it has (or when the event was
+ * never recorded), else 0.
+ * @param event the event.
+ * @param done receives 1 or 0.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimEventQuery(void *event, int *done);
 /** @brief Destroys an event. May be called while a record of, or a wait
  * for, the event is still queued: its memory is released once the streams
  * have passed them.

@@ -95,6 +95,15 @@ Status QueueOnEvent(SimRuntime *sim, void *event, void *stream, bool record) {
   return Status::Ok();
 }
 
+// A user's event, not destroyed: checked under the tracking lock.
+Status UserEvent(void *event) {
+  if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
+  std::lock_guard<std::mutex> lock(T().mutex);
+  auto it = T().events.find(event);
+  if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -221,6 +230,28 @@ infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event) {
     SimRuntime *sim = nullptr;
     INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
     return QueueOnEvent(sim, event, stream, /*record=*/false);
+  });
+}
+
+infinicclResult_t infinicclSimEventSynchronize(void *event) {
+  return ApiCall("infinicclSimEventSynchronize", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    INFINICCL_RETURN_IF_ERROR(UserEvent(event));
+    return sim->EventSynchronize(event);
+  });
+}
+
+infinicclResult_t infinicclSimEventQuery(void *event, int *done) {
+  return ApiCall("infinicclSimEventQuery", [&](CallContext &) -> Status {
+    if (done == nullptr) return Status(infinicclInvalidArgument, "done is NULL");
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    INFINICCL_RETURN_IF_ERROR(UserEvent(event));
+    bool d = false;
+    INFINICCL_RETURN_IF_ERROR(sim->EventQuery(event, &d));
+    *done = d ? 1 : 0;
+    return Status::Ok();
   });
 }
 

@@ -88,6 +88,13 @@ static void Disabled(void) {
               "infinicclSimEventDestroy", need);
   EXPECT_FAIL(infinicclSimKernel(NULL, 10), infinicclInvalidUsage, "infinicclSimKernel",
               need);
+  EXPECT_FAIL(infinicclSimEventSynchronize(host), infinicclInvalidUsage,
+              "infinicclSimEventSynchronize", need);
+  {
+    int done = -1;
+    EXPECT_FAIL(infinicclSimEventQuery(host, &done), infinicclInvalidUsage,
+                "infinicclSimEventQuery", need);
+  }
 }
 
 /* Memory and copies, every direction, and what is refused. */
@@ -199,6 +206,29 @@ static void StreamsAndEvents(void) {
     OK(infinicclSimStreamWaitEvent(s, fresh));
     OK(infinicclSimStreamSynchronize(s));
     OK(infinicclSimEventDestroy(fresh));
+  }
+  /* Query and synchronize: an event never recorded is done; one behind a
+   * 200 ms kernel is not done at once, and is after synchronizing. */
+  {
+    void *q = NULL;
+    int done = -1;
+    OK(infinicclSimEventCreate(&q));
+    OK(infinicclSimEventQuery(q, &done));
+    CHECK(done == 1);
+    OK(infinicclSimKernel(s2, 200000));
+    OK(infinicclSimEventRecord(q, s2));
+    OK(infinicclSimEventQuery(q, &done));
+    CHECK(done == 0);
+    OK(infinicclSimEventSynchronize(q));
+    OK(infinicclSimEventQuery(q, &done));
+    CHECK(done == 1);
+    EXPECT_FAIL(infinicclSimEventQuery(q, NULL), infinicclInvalidArgument,
+                "infinicclSimEventQuery", "NULL");
+    OK(infinicclSimEventDestroy(q));
+    EXPECT_FAIL(infinicclSimEventQuery(q, &done), infinicclInvalidArgument,
+                "infinicclSimEventQuery", "not an emulated-device event");
+    EXPECT_FAIL(infinicclSimEventSynchronize(q), infinicclInvalidArgument,
+                "infinicclSimEventSynchronize", "not an emulated-device event");
   }
 
   /* A destroyed stream, a foreign pointer, NULL where no default applies. */

@@ -98,6 +98,8 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclSimStreamWaitEvent),
     reinterpret_cast<AnyFunction>(&infinicclSimEventDestroy),
     reinterpret_cast<AnyFunction>(&infinicclSimKernel),
+    reinterpret_cast<AnyFunction>(&infinicclSimEventSynchronize),
+    reinterpret_cast<AnyFunction>(&infinicclSimEventQuery),
 };
 
 int main() {

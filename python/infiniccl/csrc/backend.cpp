@@ -261,7 +261,8 @@ void BackendInfiniCCL::Run(const c10::intrusive_ptr<WorkInfiniCCL> &work, const 
 }
 
 void BackendInfiniCCL::Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job,
-                               c10::Device device, void *stream, bool inline_host) {
+                               c10::Device device, void *stream, bool inline_host,
+                               const std::vector<at::Tensor> &keep) {
   std::unique_lock<std::mutex> lock(mu_);
   if (stop_) {
     const bool aborted = aborted_;
@@ -285,7 +286,16 @@ void BackendInfiniCCL::Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Jo
     if (p2p_open_ || !queue_.empty()) QueueFlushLocked();
     idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_ && !p2p_open_; });
     lock.unlock();
-    Run(work, job, stream);
+    // On torch's current stream of the device: the library queues the call
+    // there; the Work is complete for the host, and its event marks the
+    // call's end on the stream.
+    work->Begin();
+    std::exception_ptr err = Capture(work, [&] {
+      job(stream);
+      work->OnStream(device, c10::impl::getDeviceGuardImpl(device.type())->getStream(device),
+                     keep);
+    });
+    work->Done(err);
     return;
   }
   queue_.push_back(Item{Kind::kCall, work, std::move(job), {}});
@@ -357,6 +367,11 @@ void BackendInfiniCCL::Loop() {
 
 using infiniccl_c10d::BackendInfiniCCL;
 
+namespace infiniccl_sim {
+// sim_device.cpp: the module's "sim" submodule (infiniccl.torch_sim).
+void Bind(pybind11::module_ &m);
+}  // namespace infiniccl_sim
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "torch.distributed backend 'infiniccl' (c10d::Backend over libinfiniccl)";
   py::module_::import("torch.distributed");
@@ -375,4 +390,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::call_guard<py::gil_scoped_release>(),
            "Finishes the queued calls and destroys the communicator.")
       .def_property_readonly("timeout_ms", &BackendInfiniCCL::timeoutMs);
+  infiniccl_sim::Bind(m);
 }

@@ -19,9 +19,14 @@
 // communicator (see Shutdown).
 // Device tensors: the call runs in the caller's thread once the group's queued
 // calls and its open group of sends and receives are done, ordered on
-// torch's current stream of the tensor's device
-// (c10::Stream::native_handle, so no CUDA headers are needed); the Work is
-// complete for the host, the result ready for work queued on that stream.
+// torch's current stream of the tensor's device (torch's device-generic
+// guard interface and c10::Stream::native_handle, so CUDA and privateuse1
+// devices take one path and no CUDA headers are needed). NCCL's stream
+// semantics: an event recorded after the call marks its end; wait() makes
+// the current stream wait for it without blocking the host, synchronize()
+// blocks, the future is device-aware, and the call's tensors are kept from
+// the caching allocator until the stream has passed the call
+// (WorkInfiniCCL::OnStream).
 // torch.profiler: every call records an "infiniccl:<op>" event (gloo's op
 // names) with its input tensors' shapes, from when the call starts running
 // until it completes (see WorkInfiniCCL::Record).
@@ -38,11 +43,14 @@
 //   backend.cpp      the backend's life (creation, worker and its queue,
 //                    shutdown, abort, split, shrink, options) and the
 //                    Python module.
+// sim_device.cpp, apart from these, is the EMULATED torch device "sim"
+// (infiniccl.torch_sim), the module's submodule "sim".
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/ThreadLocalState.h>
 #include <ATen/record_function.h>
+#include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -57,6 +65,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -215,9 +224,28 @@ class WorkInfiniCCL : public c10d::Work {
   // that.
   void MarkPosted() { posted_ = true; }
 
+  // A device call, once the library has queued it on `stream` (torch's
+  // current stream of `device`, on the caller's thread): an event recorded
+  // there marks its end, and every tensor of `keep` is kept from its
+  // device's caching allocator until the stream passes it
+  // (recordDataPtrOnStream, Tensor.record_stream's hook), so a tensor freed
+  // right after the call is not reused before the call has read it.
+  void OnStream(c10::Device device, const c10::Stream &stream,
+                const std::vector<at::Tensor> &keep);
+
+  // Host calls: complete. Device calls: whether the stream has passed the
+  // call (its event).
   bool isCompleted() override;
 
+  // Host calls: blocks until the call completes (within the timeout) and
+  // raises its error. Device calls (NCCL's semantics): the current stream
+  // of the call's device waits for the call's event, and wait() returns
+  // without blocking the host.
   bool wait(Ms timeout) override;
+
+  // Blocks the host until the call has completed; for a device call, until
+  // its stream has passed it.
+  void synchronize() override;
 
   std::vector<at::Tensor> result() override { return outputs_; }
   // Made on the first request (DDP's comm hooks ask; most callers never do):
@@ -254,6 +282,10 @@ class WorkInfiniCCL : public c10d::Work {
   std::shared_ptr<GroupState> group_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  // Device calls (OnStream): the device and the event after the call.
+  c10::Device device_{c10::kCPU};
+  std::optional<c10::Stream> stream_;
+  std::unique_ptr<c10::Event> event_;
 };
 
 class BackendInfiniCCL : public c10d::Backend {
@@ -522,7 +554,13 @@ class BackendInfiniCCL : public c10d::Backend {
     auto work =
         c10::make_intrusive<WorkInfiniCCL>(rank_, type, op, limit, outputs, group_);
     work->Record(event, inputs);
-    Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
+    if (device.is_cpu()) {
+      Enqueue(work, std::move(job), device, stream, !AsyncOf(opts) && Inlinable(limit));
+    } else {
+      std::vector<at::Tensor> keep(inputs);
+      keep.insert(keep.end(), outputs.begin(), outputs.end());
+      Enqueue(work, std::move(job), device, stream, false, keep);
+    }
     return work;
   }
 
@@ -587,8 +625,10 @@ class BackendInfiniCCL : public c10d::Backend {
 
   // Host calls go to the worker; device calls run here once the queue is
   // empty and the worker's open group (host P2P) has completed.
+  // `keep`: a device call's tensors (see WorkInfiniCCL::OnStream).
   void Enqueue(const c10::intrusive_ptr<WorkInfiniCCL> &work, Job job, c10::Device device,
-               void *stream, bool inline_host = false);
+               void *stream, bool inline_host = false,
+               const std::vector<at::Tensor> &keep = {});
 
   void EnqueuePost(const c10::intrusive_ptr<WorkInfiniCCL> &work, std::vector<P2POp> p2p);
 

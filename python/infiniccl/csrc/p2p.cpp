@@ -94,6 +94,7 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::endCoalescing() {
   }
   // One event for the batch, as NCCL's "nccl:coalesced".
   work->Record("infiniccl:coalesced", batch_inputs_);
+  std::vector<at::Tensor> keep = std::move(batch_inputs_);
   batch_inputs_.clear();
   if (batch_device_.is_cpu()) {
     work->MarkPosted();
@@ -118,7 +119,7 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::endCoalescing() {
       if (op.finish) op.finish();
     }
   };
-  Enqueue(work, std::move(job), batch_device_, batch_stream_);
+  Enqueue(work, std::move(job), batch_device_, batch_stream_, false, keep);
   return work;
 }
 
@@ -236,7 +237,7 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::P2P(
           p2p.post(s);
           if (p2p.finish) p2p.finish();
         },
-        device, stream);
+        device, stream, false, tensors);
     return work;
   }
   work->MarkPosted();

@@ -8,6 +8,8 @@
 
 #include "backend.h"
 
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 #pragma GCC visibility push(hidden)
 namespace infiniccl_c10d {
 
@@ -146,7 +148,27 @@ void WorkInfiniCCL::Done(std::exception_ptr err) {
   if (future) Complete(*future);
 }
 
+void WorkInfiniCCL::OnStream(c10::Device device, const c10::Stream &stream,
+                             const std::vector<at::Tensor> &keep) {
+  c10::impl::VirtualGuardImpl impl(device.type());
+  for (const auto &t : keep) {
+    if (t.defined() && t.device() == device && t.has_storage()) {
+      impl.recordDataPtrOnStream(t.storage().data_ptr(), stream);
+    }
+  }
+  auto event = std::make_unique<c10::Event>(device.type());
+  event->record(stream);
+  std::lock_guard<std::mutex> lock(mutex_);
+  device_ = device;
+  stream_ = stream;
+  event_ = std::move(event);
+}
+
 bool WorkInfiniCCL::isCompleted() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_ && event_) return event_->query();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (completed_ || !posted_) return completed_;
@@ -156,7 +178,20 @@ bool WorkInfiniCCL::isCompleted() {
   return completed_;
 }
 
+void WorkInfiniCCL::synchronize() {
+  wait(Ms(0));  // a device call is complete for the host: wait() only orders
+  if (event_) event_->synchronize();
+}
+
 bool WorkInfiniCCL::wait(Ms timeout) {
+  if (event_) {
+    // Device calls complete for the host when the library has queued them
+    // (see OnStream): the current stream waits for the call's event.
+    if (exception_) std::rethrow_exception(exception_);
+    c10::impl::VirtualGuardImpl impl(device_.type());
+    event_->block(impl.getStream(device_));
+    return true;
+  }
   Ms limit = timeout == Ms(0) ? timeout_ : timeout;
   if (posted_ && !Completed()) group_->RequestFlush();
   std::unique_lock<std::mutex> lock(mutex_);
@@ -187,7 +222,11 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkInfiniCCL::getFuture() {
   if (posted_ && !Completed()) group_->RequestFlush();
   std::unique_lock<std::mutex> lock(mutex_);
   if (future_) return future_;
-  future_ = c10::make_intrusive<c10::ivalue::Future>(TensorListType());
+  // A device call's future is device-aware: its callbacks and waits are
+  // ordered after the call's stream (torch's CUDA-style futures).
+  std::vector<c10::Device> devices;
+  if (!device_.is_cpu()) devices.push_back(device_);
+  future_ = c10::make_intrusive<c10::ivalue::Future>(TensorListType(), std::move(devices));
   auto future = future_;
   const bool done = completed_;
   lock.unlock();
@@ -198,6 +237,17 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkInfiniCCL::getFuture() {
 void WorkInfiniCCL::Complete(c10::ivalue::Future &future) {
   if (exception_) {
     future.setError(exception_);
+  } else if (stream_) {
+    // The future records its events on the current streams: the call's.
+    c10::impl::VirtualGuardImpl impl(device_.type());
+    c10::Stream prev = impl.exchangeStream(*stream_);
+    try {
+      future.markCompleted(c10::IValue(outputs_));
+    } catch (...) {
+      impl.exchangeStream(prev);
+      throw;
+    }
+    impl.exchangeStream(prev);
   } else {
     future.markCompleted(c10::IValue(outputs_));
   }

@@ -397,6 +397,15 @@ Status SimRuntime::EventSynchronize(void *event) {
   return Status::Ok();
 }
 
+Status SimRuntime::EventQuery(void *event, bool *done) {
+  std::shared_ptr<SimEvent> e = EventFor(event);
+  if (e == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device event", event);
+  }
+  *done = e->Done();
+  return Status::Ok();
+}
+
 Status SimRuntime::StreamWaitEvent(void *stream, void *event) {
   return QueueEvent("StreamWaitEvent", event, stream, /*record=*/false);
 }

@@ -95,6 +95,9 @@ class SimRuntime : public DeviceRuntime {
   Status EventDestroy(void *event) override;
   Status EventRecord(void *event, void *stream) override;
   Status EventSynchronize(void *event) override;
+  // *done: the stream has reached the event's last record (true when it
+  // was never recorded).
+  Status EventQuery(void *event, bool *done);
   Status StreamWaitEvent(void *stream, void *event) override;
 
   // A gate wait is a work item of the stream that blocks its worker (the

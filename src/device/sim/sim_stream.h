@@ -37,6 +37,12 @@ class SimEvent {
     }
     cv_.notify_all();
   }
+  // Whether the stream has reached the last generation recorded (true
+  // when none was).
+  bool Done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return Reached(recorded_);
+  }
   // `spin`: kSpinBeforeSleep on a stream (the device), kHostSyncSpin on a
   // host thread (EventSynchronize).
   void Wait(uint64_t generation, std::chrono::microseconds spin = kSpinBeforeSleep) {
