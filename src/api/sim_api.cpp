@@ -9,10 +9,14 @@
 //    event destroyed while a record of (or wait for) it is still queued is
 //    freed only once its streams have passed those (a HostFunc queued after
 //    each one counts them down);
-//  - streams made here are remembered (StreamDestroy refuses others).
+//  - streams made here are remembered (StreamDestroy refuses others);
+//  - graphs made by a capture are handles kept here until destroyed (a
+//    captured record of or wait for an event holds the event itself, so
+//    it is not counted as queued).
 #include <infiniccl/infiniccl_sim.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -45,6 +49,7 @@ struct Tracking {
   std::mutex mutex;
   std::map<void *, TrackedEvent> events;
   std::set<void *> streams;  // made by infinicclSimStreamCreate, not destroyed
+  std::map<void *, std::shared_ptr<SimGraph>> graphs;  // by infinicclSimStreamEndCapture
 };
 
 Tracking &T() {
@@ -77,6 +82,16 @@ void Release(SimRuntime *sim, void *event) {
 // EventRecord or StreamWaitEvent, with the event counted while queued.
 Status QueueOnEvent(SimRuntime *sim, void *event, void *stream, bool record) {
   if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
+  {
+    std::lock_guard<std::mutex> lock(T().mutex);
+    auto it = T().events.find(event);
+    if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
+  }
+  bool capturing = false;
+  INFINICCL_RETURN_IF_ERROR(sim->StreamIsCapturing(stream, &capturing));
+  if (capturing) {
+    return record ? sim->EventRecord(event, stream) : sim->StreamWaitEvent(stream, event);
+  }
   {
     std::lock_guard<std::mutex> lock(T().mutex);
     auto it = T().events.find(event);
@@ -248,6 +263,99 @@ infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds) {
     SimRuntime *sim = nullptr;
     INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
     return sim->Kernel(stream, microseconds);
+  });
+}
+
+namespace {
+
+// The graph `graph` names, or InvalidArgument.
+Status GraphFor(void *graph, std::shared_ptr<SimGraph> *out) {
+  std::lock_guard<std::mutex> lock(T().mutex);
+  auto it = T().graphs.find(graph);
+  if (it == T().graphs.end()) {
+    return MakeStatus(infinicclInvalidArgument,
+                      "%p is not an emulated-device graph (destroyed, or not made by "
+                      "infinicclSimStreamEndCapture)",
+                      graph);
+  }
+  *out = it->second;
+  return Status::Ok();
+}
+
+}  // namespace
+
+infinicclResult_t infinicclSimStreamBeginCapture(void *stream) {
+  return ApiCall("infinicclSimStreamBeginCapture", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return sim->BeginCapture(stream);
+  });
+}
+
+infinicclResult_t infinicclSimStreamEndCapture(void *stream, void **graph) {
+  return ApiCall("infinicclSimStreamEndCapture", [&](CallContext &) -> Status {
+    if (graph == nullptr) return Status(infinicclInvalidArgument, "graph is NULL");
+    *graph = nullptr;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    std::shared_ptr<SimGraph> g;
+    INFINICCL_RETURN_IF_ERROR(sim->EndCapture(stream, &g));
+    std::lock_guard<std::mutex> lock(T().mutex);
+    *graph = g.get();
+    T().graphs.emplace(g.get(), std::move(g));
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimStreamIsCapturing(void *stream, int *capturing) {
+  return ApiCall("infinicclSimStreamIsCapturing", [&](CallContext &) -> Status {
+    if (capturing == nullptr) return Status(infinicclInvalidArgument, "capturing is NULL");
+    *capturing = 0;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    bool c = false;
+    INFINICCL_RETURN_IF_ERROR(sim->StreamIsCapturing(stream, &c));
+    *capturing = c ? 1 : 0;
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimGraphNodes(void *graph, size_t *nodes) {
+  return ApiCall("infinicclSimGraphNodes", [&](CallContext &) -> Status {
+    if (nodes == nullptr) return Status(infinicclInvalidArgument, "nodes is NULL");
+    *nodes = 0;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    std::shared_ptr<SimGraph> g;
+    INFINICCL_RETURN_IF_ERROR(GraphFor(graph, &g));
+    *nodes = g->nodes.size();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimGraphLaunch(void *graph, void *stream) {
+  return ApiCall("infinicclSimGraphLaunch", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    std::shared_ptr<SimGraph> g;
+    INFINICCL_RETURN_IF_ERROR(GraphFor(graph, &g));
+    return sim->LaunchGraph(*g, stream);
+  });
+}
+
+infinicclResult_t infinicclSimGraphDestroy(void *graph) {
+  return ApiCall("infinicclSimGraphDestroy", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    std::lock_guard<std::mutex> lock(T().mutex);
+    // Launches already queued keep their own copies of the work.
+    if (T().graphs.erase(graph) == 0) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "%p is not an emulated-device graph (destroyed, or not made by "
+                        "infinicclSimStreamEndCapture)",
+                        graph);
+    }
+    return Status::Ok();
   });
 }
 

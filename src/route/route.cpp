@@ -74,6 +74,8 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
 
   RouteFacts facts;
   facts.device_buffers = send_dev || recv_dev;
+  facts.host_and_device =
+      a.send_bytes > 0 && a.recv_bytes > 0 && !a.in_place && send_dev != recv_dev;
   facts.has_mpi = comm.has_mpi();
   Backend *ccl = comm.ccl_backend();
   facts.has_ccl = ccl != nullptr;
@@ -99,6 +101,7 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
     // The CCL communicator serves its own device kind only.
     if (comm.binding().kind != kind) facts.has_ccl = false;
     facts.one_rank_reduction = comm.size() == 1 && IsReduction(a.kind);
+    INFINICCL_RETURN_IF_ERROR(device->StreamIsCapturing(a.stream, &facts.capturing));
   }
 
   facts.hierarchical =
@@ -190,7 +193,8 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   const bool queues = device != nullptr && comm.QueuesFor(*device);
   if (path == Path::kCcl) return execute(a, true);
   if (path == Path::kLocalCopy) {
-    return execute(a, queues || (comm.ccl_backend() != nullptr &&
+    // Stream-ordered under capture: the graph records the copy.
+    return execute(a, facts.capturing || queues || (comm.ccl_backend() != nullptr &&
                                  comm.binding().kind == kind && send_dev && recv_dev));
   }
   if (!queues) {

@@ -5,9 +5,9 @@ namespace infiniccl {
 namespace {
 constexpr const char *kNoMpi =
     "this communicator was made by infinicclCommInitRank and has no MPI";
-}
 
-Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
+// The path, capture aside.
+Status ChoosePath(BackendChoice choice, const RouteFacts &f, Path *out) {
   // First, and whatever this rank's buffers: every rank must take it.
   if (f.hierarchical && choice == BackendChoice::kAuto) {
     *out = Path::kHier;
@@ -64,6 +64,28 @@ Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
                       kNoMpi);
   }
   *out = Path::kStagedMpi;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
+  INFINICCL_RETURN_IF_ERROR(ChoosePath(choice, f, out));
+  // The CCL records its own kernels; a one-rank copy between device
+  // buffers is one device copy on the stream.
+  const bool capturable =
+      *out == Path::kCcl || (*out == Path::kLocalCopy && !f.host_and_device);
+  if (f.device_buffers && f.capturing && !capturable) {
+    return MakeStatus(
+        infinicclInvalidUsage,
+        "the stream is being captured into a graph (cudaStreamBeginCapture, "
+        "torch.cuda.graph) and this call's path (%s) cannot be captured: it runs on the "
+        "library's threads and waits on the host, which a graph does not record. Only a "
+        "native CCL's path (NCCL, ...) and a one-rank copy can be captured: a communicator with one on this "
+        "device%s; or make this call outside the capture",
+        PathDescription(*out),
+        f.has_ccl && f.ccl_unsupported != nullptr ? " (which cannot run this call here)" : "");
+  }
   return Status::Ok();
 }
 

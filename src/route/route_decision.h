@@ -27,6 +27,13 @@ struct RouteFacts {
   // this call (kind, size, INFINICCL_SHM: the same on every rank whatever its
   // buffers are), which is not a grouped Send/Recv.
   bool shm = false;
+  // The call's stream is being captured into a graph (DeviceRuntime::
+  // StreamIsCapturing; asked for device buffers only): only the CCL's path
+  // and a one-rank copy between device buffers can be captured, every other
+  // one is refused before anything is queued.
+  bool capturing = false;
+  // One buffer is host memory and the other device memory.
+  bool host_and_device = false;
 };
 
 // Picks the path, or says why there is none. kDirectMpi is never returned:
@@ -36,6 +43,8 @@ struct RouteFacts {
 // kHier: whenever facts.hierarchical (every rank of the call takes it).
 // kShm: whenever facts.shm, but for device buffers that a CCL of their
 // device takes (and never under INFINICCL_BACKEND=ccl).
+// Device buffers on a capturing stream: kCcl, or kLocalCopy between two
+// device buffers, or InvalidUsage saying why.
 Status DecidePath(BackendChoice choice, const RouteFacts &facts, Path *out);
 
 }  // namespace infiniccl

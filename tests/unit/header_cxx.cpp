@@ -98,6 +98,12 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclSimStreamWaitEvent),
     reinterpret_cast<AnyFunction>(&infinicclSimEventDestroy),
     reinterpret_cast<AnyFunction>(&infinicclSimKernel),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamBeginCapture),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamEndCapture),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamIsCapturing),
+    reinterpret_cast<AnyFunction>(&infinicclSimGraphNodes),
+    reinterpret_cast<AnyFunction>(&infinicclSimGraphLaunch),
+    reinterpret_cast<AnyFunction>(&infinicclSimGraphDestroy),
 };
 
 int main() {

@@ -367,6 +367,75 @@ TEST(RouteDecision, HierarchicalCallsTakeTheTwoLevelPathOnEveryRank) {
   EXPECT_STREQ(PathName(Path::kHier), "hierarchical");
 }
 
+// Device buffers on a capturing stream: the CCL's path is left to the CCL
+// (NCCL captures its kernels), a one-rank copy between device buffers is a
+// device copy on the stream; every other path is refused, whatever made
+// the decision take it, with a message that names the path and the way
+// out. Host buffers never ask the stream (the capture flag stays false).
+TEST(RouteDecision, CaptureTakesOnlyTheCclPath) {
+  struct Case {
+    const char *name;
+    BackendChoice choice;
+    RouteFacts facts;
+    Path want;  // kNone: refused with InvalidUsage
+  };
+  auto facts = [](bool ccl, const char *unsupported, bool one_rank, bool hier, bool shm,
+                  bool host_and_device = false) {
+    RouteFacts f{true, true, ccl, "NCCL", unsupported};
+    f.host_and_device = host_and_device;
+    f.one_rank_reduction = one_rank;
+    f.hierarchical = hier;
+    f.shm = shm;
+    f.capturing = true;
+    return f;
+  };
+  const Case cases[] = {
+      {"ccl takes it", BackendChoice::kAuto, facts(true, nullptr, false, false, false),
+       Path::kCcl},
+      {"ccl forced", BackendChoice::kCcl, facts(true, nullptr, false, false, false),
+       Path::kCcl},
+      {"ccl beside shm", BackendChoice::kAuto, facts(true, nullptr, false, false, true),
+       Path::kCcl},
+      {"no ccl: staged", BackendChoice::kAuto, facts(false, nullptr, false, false, false),
+       Path::kNone},
+      {"ccl cannot: staged", BackendChoice::kAuto, facts(true, "16-bit", false, false, false),
+       Path::kNone},
+      {"mpi forced", BackendChoice::kMpi, facts(true, nullptr, false, false, false),
+       Path::kNone},
+      {"shm", BackendChoice::kAuto, facts(false, nullptr, false, false, true), Path::kNone},
+      {"hier", BackendChoice::kAuto, facts(true, nullptr, false, true, false), Path::kNone},
+      {"one-rank copy", BackendChoice::kAuto, facts(true, nullptr, true, false, false),
+       Path::kLocalCopy},
+      {"one-rank copy, no ccl", BackendChoice::kMpi, facts(false, nullptr, true, false, false),
+       Path::kLocalCopy},
+      {"one-rank copy to host", BackendChoice::kAuto,
+       facts(true, nullptr, true, false, false, true), Path::kNone},
+  };
+  for (const Case &c : cases) {
+    Path p = Path::kNone;
+    const Status st = DecidePath(c.choice, c.facts, &p);
+    if (c.want == Path::kNone) {
+      EXPECT_EQ(st.code(), infinicclInvalidUsage) << c.name;
+      EXPECT_NE(st.message().find("cannot be captured"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("native CCL"), std::string::npos) << st.message();
+    } else {
+      ASSERT_TRUE(st.ok()) << c.name << ": " << st.message();
+      EXPECT_EQ(p, c.want) << c.name;
+    }
+    // The same facts off capture: a path, never this refusal.
+    RouteFacts off = c.facts;
+    off.capturing = false;
+    EXPECT_TRUE(DecidePath(c.choice, off, &p).ok()) << c.name;
+  }
+  // Host buffers: the capture flag is not asked for them (it stays false),
+  // and set, it changes nothing: the host path does not touch the stream.
+  RouteFacts host{false, true, false};
+  host.capturing = true;
+  Path p = Path::kNone;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, host, &p).ok());
+  EXPECT_EQ(p, Path::kHostMpi);
+}
+
 TEST(CclProvider, NoneWithoutADeviceOfItsKind) {
   // No GPU here (or no CCL in this build): nothing to bootstrap with, and the
   // reason says which. Only meaningful where no device is present.
