@@ -268,16 +268,19 @@ infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds) {
 
 namespace {
 
-// The graph `graph` names, or InvalidArgument.
-Status GraphFor(void *graph, std::shared_ptr<SimGraph> *out) {
+Status NotAGraph(const void *graph) {
+  return MakeStatus(infinicclInvalidArgument,
+                    "%p is not an emulated-device graph (destroyed, or not made by "
+                    "infinicclSimStreamEndCapture)",
+                    graph);
+}
+
+// The emulated device and the graph `graph` names.
+Status EmulatedGraph(void *graph, SimRuntime **sim, std::shared_ptr<SimGraph> *out) {
+  INFINICCL_RETURN_IF_ERROR(Emulated(sim));
   std::lock_guard<std::mutex> lock(T().mutex);
   auto it = T().graphs.find(graph);
-  if (it == T().graphs.end()) {
-    return MakeStatus(infinicclInvalidArgument,
-                      "%p is not an emulated-device graph (destroyed, or not made by "
-                      "infinicclSimStreamEndCapture)",
-                      graph);
-  }
+  if (it == T().graphs.end()) return NotAGraph(graph);
   *out = it->second;
   return Status::Ok();
 }
@@ -325,9 +328,8 @@ infinicclResult_t infinicclSimGraphNodes(void *graph, size_t *nodes) {
     if (nodes == nullptr) return Status(infinicclInvalidArgument, "nodes is NULL");
     *nodes = 0;
     SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
     std::shared_ptr<SimGraph> g;
-    INFINICCL_RETURN_IF_ERROR(GraphFor(graph, &g));
+    INFINICCL_RETURN_IF_ERROR(EmulatedGraph(graph, &sim, &g));
     *nodes = g->nodes.size();
     return Status::Ok();
   });
@@ -336,9 +338,8 @@ infinicclResult_t infinicclSimGraphNodes(void *graph, size_t *nodes) {
 infinicclResult_t infinicclSimGraphLaunch(void *graph, void *stream) {
   return ApiCall("infinicclSimGraphLaunch", [&](CallContext &) -> Status {
     SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
     std::shared_ptr<SimGraph> g;
-    INFINICCL_RETURN_IF_ERROR(GraphFor(graph, &g));
+    INFINICCL_RETURN_IF_ERROR(EmulatedGraph(graph, &sim, &g));
     return sim->LaunchGraph(*g, stream);
   });
 }
@@ -349,13 +350,7 @@ infinicclResult_t infinicclSimGraphDestroy(void *graph) {
     INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
     std::lock_guard<std::mutex> lock(T().mutex);
     // Launches already queued keep their own copies of the work.
-    if (T().graphs.erase(graph) == 0) {
-      return MakeStatus(infinicclInvalidArgument,
-                        "%p is not an emulated-device graph (destroyed, or not made by "
-                        "infinicclSimStreamEndCapture)",
-                        graph);
-    }
-    return Status::Ok();
+    return T().graphs.erase(graph) == 0 ? NotAGraph(graph) : Status::Ok();
   });
 }
 

@@ -89,4 +89,35 @@ Status DecidePath(BackendChoice choice, const RouteFacts &f, Path *out) {
   return Status::Ok();
 }
 
+Status DecideRoute(BackendChoice choice, const RouteFacts &f, RoutePlan *plan) {
+  *plan = RoutePlan{};
+  Path path = Path::kNone;
+  INFINICCL_RETURN_IF_ERROR(DecidePath(choice, f, &path));
+  if (path == Path::kStagedMpi && f.mpi_reads_device) path = Path::kDirectMpi;
+  plan->path = path;
+  // A tag or a receive from any source: never the CCL's (it has neither).
+  plan->check_matching = f.needs_mpi_matching && path != Path::kCcl;
+  // Ranks that differ in how device buffers reach MPI all stage, in one
+  // agreed chunk size, so that their MPI calls match.
+  plan->uniform = f.uniform_staging && !f.grouped &&
+                  (path == Path::kHostMpi || path == Path::kStagedMpi ||
+                   path == Path::kDirectMpi);
+  if (f.grouped && path != Path::kCcl) {
+    plan->mode = RouteMode::kGroupPost;
+  } else if (path == Path::kCcl || path == Path::kLocalCopy) {
+    plan->mode = RouteMode::kOnStream;
+    plan->stream_ordered =
+        path == Path::kCcl || f.capturing || f.queues || (f.has_ccl && f.both_device);
+  } else if (!f.queues) {
+    plan->mode = RouteMode::kBlocking;
+  } else {
+    plan->mode = RouteMode::kQueued;
+    plan->reserve_hier_scratch = path == Path::kHier;
+    plan->try_land = path == Path::kShm;
+    plan->one_chunk_on_stream = (path == Path::kStagedMpi && !plan->uniform) ||
+                                (path == Path::kShm && f.fits_on_stream_shm);
+  }
+  return Status::Ok();
+}
+
 }  // namespace infiniccl

@@ -436,6 +436,110 @@ TEST(RouteDecision, CaptureTakesOnlyTheCclPath) {
   EXPECT_EQ(p, Path::kHostMpi);
 }
 
+// The whole plan (DecideRoute): the path, then how route.cpp runs it, as a
+// table of facts and the plan each must give.
+TEST(RoutePlan, EveryChoiceAsATable) {
+  enum Fact : unsigned {
+    kDev = 1u << 0,        // device buffers (both)
+    kHostDev = 1u << 1,    // one host, one device buffer (with kDev)
+    kCcl = 1u << 2,        // a CCL of the buffers' device that takes the call
+    kQueues = 1u << 3,     // the engine queues the device's calls
+    kGrouped = 1u << 4,    // a Send/Recv inside a group
+    kShm = 1u << 5,        // the segment takes the call
+    kSmall = 1u << 6,      // small enough for the on-stream shm shape
+    kHier = 1u << 7,       // hierarchical
+    kOneRank = 1u << 8,    // a one-rank reduction
+    kReadsDev = 1u << 9,   // MPI reads device memory
+    kUniform = 1u << 10,   // a mixed job
+    kMatching = 1u << 11,  // tag or any-source
+    kCapturing = 1u << 12,
+  };
+  struct Case {
+    const char *name;
+    unsigned facts;
+    Path path;
+    RouteMode mode;
+    // check_matching, uniform, stream_ordered, reserve_hier_scratch,
+    // try_land, one_chunk_on_stream
+    const char *flags;
+  };
+  using M = RouteMode;
+  const Case cases[] = {
+      {"host buffers", 0, Path::kHostMpi, M::kBlocking, "------"},
+      {"host, mixed job", kUniform, Path::kHostMpi, M::kBlocking, "-u----"},
+      {"host, tagged", kMatching, Path::kHostMpi, M::kBlocking, "m-----"},
+      {"host, grouped", kGrouped, Path::kHostMpi, M::kGroupPost, "------"},
+      {"host, grouped, mixed job", kGrouped | kUniform, Path::kHostMpi, M::kGroupPost,
+       "------"},
+      {"host, shm", kShm, Path::kShm, M::kBlocking, "------"},
+      {"host, hier", kHier, Path::kHier, M::kBlocking, "------"},
+      {"ccl", kDev | kCcl, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, queues", kDev | kCcl | kQueues, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, grouped", kDev | kCcl | kGrouped, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, tagged", kDev | kCcl | kMatching, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, capturing", kDev | kCcl | kCapturing, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl before shm", kDev | kCcl | kShm, Path::kCcl, M::kOnStream, "--o---"},
+      {"staged, blocking", kDev, Path::kStagedMpi, M::kBlocking, "------"},
+      {"staged, queued", kDev | kQueues, Path::kStagedMpi, M::kQueued, "-----1"},
+      {"staged, queued, mixed job", kDev | kQueues | kUniform, Path::kStagedMpi, M::kQueued,
+       "-u----"},
+      {"direct, queued", kDev | kQueues | kReadsDev, Path::kDirectMpi, M::kQueued, "------"},
+      {"direct, blocking", kDev | kReadsDev, Path::kDirectMpi, M::kBlocking, "------"},
+      {"staged, grouped, queues", kDev | kQueues | kGrouped, Path::kStagedMpi, M::kGroupPost,
+       "------"},
+      {"staged, tagged", kDev | kQueues | kMatching, Path::kStagedMpi, M::kQueued, "m----1"},
+      {"shm, queued, small", kDev | kQueues | kShm | kSmall, Path::kShm, M::kQueued,
+       "----l1"},
+      {"shm, queued, large", kDev | kQueues | kShm, Path::kShm, M::kQueued, "----l-"},
+      {"shm, blocking", kDev | kShm | kSmall, Path::kShm, M::kBlocking, "------"},
+      {"hier, queued", kDev | kQueues | kHier, Path::kHier, M::kQueued, "---h--"},
+      {"hier, blocking", kDev | kHier, Path::kHier, M::kBlocking, "------"},
+      {"one-rank copy", kDev | kOneRank, Path::kLocalCopy, M::kOnStream, "------"},
+      {"one-rank copy, queues", kDev | kOneRank | kQueues, Path::kLocalCopy, M::kOnStream,
+       "--o---"},
+      {"one-rank copy, ccl", kDev | kOneRank | kCcl, Path::kLocalCopy, M::kOnStream,
+       "--o---"},
+      {"one-rank copy to host, ccl", kDev | kHostDev | kOneRank | kCcl, Path::kLocalCopy,
+       M::kOnStream, "------"},
+      {"one-rank copy, capturing", kDev | kOneRank | kCapturing, Path::kLocalCopy,
+       M::kOnStream, "--o---"},
+  };
+  for (const Case &c : cases) {
+    RouteFacts f;
+    f.device_buffers = c.facts & kDev;
+    f.host_and_device = c.facts & kHostDev;
+    f.both_device = f.device_buffers && !f.host_and_device;
+    f.has_ccl = c.facts & kCcl;
+    f.queues = c.facts & kQueues;
+    f.grouped = c.facts & kGrouped;
+    f.shm = c.facts & kShm;
+    f.fits_on_stream_shm = c.facts & kSmall;
+    f.hierarchical = c.facts & kHier;
+    f.one_rank_reduction = c.facts & kOneRank;
+    f.mpi_reads_device = c.facts & kReadsDev;
+    f.uniform_staging = c.facts & kUniform;
+    f.needs_mpi_matching = c.facts & kMatching;
+    f.capturing = c.facts & kCapturing;
+    RoutePlan plan;
+    const Status st = DecideRoute(BackendChoice::kAuto, f, &plan);
+    ASSERT_TRUE(st.ok()) << c.name << ": " << st.message();
+    EXPECT_EQ(plan.path, c.path) << c.name;
+    EXPECT_EQ(plan.mode, c.mode) << c.name;
+    const std::string flags = {plan.check_matching ? 'm' : '-', plan.uniform ? 'u' : '-',
+                               plan.stream_ordered ? 'o' : '-',
+                               plan.reserve_hier_scratch ? 'h' : '-',
+                               plan.try_land ? 'l' : '-',
+                               plan.one_chunk_on_stream ? '1' : '-'};
+    EXPECT_EQ(flags, c.flags) << c.name;
+  }
+  // A refusal is the decision's too: no plan for device buffers on a
+  // capturing stream off the CCL.
+  RouteFacts f;
+  f.device_buffers = f.both_device = f.queues = f.capturing = true;
+  RoutePlan plan;
+  EXPECT_EQ(DecideRoute(BackendChoice::kAuto, f, &plan).code(), infinicclInvalidUsage);
+}
+
 TEST(CclProvider, NoneWithoutADeviceOfItsKind) {
   // No GPU here (or no CCL in this build): nothing to bootstrap with, and the
   // reason says which. Only meaningful where no device is present.
