@@ -110,6 +110,23 @@ Status QueueOnEvent(SimRuntime *sim, void *event, void *stream, bool record) {
   return Status::Ok();
 }
 
+Status NotAGraph(const void *graph) {
+  return MakeStatus(infinicclInvalidArgument,
+                    "%p is not an emulated-device graph (destroyed, or not made by "
+                    "infinicclSimStreamEndCapture)",
+                    graph);
+}
+
+// The emulated device and the graph `graph` names.
+Status EmulatedGraph(void *graph, SimRuntime **sim, std::shared_ptr<SimGraph> *out) {
+  INFINICCL_RETURN_IF_ERROR(Emulated(sim));
+  std::lock_guard<std::mutex> lock(T().mutex);
+  auto it = T().graphs.find(graph);
+  if (it == T().graphs.end()) return NotAGraph(graph);
+  *out = it->second;
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -265,27 +282,6 @@ infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds) {
     return sim->Kernel(stream, microseconds);
   });
 }
-
-namespace {
-
-Status NotAGraph(const void *graph) {
-  return MakeStatus(infinicclInvalidArgument,
-                    "%p is not an emulated-device graph (destroyed, or not made by "
-                    "infinicclSimStreamEndCapture)",
-                    graph);
-}
-
-// The emulated device and the graph `graph` names.
-Status EmulatedGraph(void *graph, SimRuntime **sim, std::shared_ptr<SimGraph> *out) {
-  INFINICCL_RETURN_IF_ERROR(Emulated(sim));
-  std::lock_guard<std::mutex> lock(T().mutex);
-  auto it = T().graphs.find(graph);
-  if (it == T().graphs.end()) return NotAGraph(graph);
-  *out = it->second;
-  return Status::Ok();
-}
-
-}  // namespace
 
 infinicclResult_t infinicclSimStreamBeginCapture(void *stream) {
   return ApiCall("infinicclSimStreamBeginCapture", [&](CallContext &) -> Status {
