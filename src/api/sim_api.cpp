@@ -127,6 +127,32 @@ Status EmulatedGraph(void *graph, SimRuntime **sim, std::shared_ptr<SimGraph> *o
   return Status::Ok();
 }
 
+// A new stream or event: made by `make`, remembered by `keep` (under the
+// tracking lock), then handed out through `out`.
+template <typename Make, typename Keep>
+Status MakeTracked(void **out, const char *name, Make make, Keep keep) {
+  if (out == nullptr) return MakeStatus(infinicclInvalidArgument, "%s is NULL", name);
+  *out = nullptr;
+  SimRuntime *sim = nullptr;
+  INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+  void *made = nullptr;
+  INFINICCL_RETURN_IF_ERROR(make(*sim, &made));
+  std::lock_guard<std::mutex> lock(T().mutex);
+  keep(made);
+  *out = made;
+  return Status::Ok();
+}
+
+// An entry point whose work needs the emulated device only.
+template <typename F>
+infinicclResult_t WithSim(const char *function, F &&work) {
+  return ApiCall(function, [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return work(*sim);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -187,16 +213,9 @@ infinicclResult_t infinicclSimMemcpy(void *dst, const void *src, size_t bytes,
 
 infinicclResult_t infinicclSimStreamCreate(void **stream) {
   return ApiCall("infinicclSimStreamCreate", [&](CallContext &) -> Status {
-    if (stream == nullptr) return Status(infinicclInvalidArgument, "stream is NULL");
-    *stream = nullptr;
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    void *s = nullptr;
-    INFINICCL_RETURN_IF_ERROR(sim->StreamCreate(&s));
-    std::lock_guard<std::mutex> lock(T().mutex);
-    T().streams.insert(s);
-    *stream = s;
-    return Status::Ok();
+    return MakeTracked(
+        stream, "stream", [](SimRuntime &sim, void **s) { return sim.StreamCreate(s); },
+        [](void *s) { T().streams.insert(s); });
   });
 }
 
@@ -218,41 +237,27 @@ infinicclResult_t infinicclSimStreamDestroy(void *stream) {
 }
 
 infinicclResult_t infinicclSimStreamSynchronize(void *stream) {
-  return ApiCall("infinicclSimStreamSynchronize", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return sim->StreamSynchronize(stream);
-  });
+  return WithSim("infinicclSimStreamSynchronize",
+                 [&](SimRuntime &sim) { return sim.StreamSynchronize(stream); });
 }
 
 infinicclResult_t infinicclSimEventCreate(void **event) {
   return ApiCall("infinicclSimEventCreate", [&](CallContext &) -> Status {
-    if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
-    *event = nullptr;
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    void *e = nullptr;
-    INFINICCL_RETURN_IF_ERROR(sim->EventCreate(&e));
-    std::lock_guard<std::mutex> lock(T().mutex);
-    T().events[e] = TrackedEvent{};
-    *event = e;
-    return Status::Ok();
+    return MakeTracked(
+        event, "event", [](SimRuntime &sim, void **e) { return sim.EventCreate(e); },
+        [](void *e) { T().events[e] = TrackedEvent{}; });
   });
 }
 
 infinicclResult_t infinicclSimEventRecord(void *event, void *stream) {
-  return ApiCall("infinicclSimEventRecord", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return QueueOnEvent(sim, event, stream, /*record=*/true);
+  return WithSim("infinicclSimEventRecord", [&](SimRuntime &sim) {
+    return QueueOnEvent(&sim, event, stream, /*record=*/true);
   });
 }
 
 infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event) {
-  return ApiCall("infinicclSimStreamWaitEvent", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return QueueOnEvent(sim, event, stream, /*record=*/false);
+  return WithSim("infinicclSimStreamWaitEvent", [&](SimRuntime &sim) {
+    return QueueOnEvent(&sim, event, stream, /*record=*/false);
   });
 }
 
@@ -276,19 +281,13 @@ infinicclResult_t infinicclSimEventDestroy(void *event) {
 }
 
 infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds) {
-  return ApiCall("infinicclSimKernel", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return sim->Kernel(stream, microseconds);
-  });
+  return WithSim("infinicclSimKernel",
+                 [&](SimRuntime &sim) { return sim.Kernel(stream, microseconds); });
 }
 
 infinicclResult_t infinicclSimStreamBeginCapture(void *stream) {
-  return ApiCall("infinicclSimStreamBeginCapture", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return sim->BeginCapture(stream);
-  });
+  return WithSim("infinicclSimStreamBeginCapture",
+                 [&](SimRuntime &sim) { return sim.BeginCapture(stream); });
 }
 
 infinicclResult_t infinicclSimStreamEndCapture(void *stream, void **graph) {
