@@ -124,6 +124,46 @@ INFINICCL_API infinicclResult_t infinicclSimEventDestroy(void *event);
  * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
 INFINICCL_API infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds);
 
+/** @brief Begins capturing `stream` into a graph, as cudaStreamBeginCapture:
+ * until infinicclSimStreamEndCapture, the work queued on it (copies,
+ * kernels, event records and waits, the library's own copies) is recorded,
+ * not run, and synchronising it fails with infinicclInvalidUsage and
+ * invalidates the capture. Collectives on a capturing stream run only where
+ * their path can be captured (docs/guide/errors.md); the others return
+ * infinicclInvalidUsage and record nothing.
+ * @param stream a stream from infinicclSimStreamCreate (not NULL: the
+ *        default stream cannot be captured, as CUDA's legacy stream).
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimStreamBeginCapture(void *stream);
+/** @brief Ends the capture of `stream` and returns what it recorded as a graph.
+ * A capture invalidated by a synchronisation fails (infinicclInvalidUsage)
+ * and makes no graph.
+ * @param stream the capturing stream.
+ * @param graph receives the graph handle (NULL on failure).
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimStreamEndCapture(void *stream, void **graph);
+/** @brief Whether `stream` is capturing.
+ * @param stream the stream, or NULL for the default stream (never capturing).
+ * @param capturing receives 1 or 0.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimStreamIsCapturing(void *stream, int *capturing);
+/** @brief How many pieces of work (nodes) a graph holds.
+ * @param graph the graph.
+ * @param nodes receives the count.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimGraphNodes(void *graph, size_t *nodes);
+/** @brief Queues the graph's work on `stream`, in the order it was captured,
+ * as cudaGraphLaunch; it may be launched any number of times. An event
+ * record in it takes a new point of the event at each launch.
+ * @param graph the graph.
+ * @param stream the stream, or NULL for the default stream.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimGraphLaunch(void *graph, void *stream);
+/** @brief Destroys a graph (launches already queued still run).
+ * @param graph the graph.
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError(NULL)). */
+INFINICCL_API infinicclResult_t infinicclSimGraphDestroy(void *graph);
+
 #ifdef __cplusplus
 }
 #endif

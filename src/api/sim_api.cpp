@@ -9,10 +9,14 @@
 //    event destroyed while a record of (or wait for) it is still queued is
 //    freed only once its streams have passed those (a HostFunc queued after
 //    each one counts them down);
-//  - streams made here are remembered (StreamDestroy refuses others).
+//  - streams made here are remembered (StreamDestroy refuses others);
+//  - graphs made by a capture are handles kept here until destroyed (a
+//    captured record of or wait for an event holds the event itself, so
+//    it is not counted as queued).
 #include <infiniccl/infiniccl_sim.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -45,6 +49,7 @@ struct Tracking {
   std::mutex mutex;
   std::map<void *, TrackedEvent> events;
   std::set<void *> streams;  // made by infinicclSimStreamCreate, not destroyed
+  std::map<void *, std::shared_ptr<SimGraph>> graphs;  // by infinicclSimStreamEndCapture
 };
 
 Tracking &T() {
@@ -81,6 +86,16 @@ Status QueueOnEvent(SimRuntime *sim, void *event, void *stream, bool record) {
     std::lock_guard<std::mutex> lock(T().mutex);
     auto it = T().events.find(event);
     if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
+  }
+  bool capturing = false;
+  INFINICCL_RETURN_IF_ERROR(sim->StreamIsCapturing(stream, &capturing));
+  if (capturing) {
+    return record ? sim->EventRecord(event, stream) : sim->StreamWaitEvent(stream, event);
+  }
+  {
+    std::lock_guard<std::mutex> lock(T().mutex);
+    auto it = T().events.find(event);
+    if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
     ++it->second.queued;
   }
   Status st = record ? sim->EventRecord(event, stream) : sim->StreamWaitEvent(stream, event);
@@ -102,6 +117,49 @@ Status UserEvent(void *event) {
   auto it = T().events.find(event);
   if (it == T().events.end() || it->second.destroyed) return NotAnEvent(event);
   return Status::Ok();
+}
+
+Status NotAGraph(const void *graph) {
+  return MakeStatus(infinicclInvalidArgument,
+                    "%p is not an emulated-device graph (destroyed, or not made by "
+                    "infinicclSimStreamEndCapture)",
+                    graph);
+}
+
+// The emulated device and the graph `graph` names.
+Status EmulatedGraph(void *graph, SimRuntime **sim, std::shared_ptr<SimGraph> *out) {
+  INFINICCL_RETURN_IF_ERROR(Emulated(sim));
+  std::lock_guard<std::mutex> lock(T().mutex);
+  auto it = T().graphs.find(graph);
+  if (it == T().graphs.end()) return NotAGraph(graph);
+  *out = it->second;
+  return Status::Ok();
+}
+
+// A new stream or event: made by `make`, remembered by `keep` (under the
+// tracking lock), then handed out through `out`.
+template <typename Make, typename Keep>
+Status MakeTracked(void **out, const char *name, Make make, Keep keep) {
+  if (out == nullptr) return MakeStatus(infinicclInvalidArgument, "%s is NULL", name);
+  *out = nullptr;
+  SimRuntime *sim = nullptr;
+  INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+  void *made = nullptr;
+  INFINICCL_RETURN_IF_ERROR(make(*sim, &made));
+  std::lock_guard<std::mutex> lock(T().mutex);
+  keep(made);
+  *out = made;
+  return Status::Ok();
+}
+
+// An entry point whose work needs the emulated device only.
+template <typename F>
+infinicclResult_t WithSim(const char *function, F &&work) {
+  return ApiCall(function, [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    return work(*sim);
+  });
 }
 
 }  // namespace
@@ -164,16 +222,9 @@ infinicclResult_t infinicclSimMemcpy(void *dst, const void *src, size_t bytes,
 
 infinicclResult_t infinicclSimStreamCreate(void **stream) {
   return ApiCall("infinicclSimStreamCreate", [&](CallContext &) -> Status {
-    if (stream == nullptr) return Status(infinicclInvalidArgument, "stream is NULL");
-    *stream = nullptr;
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    void *s = nullptr;
-    INFINICCL_RETURN_IF_ERROR(sim->StreamCreate(&s));
-    std::lock_guard<std::mutex> lock(T().mutex);
-    T().streams.insert(s);
-    *stream = s;
-    return Status::Ok();
+    return MakeTracked(
+        stream, "stream", [](SimRuntime &sim, void **s) { return sim.StreamCreate(s); },
+        [](void *s) { T().streams.insert(s); });
   });
 }
 
@@ -195,41 +246,27 @@ infinicclResult_t infinicclSimStreamDestroy(void *stream) {
 }
 
 infinicclResult_t infinicclSimStreamSynchronize(void *stream) {
-  return ApiCall("infinicclSimStreamSynchronize", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return sim->StreamSynchronize(stream);
-  });
+  return WithSim("infinicclSimStreamSynchronize",
+                 [&](SimRuntime &sim) { return sim.StreamSynchronize(stream); });
 }
 
 infinicclResult_t infinicclSimEventCreate(void **event) {
   return ApiCall("infinicclSimEventCreate", [&](CallContext &) -> Status {
-    if (event == nullptr) return Status(infinicclInvalidArgument, "event is NULL");
-    *event = nullptr;
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    void *e = nullptr;
-    INFINICCL_RETURN_IF_ERROR(sim->EventCreate(&e));
-    std::lock_guard<std::mutex> lock(T().mutex);
-    T().events[e] = TrackedEvent{};
-    *event = e;
-    return Status::Ok();
+    return MakeTracked(
+        event, "event", [](SimRuntime &sim, void **e) { return sim.EventCreate(e); },
+        [](void *e) { T().events[e] = TrackedEvent{}; });
   });
 }
 
 infinicclResult_t infinicclSimEventRecord(void *event, void *stream) {
-  return ApiCall("infinicclSimEventRecord", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return QueueOnEvent(sim, event, stream, /*record=*/true);
+  return WithSim("infinicclSimEventRecord", [&](SimRuntime &sim) {
+    return QueueOnEvent(&sim, event, stream, /*record=*/true);
   });
 }
 
 infinicclResult_t infinicclSimStreamWaitEvent(void *stream, void *event) {
-  return ApiCall("infinicclSimStreamWaitEvent", [&](CallContext &) -> Status {
-    SimRuntime *sim = nullptr;
-    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return QueueOnEvent(sim, event, stream, /*record=*/false);
+  return WithSim("infinicclSimStreamWaitEvent", [&](SimRuntime &sim) {
+    return QueueOnEvent(&sim, event, stream, /*record=*/false);
   });
 }
 
@@ -275,10 +312,71 @@ infinicclResult_t infinicclSimEventDestroy(void *event) {
 }
 
 infinicclResult_t infinicclSimKernel(void *stream, unsigned microseconds) {
-  return ApiCall("infinicclSimKernel", [&](CallContext &) -> Status {
+  return WithSim("infinicclSimKernel",
+                 [&](SimRuntime &sim) { return sim.Kernel(stream, microseconds); });
+}
+
+infinicclResult_t infinicclSimStreamBeginCapture(void *stream) {
+  return WithSim("infinicclSimStreamBeginCapture",
+                 [&](SimRuntime &sim) { return sim.BeginCapture(stream); });
+}
+
+infinicclResult_t infinicclSimStreamEndCapture(void *stream, void **graph) {
+  return ApiCall("infinicclSimStreamEndCapture", [&](CallContext &) -> Status {
+    if (graph == nullptr) return Status(infinicclInvalidArgument, "graph is NULL");
+    *graph = nullptr;
     SimRuntime *sim = nullptr;
     INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
-    return sim->Kernel(stream, microseconds);
+    std::shared_ptr<SimGraph> g;
+    INFINICCL_RETURN_IF_ERROR(sim->EndCapture(stream, &g));
+    std::lock_guard<std::mutex> lock(T().mutex);
+    *graph = g.get();
+    T().graphs.emplace(g.get(), std::move(g));
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimStreamIsCapturing(void *stream, int *capturing) {
+  return ApiCall("infinicclSimStreamIsCapturing", [&](CallContext &) -> Status {
+    if (capturing == nullptr) return Status(infinicclInvalidArgument, "capturing is NULL");
+    *capturing = 0;
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    bool c = false;
+    INFINICCL_RETURN_IF_ERROR(sim->StreamIsCapturing(stream, &c));
+    *capturing = c ? 1 : 0;
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimGraphNodes(void *graph, size_t *nodes) {
+  return ApiCall("infinicclSimGraphNodes", [&](CallContext &) -> Status {
+    if (nodes == nullptr) return Status(infinicclInvalidArgument, "nodes is NULL");
+    *nodes = 0;
+    SimRuntime *sim = nullptr;
+    std::shared_ptr<SimGraph> g;
+    INFINICCL_RETURN_IF_ERROR(EmulatedGraph(graph, &sim, &g));
+    *nodes = g->nodes.size();
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclSimGraphLaunch(void *graph, void *stream) {
+  return ApiCall("infinicclSimGraphLaunch", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    std::shared_ptr<SimGraph> g;
+    INFINICCL_RETURN_IF_ERROR(EmulatedGraph(graph, &sim, &g));
+    return sim->LaunchGraph(*g, stream);
+  });
+}
+
+infinicclResult_t infinicclSimGraphDestroy(void *graph) {
+  return ApiCall("infinicclSimGraphDestroy", [&](CallContext &) -> Status {
+    SimRuntime *sim = nullptr;
+    INFINICCL_RETURN_IF_ERROR(Emulated(&sim));
+    std::lock_guard<std::mutex> lock(T().mutex);
+    // Launches already queued keep their own copies of the work.
+    return T().graphs.erase(graph) == 0 ? NotAGraph(graph) : Status::Ok();
   });
 }
 

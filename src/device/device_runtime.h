@@ -94,6 +94,14 @@ class DeviceRuntime {
   virtual Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
                              void *stream) = 0;
   virtual Status StreamSynchronize(void *stream) = 0;
+  // Whether `stream` is being captured into a graph (CUDA's and HIP's
+  // stream capture, the emulated device's): work queued on it then is
+  // recorded, not run, and waiting for it is an error. False where the
+  // runtime has no capture.
+  virtual Status StreamIsCapturing(void * /*stream*/, bool *capturing) {
+    *capturing = false;
+    return Status::Ok();
+  }
   virtual Status StreamCreate(void **stream) = 0;
   virtual Status StreamDestroy(void *stream) = 0;
 

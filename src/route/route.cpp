@@ -60,29 +60,41 @@ Status RunShm(ShmBackend &shm, const CollArgs &x, DeviceRuntime *device,
   return st;
 }
 
-}  // namespace
+// What the route needs to know of a call besides its arguments.
+struct CallFacts {
+  RouteFacts facts;
+  DeviceKind kind = DeviceKind::kCpu;  // the device buffers' kind
+  DeviceRuntime *device = nullptr;     // their runtime; nullptr for host buffers
+  int device_id = -1;                  // their device
+  BufferPlacement placement{false, false};
+};
 
-Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
+// Classifies the buffers and asks the communicator, its backends and the
+// device what DecideRoute decides from; refuses buffers of two device
+// kinds or of a device not enabled.
+Status GatherFacts(Communicator &comm, const CollArgs &a, CallFacts *out) {
   PointerInfo send, recv;
   if (a.send_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.sendbuff, &send));
   if (a.recv_bytes > 0) INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Classify(a.recvbuff, &recv));
   const bool send_dev = a.send_bytes > 0 && send.space != MemorySpace::kHost;
   const bool recv_dev = a.recv_bytes > 0 && recv.space != MemorySpace::kHost;
+  out->placement = BufferPlacement{send_dev, recv_dev};
+  RouteFacts &facts = out->facts;
   // Send/Recv inside a group are posted now and completed at GroupEnd;
   // everything else (collectives included) runs now, in call order.
-  const bool grouped = IsP2p(a.kind) && Group::Current().active();
-
-  RouteFacts facts;
+  facts.grouped = IsP2p(a.kind) && Group::Current().active();
   facts.device_buffers = send_dev || recv_dev;
+  facts.both_device = send_dev && recv_dev;
+  facts.host_and_device =
+      a.send_bytes > 0 && a.recv_bytes > 0 && !a.in_place && send_dev != recv_dev;
   facts.has_mpi = comm.has_mpi();
+  facts.needs_mpi_matching = NeedsMpiMatching(a);
   Backend *ccl = comm.ccl_backend();
   facts.has_ccl = ccl != nullptr;
   if (ccl != nullptr) {
     facts.ccl_name = ccl->Name();
     facts.ccl_unsupported = ccl->Unsupported(a);
   }
-  DeviceKind kind = DeviceKind::kCpu;
-  DeviceRuntime *device = nullptr;
   if (facts.device_buffers) {
     if (send_dev && recv_dev && send.kind != recv.kind) {
       return MakeStatus(infinicclInvalidArgument,
@@ -90,140 +102,99 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
                         "mix two device kinds",
                         DeviceKindName(send.kind), DeviceKindName(recv.kind));
     }
-    kind = send_dev ? send.kind : recv.kind;
-    device = DeviceRegistry::Get(kind);
-    if (device == nullptr) {
+    out->kind = send_dev ? send.kind : recv.kind;
+    out->device_id = send_dev ? send.device : recv.device;
+    out->device = DeviceRegistry::Get(out->kind);
+    if (out->device == nullptr) {
       return MakeStatus(infinicclInvalidArgument, "buffer is %s memory, which is not enabled",
-                        DeviceKindName(kind));
+                        DeviceKindName(out->kind));
     }
     // The CCL communicator serves its own device kind only.
-    if (comm.binding().kind != kind) facts.has_ccl = false;
+    if (comm.binding().kind != out->kind) facts.has_ccl = false;
     facts.one_rank_reduction = comm.size() == 1 && IsReduction(a.kind);
+    INFINICCL_RETURN_IF_ERROR(out->device->StreamIsCapturing(a.stream, &facts.capturing));
+    facts.mpi_reads_device = facts.has_mpi && comm.mpi_backend().ReadsDeviceMemory(out->kind);
+    facts.queues = comm.QueuesFor(*out->device);
   }
-
+  const size_t bytes = a.count * DataTypeSize(a.dtype);
   facts.hierarchical =
-      comm.hierarchical() && !grouped &&
-      a.count * DataTypeSize(a.dtype) >=
-          HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
-  facts.shm = comm.shm_backend() != nullptr && !grouped &&
+      comm.hierarchical() && !facts.grouped &&
+      bytes >= HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
+  facts.shm = comm.shm_backend() != nullptr && !facts.grouped &&
               comm.shm_backend()->Takes(a, comm.topology() != nullptr &&
                                                comm.topology()->DevicesWithoutCcl());
-  Path path = Path::kHostMpi;
-  INFINICCL_RETURN_IF_ERROR(DecidePath(GlobalConfig().backend, facts, &path));
-  // The MPI path for device buffers: direct when the MPI reads them.
-  if (path == Path::kStagedMpi && comm.mpi_backend().ReadsDeviceMemory(kind)) {
-    path = Path::kDirectMpi;
+  facts.uniform_staging = comm.topology() != nullptr && comm.topology()->uniform_staging;
+  facts.fits_on_stream_shm = bytes <= kOnStreamShmBytes;
+  return Status::Ok();
+}
+
+// The path itself, on `x`: the call's arguments on this thread, or those
+// with the progress engine's stream on the engine's thread.
+Status RunPath(Communicator *c, const RoutePlan &plan, DeviceRuntime *device,
+               BufferPlacement placement, const CollArgs &x) {
+  const int nranks = c->size();
+  if (plan.uniform) {
+    DeviceRuntime *runtime = device != nullptr ? device : DeviceRegistry::Get(DeviceKind::kCpu);
+    return RunStaged(c->mpi_backend(), *runtime, x, placement, nranks, c,
+                     c->topology()->across_chunk_bytes);
   }
-  // A tag or a receive from any source (never the CCL's, which has neither):
-  // refused before anything is posted or queued where this MPI cannot match it.
-  if (NeedsMpiMatching(a) && path != Path::kCcl) {
-    INFINICCL_RETURN_IF_ERROR(comm.mpi_backend().CheckMatching(a, grouped));
+  switch (plan.path) {
+    case Path::kHostMpi:
+      // Host buffers: straight to MPI, whatever devices exist.
+      return c->mpi_backend().Run(x);
+    case Path::kCcl:
+      // Device buffers of a device with a CCL communicator: enqueued on the
+      // caller's stream, returns without waiting (as NCCL does); inside a
+      // group the CCL's own group (opened by Group::Start) defers it.
+      return c->ccl_backend()->Run(x);
+    case Path::kLocalCopy:
+      // One copy on the caller's stream, left there when the stream orders
+      // the calls (RoutePlan::stream_ordered).
+      return RunLocalCopy(*device, x, placement, plan.stream_ordered);
+    case Path::kDirectMpi:
+      // Device buffers and an MPI that reads them.
+      return RunDirect(c->mpi_backend(), *device, x);
+    case Path::kShm:
+      // The node's ranks through shared memory; device buffers copied
+      // into and out of it by the device runtime on the call's stream.
+      return RunShm(*c->shm_backend(), x, device, placement);
+    case Path::kHier:
+      // Two levels (hier/): the groups' CCLs inside, MPI across.
+      return RunHierarchical(*c->topology(), device, x, placement, nranks, c);
+    case Path::kStagedMpi:
+    case Path::kNone:
+      break;
   }
-  comm.inflight().SetPath(path);
-  Announce(comm, a, path,
-           !facts.device_buffers && (path == Path::kHostMpi || path == Path::kHier ||
-                                     path == Path::kShm)
-               ? ""
-               : DeviceKindName(kind),
-           path == Path::kCcl ? facts.ccl_name : "");
-  // Why the CCL was passed over, once per kind of call (bits above the paths').
-  if ((path == Path::kDirectMpi || path == Path::kStagedMpi) && facts.has_ccl &&
-      facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&
-      comm.FirstUse(kNumCollKinds * kRoutedPaths + static_cast<int>(a.kind))) {
-    INFINICCL_INFO("%s cannot run %s (%s): taking MPI instead", facts.ccl_name,
-                   CollKindName(a.kind), facts.ccl_unsupported);
-  }
-  // Ranks that differ in how device buffers reach MPI (a mixed job) all
-  // stage, in one agreed chunk size, so that their MPI calls match.
-  const Topology *topo = comm.topology();
-  const bool uniform = topo != nullptr && topo->uniform_staging && !grouped &&
-                       (path == Path::kHostMpi || path == Path::kStagedMpi ||
-                        path == Path::kDirectMpi);
-  if (grouped && path != Path::kCcl) {
-    // Posted at GroupEnd as one queued operation, or now from this thread.
-    return GroupP2p::OfCurrentGroup().Post(comm, a, path, device,
-                                           send_dev ? send.device : recv.device);
-  }
-  const BufferPlacement placement{send_dev, recv_dev};
-  const int nranks = comm.size();
-  Communicator *c = &comm;
-  // The path itself, on `x`: `a` on this thread, or `a` with the progress
-  // engine's stream on the engine's thread.
-  auto execute = [c, path, device, placement, nranks, uniform, topo](const CollArgs &x,
-                                                                      bool ordered) -> Status {
-    if (uniform) {
-      DeviceRuntime *runtime = device != nullptr ? device : DeviceRegistry::Get(DeviceKind::kCpu);
-      return RunStaged(c->mpi_backend(), *runtime, x, placement, nranks, c,
-                       topo->across_chunk_bytes);
-    }
-    switch (path) {
-      case Path::kHostMpi:
-        // Host buffers: straight to MPI, whatever devices exist.
-        return c->mpi_backend().Run(x);
-      case Path::kCcl:
-        // Device buffers of a device with a CCL communicator: enqueued on the
-        // caller's stream, returns without waiting (as NCCL does); inside a
-        // group the CCL's own group (opened by Group::Start) defers it.
-        return c->ccl_backend()->Run(x);
-      case Path::kLocalCopy:
-        // One copy on the caller's stream: left there when calls are
-        // stream-ordered (a CCL of the device, or the progress engine).
-        return RunLocalCopy(*device, x, placement, ordered);
-      case Path::kDirectMpi:
-        // Device buffers and an MPI that reads them.
-        return RunDirect(c->mpi_backend(), *device, x);
-      case Path::kShm:
-        // The node's ranks through shared memory; device buffers copied
-        // into and out of it by the device runtime on the call's stream.
-        return RunShm(*c->shm_backend(), x, device, placement);
-      case Path::kHier:
-        // Two levels (hier/): the groups' CCLs inside, MPI across.
-        return RunHierarchical(*c->topology(), device, x, placement, nranks, c);
-      case Path::kStagedMpi:
-      case Path::kNone:
-        break;
-    }
-    // Device buffers otherwise: staged through pooled host buffers,
-    // pipelined when large.
-    return RunStaged(c->mpi_backend(), *device, x, placement, nranks, c);
-  };
-  const bool queues = device != nullptr && comm.QueuesFor(*device);
-  if (path == Path::kCcl) return execute(a, true);
-  if (path == Path::kLocalCopy) {
-    return execute(a, queues || (comm.ccl_backend() != nullptr &&
-                                 comm.binding().kind == kind && send_dev && recv_dev));
-  }
-  if (!queues) {
-    // Reaches MPI from this thread: after the queued work.
-    INFINICCL_RETURN_IF_ERROR(comm.DrainQueued());
-    INFINICCL_RETURN_IF_ERROR(comm.CheckDrained(CollKindName(a.kind)));
-    return execute(a, false);
-  }
-  // Device work through MPI: queued to the communicator's progress engine,
-  // ordered on the caller's stream; this call returns now, whatever runs on
-  // the device: it allocates and frees no pinned memory (StagingPool).
+  // Device buffers otherwise: staged through pooled host buffers,
+  // pipelined when large.
+  return RunStaged(c->mpi_backend(), *device, x, placement, nranks, c);
+}
+
+// Device work through MPI or the segment, queued to the communicator's
+// progress engine, ordered on the caller's stream; returns at once,
+// whatever runs on the device: it allocates and frees no pinned memory
+// (StagingPool).
+Status Enqueue(Communicator &comm, const CollArgs &a, const RoutePlan &plan,
+               const CallFacts &f) {
   StagingPool::NoDeviceWait no_device_wait;
-  if (path == Path::kHier) {
+  DeviceRuntime *device = f.device;
+  Communicator *c = &comm;
+  if (plan.reserve_hier_scratch) {
     INFINICCL_RETURN_IF_ERROR(c->topology()->ReserveScratch(device, a.kind, a.send_bytes));
   }
   QueuedOp op;
   op.args = a;
   op.seq = IsP2p(a.kind) ? 0 : comm.seq();
-  op.path = path;
+  op.path = plan.path;
   op.device = device;
-  op.device_id = send_dev ? send.device : recv.device;
+  op.device_id = f.device_id;
   ShmBackend *shm = c->shm_backend();
-  const bool lands = path == Path::kShm && shm->Lands(a, device, send_dev, recv_dev);
+  const BufferPlacement placement = f.placement;
+  const bool lands = plan.try_land && shm->Lands(a, device, placement.send_on_device,
+                                                 placement.recv_on_device);
   std::shared_ptr<StagedOnStream> staged;
-  // An AllReduce through shared memory of at most one stage lands in the
-  // segment (ShmBackend::Lands). Another small call through it takes the
-  // staged shape, its slot copied into and out of the segment by the host:
-  // two memcpys of at most kOnStreamShmBytes cost less than the engine's
-  // waits for its own device copies.
-  const bool small_shm =
-      path == Path::kShm && a.count * DataTypeSize(a.dtype) <= kOnStreamShmBytes;
-  if ((path == Path::kStagedMpi && !uniform) || (small_shm && !lands)) {
-    staged = StagedOnStream::IfOneChunk(*device, a, placement, nranks);
+  if (plan.one_chunk_on_stream && !lands) {
+    staged = StagedOnStream::IfOneChunk(*device, a, placement, comm.size());
   }
   if (staged != nullptr) {
     bool began = false;
@@ -244,14 +215,16 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   } else if (staged != nullptr) {
     // One chunk: the copies on the caller's stream around the gate, only MPI
     // (or the shared-memory protocol) on the engine's thread: no more thread
-    // hops than a blocking call.
-    Backend *host = path == Path::kShm ? static_cast<Backend *>(c->shm_backend())
-                                       : &c->mpi_backend();
+    // hops than a blocking call. Two memcpys of at most kOnStreamShmBytes
+    // cost less than the engine's waits for its own device copies.
+    Backend *host = plan.path == Path::kShm ? static_cast<Backend *>(shm) : &c->mpi_backend();
     op.run = [staged, host](const CollArgs &) { return staged->RunHost(*host); };
     op.after_gate = [staged] { return staged->End(); };
     op.retire = [staged] { staged->Retire(); };
   } else {
-    op.run = [execute](const CollArgs &x) { return execute(x, false); };
+    op.run = [c, plan, device, placement](const CollArgs &x) {
+      return RunPath(c, plan, device, placement, x);
+    };
   }
   op.done = [c, seq = op.seq](const Status &st) {
     c->NoteReturned(seq, static_cast<int>(st.code()));
@@ -259,7 +232,51 @@ Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
   const Status st = comm.engine().Enqueue(std::move(op));
   // Not queued: the landing area is free once LandIn's copy has run.
   if (!st.ok() && lands) (void)shm->LandOut(a, device, /*copy=*/false);
-  INFINICCL_RETURN_IF_ERROR(st);
+  return st;
+}
+
+}  // namespace
+
+Status RouteCollective(Communicator &comm, const CollArgs &a, bool *queued) {
+  CallFacts f;
+  INFINICCL_RETURN_IF_ERROR(GatherFacts(comm, a, &f));
+  RoutePlan plan;
+  INFINICCL_RETURN_IF_ERROR(DecideRoute(GlobalConfig().backend, f.facts, &plan));
+  const Path path = plan.path;
+  // Refused before anything is posted or queued where this MPI cannot
+  // match the call.
+  if (plan.check_matching) {
+    INFINICCL_RETURN_IF_ERROR(comm.mpi_backend().CheckMatching(a, f.facts.grouped));
+  }
+  comm.inflight().SetPath(path);
+  Announce(comm, a, path,
+           !f.facts.device_buffers && (path == Path::kHostMpi || path == Path::kHier ||
+                                       path == Path::kShm)
+               ? ""
+               : DeviceKindName(f.kind),
+           path == Path::kCcl ? f.facts.ccl_name : "");
+  // Why the CCL was passed over, once per kind of call (bits above the paths').
+  if ((path == Path::kDirectMpi || path == Path::kStagedMpi) && f.facts.has_ccl &&
+      f.facts.ccl_unsupported != nullptr && LogEnabled(LogLevel::kInfo) &&
+      comm.FirstUse(kNumCollKinds * kRoutedPaths + static_cast<int>(a.kind))) {
+    INFINICCL_INFO("%s cannot run %s (%s): taking MPI instead", f.facts.ccl_name,
+                   CollKindName(a.kind), f.facts.ccl_unsupported);
+  }
+  switch (plan.mode) {
+    case RouteMode::kGroupPost:
+      // Posted at GroupEnd as one queued operation, or now from this thread.
+      return GroupP2p::OfCurrentGroup().Post(comm, a, path, f.device, f.device_id);
+    case RouteMode::kOnStream:
+      return RunPath(&comm, plan, f.device, f.placement, a);
+    case RouteMode::kBlocking:
+      // Reaches MPI from this thread: after the queued work.
+      INFINICCL_RETURN_IF_ERROR(comm.DrainQueued());
+      INFINICCL_RETURN_IF_ERROR(comm.CheckDrained(CollKindName(a.kind)));
+      return RunPath(&comm, plan, f.device, f.placement, a);
+    case RouteMode::kQueued:
+      break;
+  }
+  INFINICCL_RETURN_IF_ERROR(Enqueue(comm, a, plan, f));
   if (queued != nullptr) *queued = true;
   return Status::Ok();
 }

@@ -12,7 +12,8 @@
 # tests (the progress engine's gate by both mechanisms; whether cudaMallocHost
 # and cudaMalloc wait for a closed gate); the MPI device tests at 1 and 2 ranks,
 # again with pageable staging and with host-function gates (two communicators,
-# an abort behind a long kernel); NCCL at 1 rank (every
+# an abort behind a long kernel); stream capture through NCCL and refused
+# off it; NCCL at 1 rank (every
 # collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
 # ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; DDP on
 # CUDA tensors at 1 and 2 ranks against gloo (tests/python/ddp_check.py); and the
@@ -106,6 +107,11 @@ step tests.mpi 60 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E 'n
   --output-on-failure --timeout 60
 step tests.nccl 40 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$build" \
   -R nccl_device --output-on-failure --timeout 60 -V
+# Stream capture (cudaStreamBeginCapture): through NCCL recorded and
+# replayed exactly; kept off NCCL refused with nothing recorded.
+step tests.capture 30 "${mpi[@]}" -np 1 "$build/tests/device/nccl_device_test" capture
+step tests.capture_refused 30 "${mpi[@]}" -np 1 "$build/tests/device/nccl_device_test" \
+  capture_refused
 # Staged calls in pageable memory (one-chunk calls then go to the engine's
 # thread whole: a pageable slot cannot be copied around the gate), and the
 # engine's gates as host functions with two communicators queued at once

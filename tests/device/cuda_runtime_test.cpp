@@ -307,6 +307,37 @@ TEST_F(CudaRuntimeTest, GpuEventsOrderOneStreamAfterAnother) {
   EXPECT_TRUE(rt_->StreamDestroy(producer).ok());
 }
 
+// The capture query: a stream under cudaStreamBeginCapture is capturing,
+// the same stream after cudaStreamEndCapture and another stream are not.
+// Without a device the query answers false without asking the runtime.
+TEST_F(CudaRuntimeTest, StreamIsCapturingFollowsCudaStreamCapture) {
+  bool capturing = true;
+  if (rt_->DeviceCount() == 0) {
+    ASSERT_TRUE(rt_->StreamIsCapturing(nullptr, &capturing).ok());
+    EXPECT_FALSE(capturing);
+    return;
+  }
+  void *s = nullptr, *other = nullptr;
+  ASSERT_TRUE(rt_->StreamCreate(&s).ok());
+  ASSERT_TRUE(rt_->StreamCreate(&other).ok());
+  ASSERT_TRUE(rt_->StreamIsCapturing(s, &capturing).ok());
+  EXPECT_FALSE(capturing);
+  ASSERT_EQ(cudaStreamBeginCapture(static_cast<cudaStream_t>(s),
+                                   cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  ASSERT_TRUE(rt_->StreamIsCapturing(s, &capturing).ok());
+  EXPECT_TRUE(capturing);
+  ASSERT_TRUE(rt_->StreamIsCapturing(other, &capturing).ok());
+  EXPECT_FALSE(capturing);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph), cudaSuccess);
+  ASSERT_TRUE(rt_->StreamIsCapturing(s, &capturing).ok());
+  EXPECT_FALSE(capturing);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_TRUE(rt_->StreamDestroy(other).ok());
+  EXPECT_TRUE(rt_->StreamDestroy(s).ok());
+}
+
 // The progress engine's gate on a real stream, by whichever mechanism this
 // process uses (cuStreamWaitValue32 by default where the driver allows it;
 // cuda_checks.sh runs this again with INFINICCL_DEVICE_WAIT=host_func): a

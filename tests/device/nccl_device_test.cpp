@@ -4,6 +4,14 @@
 //                               split of that communicator by NCCL alone)
 //   nccl_device_test mpi        Init + CommInitAll (rank 0 makes the id),
 //                               under mpirun -np 1
+//   nccl_device_test capture    stream capture (cudaStreamBeginCapture, as
+//                               torch.cuda.graph) through NCCL: recorded,
+//                               each launch exact; under mpirun -np 1
+//   nccl_device_test capture_refused  the same call kept off NCCL
+//                               (INFINICCL_BACKEND=mpi): refused with
+//                               infinicclInvalidUsage, nothing recorded
+//   (the capture modes need a GPU: tests/device/cuda_checks.sh runs them;
+//   without one they print so and pass)
 // Every collective and data type on cudaMalloc'ed buffers, each input
 // produced by an async copy on the same stream just before the call and the
 // result read back on that stream (stream order, no host sync in between),
@@ -285,10 +293,101 @@ int UnderMpi(int argc, char **argv) {
   return failures == 0 ? 0 : 1;
 }
 
+// Stream capture. Through NCCL, a Broadcast and a one-rank AllReduce (a
+// device copy) are recorded, and each launch of the graph gives the input
+// of that launch exactly, nothing staged. Kept off NCCL (`refused`), the
+// Broadcast is infinicclInvalidUsage saying why, the graph holds no node,
+// and the communicator then runs the same call exactly.
+int Capture(int argc, char **argv, bool refused) {
+  if (refused) setenv("INFINICCL_BACKEND", "mpi", 1);
+  if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
+  g_rank = 0;
+  if (DeviceCount() == 0) {
+    std::printf("no GPU: nothing to capture\n");
+    return infinicclFinalize() == infinicclSuccess ? 0 : 1;
+  }
+  CUDA_OK(cudaSetDevice(0));
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  if (comm == nullptr) return 2;
+  const size_t n = size_t{1} << 20;
+  PinnedBuf in(n * 4), out(n * 4), out_sum(n * 4);
+  DeviceBuf send(n * 4), recv(n * 4), sum(n * 4);
+  auto *hin = static_cast<int32_t *>(in.p);
+  auto *hout = static_cast<int32_t *>(out.p), *hsum = static_cast<int32_t *>(out_sum.p);
+  CUDA_OK(cudaMemset(recv.p, 0, n * 4));
+  CUDA_OK(cudaMemset(sum.p, 0, n * 4));
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaStream_t st = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  infinicclStagingStats before{}, after{};
+  infinicclGetStagingStats(&before);
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  const infinicclResult_t bcast =
+      infinicclBroadcast(send.p, recv.p, n, infinicclInt32, 0, comm, st);
+  const std::string why = SafeLastError();
+  infinicclResult_t reduce = infinicclSuccess;
+  if (!refused) {
+    reduce = infinicclAllReduce(send.p, sum.p, n, infinicclInt32, infinicclSum, comm, st);
+  }
+  cudaGraph_t graph = nullptr;
+  CUDA_OK(cudaStreamEndCapture(st, &graph));
+  size_t nodes = 0;
+  if (graph != nullptr) CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  if (refused) {
+    CHECK(bcast == infinicclInvalidUsage, "Broadcast under capture off NCCL returned %d",
+          static_cast<int>(bcast));
+    CHECK(why.find("cannot be captured") != std::string::npos, "message: %s", why.c_str());
+    CHECK(nodes == 0, "the refused call left %zu nodes in the graph", nodes);
+  } else {
+    CHECK(bcast == infinicclSuccess && reduce == infinicclSuccess,
+          "under capture through NCCL: Broadcast %d, AllReduce %d (%s)",
+          static_cast<int>(bcast), static_cast<int>(reduce), why.c_str());
+    CHECK(nodes > 0, "nothing captured");
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int launch = 0; launch < 2 && exec != nullptr; ++launch) {
+      for (size_t i = 0; i < n; ++i) hin[i] = static_cast<int32_t>((i * 7 + launch * 131) % 100003);
+      CUDA_OK(cudaMemcpyAsync(send.p, in.p, n * 4, cudaMemcpyHostToDevice, st));
+      CUDA_OK(cudaGraphLaunch(exec, st));
+      CUDA_OK(cudaMemcpyAsync(out.p, recv.p, n * 4, cudaMemcpyDeviceToHost, st));
+      CUDA_OK(cudaMemcpyAsync(out_sum.p, sum.p, n * 4, cudaMemcpyDeviceToHost, st));
+      CUDA_OK(cudaStreamSynchronize(st));
+      size_t wrong = 0;
+      for (size_t i = 0; i < n; ++i) wrong += hout[i] != hin[i] || hsum[i] != hin[i];
+      CHECK(wrong == 0, "launch %d: %zu of %zu wrong", launch, wrong, n);
+    }
+    if (exec != nullptr) CUDA_OK(cudaGraphExecDestroy(exec));
+  }
+  if (graph != nullptr) CUDA_OK(cudaGraphDestroy(graph));
+  infinicclGetStagingStats(&after);
+  CHECK(after.staged_calls == before.staged_calls, "a call under capture was staged");
+  // Off capture, the same call: exact.
+  for (size_t i = 0; i < n; ++i) hin[i] = static_cast<int32_t>(i % 1000) - 500;
+  CUDA_OK(cudaMemcpyAsync(send.p, in.p, n * 4, cudaMemcpyHostToDevice, st));
+  CHECK_RC(infinicclBroadcast(send.p, recv.p, n, infinicclInt32, 0, comm, st),
+           infinicclSuccess);
+  CUDA_OK(cudaMemcpyAsync(out.p, recv.p, n * 4, cudaMemcpyDeviceToHost, st));
+  CUDA_OK(cudaStreamSynchronize(st));
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += hout[i] != hin[i];
+  CHECK(wrong == 0, "after the capture: %zu of %zu wrong", wrong, n);
+  CUDA_OK(cudaStreamDestroy(st));
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+  std::printf("nccl_device_test %s: %ld failures\n", refused ? "capture_refused" : "capture",
+              g_failures);
+  const long failures = g_failures;
+  if (infinicclFinalize() != infinicclSuccess) return 1;
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   setenv("INFINICCL_ABORT_ON_ERROR", "0", 0);
   const std::string mode = argc > 1 ? argv[1] : "bootstrap";
+  if (mode == "capture" || mode == "capture_refused") {
+    return Capture(argc, argv, mode == "capture_refused");
+  }
   return mode == "mpi" ? UnderMpi(argc, argv) : Bootstrap();
 }

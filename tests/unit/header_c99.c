@@ -59,7 +59,10 @@ static const AnyFunction kSimFunctions[] = {
     (AnyFunction)infinicclSimEventCreate,     (AnyFunction)infinicclSimEventRecord,
     (AnyFunction)infinicclSimStreamWaitEvent, (AnyFunction)infinicclSimEventDestroy,
     (AnyFunction)infinicclSimKernel,          (AnyFunction)infinicclSimEventSynchronize,
-    (AnyFunction)infinicclSimEventQuery,
+    (AnyFunction)infinicclSimEventQuery,      (AnyFunction)infinicclSimStreamBeginCapture,
+    (AnyFunction)infinicclSimStreamEndCapture, (AnyFunction)infinicclSimStreamIsCapturing,
+    (AnyFunction)infinicclSimGraphNodes,      (AnyFunction)infinicclSimGraphLaunch,
+    (AnyFunction)infinicclSimGraphDestroy,
 };
 static infinicclResult_t (*const kSimMemcpy)(void *, const void *, size_t,
                                              void *) = infinicclSimMemcpy;
@@ -109,7 +112,7 @@ int main(void) {
   for (i = 0; i < sizeof kSimFunctions / sizeof kSimFunctions[0]; ++i) {
     if (kSimFunctions[i] == NULL) return 16;
   }
-  if (sizeof kSimFunctions / sizeof kSimFunctions[0] != 13) return 17;
+  if (sizeof kSimFunctions / sizeof kSimFunctions[0] != 19) return 17;
   if (kSimMemcpy == NULL || kSimKernel == NULL) return 18;
   if (types[17] != 12 || types[12] != 9 || ops[5] != 5 || ops[8] != 8 || results[9] != 9) return 12;
   if (kAllReduce == NULL || kCommInitRank == NULL || kSendTagged == NULL ||

@@ -100,6 +100,12 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclSimKernel),
     reinterpret_cast<AnyFunction>(&infinicclSimEventSynchronize),
     reinterpret_cast<AnyFunction>(&infinicclSimEventQuery),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamBeginCapture),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamEndCapture),
+    reinterpret_cast<AnyFunction>(&infinicclSimStreamIsCapturing),
+    reinterpret_cast<AnyFunction>(&infinicclSimGraphNodes),
+    reinterpret_cast<AnyFunction>(&infinicclSimGraphLaunch),
+    reinterpret_cast<AnyFunction>(&infinicclSimGraphDestroy),
 };
 
 int main() {

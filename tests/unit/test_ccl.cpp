@@ -367,6 +367,179 @@ TEST(RouteDecision, HierarchicalCallsTakeTheTwoLevelPathOnEveryRank) {
   EXPECT_STREQ(PathName(Path::kHier), "hierarchical");
 }
 
+// Device buffers on a capturing stream: the CCL's path is left to the CCL
+// (NCCL captures its kernels), a one-rank copy between device buffers is a
+// device copy on the stream; every other path is refused, whatever made
+// the decision take it, with a message that names the path and the way
+// out. Host buffers never ask the stream (the capture flag stays false).
+TEST(RouteDecision, CaptureTakesOnlyTheCclPath) {
+  struct Case {
+    const char *name;
+    BackendChoice choice;
+    RouteFacts facts;
+    Path want;  // kNone: refused with InvalidUsage
+  };
+  auto facts = [](bool ccl, const char *unsupported, bool one_rank, bool hier, bool shm,
+                  bool host_and_device = false) {
+    RouteFacts f{true, true, ccl, "NCCL", unsupported};
+    f.host_and_device = host_and_device;
+    f.one_rank_reduction = one_rank;
+    f.hierarchical = hier;
+    f.shm = shm;
+    f.capturing = true;
+    return f;
+  };
+  const Case cases[] = {
+      {"ccl takes it", BackendChoice::kAuto, facts(true, nullptr, false, false, false),
+       Path::kCcl},
+      {"ccl forced", BackendChoice::kCcl, facts(true, nullptr, false, false, false),
+       Path::kCcl},
+      {"ccl beside shm", BackendChoice::kAuto, facts(true, nullptr, false, false, true),
+       Path::kCcl},
+      {"no ccl: staged", BackendChoice::kAuto, facts(false, nullptr, false, false, false),
+       Path::kNone},
+      {"ccl cannot: staged", BackendChoice::kAuto, facts(true, "16-bit", false, false, false),
+       Path::kNone},
+      {"mpi forced", BackendChoice::kMpi, facts(true, nullptr, false, false, false),
+       Path::kNone},
+      {"shm", BackendChoice::kAuto, facts(false, nullptr, false, false, true), Path::kNone},
+      {"hier", BackendChoice::kAuto, facts(true, nullptr, false, true, false), Path::kNone},
+      {"one-rank copy", BackendChoice::kAuto, facts(true, nullptr, true, false, false),
+       Path::kLocalCopy},
+      {"one-rank copy, no ccl", BackendChoice::kMpi, facts(false, nullptr, true, false, false),
+       Path::kLocalCopy},
+      {"one-rank copy to host", BackendChoice::kAuto,
+       facts(true, nullptr, true, false, false, true), Path::kNone},
+  };
+  for (const Case &c : cases) {
+    Path p = Path::kNone;
+    const Status st = DecidePath(c.choice, c.facts, &p);
+    if (c.want == Path::kNone) {
+      EXPECT_EQ(st.code(), infinicclInvalidUsage) << c.name;
+      EXPECT_NE(st.message().find("cannot be captured"), std::string::npos) << st.message();
+      EXPECT_NE(st.message().find("native CCL"), std::string::npos) << st.message();
+    } else {
+      ASSERT_TRUE(st.ok()) << c.name << ": " << st.message();
+      EXPECT_EQ(p, c.want) << c.name;
+    }
+    // The same facts off capture: a path, never this refusal.
+    RouteFacts off = c.facts;
+    off.capturing = false;
+    EXPECT_TRUE(DecidePath(c.choice, off, &p).ok()) << c.name;
+  }
+  // Host buffers: the capture flag is not asked for them (it stays false),
+  // and set, it changes nothing: the host path does not touch the stream.
+  RouteFacts host{false, true, false};
+  host.capturing = true;
+  Path p = Path::kNone;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, host, &p).ok());
+  EXPECT_EQ(p, Path::kHostMpi);
+}
+
+// The whole plan (DecideRoute): the path, then how route.cpp runs it, as a
+// table of facts and the plan each must give.
+TEST(RoutePlan, EveryChoiceAsATable) {
+  enum Fact : unsigned {
+    kDev = 1u << 0,        // device buffers (both)
+    kHostDev = 1u << 1,    // one host, one device buffer (with kDev)
+    kCcl = 1u << 2,        // a CCL of the buffers' device that takes the call
+    kQueues = 1u << 3,     // the engine queues the device's calls
+    kGrouped = 1u << 4,    // a Send/Recv inside a group
+    kShm = 1u << 5,        // the segment takes the call
+    kSmall = 1u << 6,      // small enough for the on-stream shm shape
+    kHier = 1u << 7,       // hierarchical
+    kOneRank = 1u << 8,    // a one-rank reduction
+    kReadsDev = 1u << 9,   // MPI reads device memory
+    kUniform = 1u << 10,   // a mixed job
+    kMatching = 1u << 11,  // tag or any-source
+    kCapturing = 1u << 12,
+  };
+  struct Case {
+    const char *name;
+    unsigned facts;
+    Path path;
+    RouteMode mode;
+    // check_matching, uniform, stream_ordered, reserve_hier_scratch,
+    // try_land, one_chunk_on_stream
+    const char *flags;
+  };
+  using M = RouteMode;
+  const Case cases[] = {
+      {"host buffers", 0, Path::kHostMpi, M::kBlocking, "------"},
+      {"host, mixed job", kUniform, Path::kHostMpi, M::kBlocking, "-u----"},
+      {"host, tagged", kMatching, Path::kHostMpi, M::kBlocking, "m-----"},
+      {"host, grouped", kGrouped, Path::kHostMpi, M::kGroupPost, "------"},
+      {"host, grouped, mixed job", kGrouped | kUniform, Path::kHostMpi, M::kGroupPost,
+       "------"},
+      {"host, shm", kShm, Path::kShm, M::kBlocking, "------"},
+      {"host, hier", kHier, Path::kHier, M::kBlocking, "------"},
+      {"ccl", kDev | kCcl, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, queues", kDev | kCcl | kQueues, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, grouped", kDev | kCcl | kGrouped, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, tagged", kDev | kCcl | kMatching, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl, capturing", kDev | kCcl | kCapturing, Path::kCcl, M::kOnStream, "--o---"},
+      {"ccl before shm", kDev | kCcl | kShm, Path::kCcl, M::kOnStream, "--o---"},
+      {"staged, blocking", kDev, Path::kStagedMpi, M::kBlocking, "------"},
+      {"staged, queued", kDev | kQueues, Path::kStagedMpi, M::kQueued, "-----1"},
+      {"staged, queued, mixed job", kDev | kQueues | kUniform, Path::kStagedMpi, M::kQueued,
+       "-u----"},
+      {"direct, queued", kDev | kQueues | kReadsDev, Path::kDirectMpi, M::kQueued, "------"},
+      {"direct, blocking", kDev | kReadsDev, Path::kDirectMpi, M::kBlocking, "------"},
+      {"staged, grouped, queues", kDev | kQueues | kGrouped, Path::kStagedMpi, M::kGroupPost,
+       "------"},
+      {"staged, tagged", kDev | kQueues | kMatching, Path::kStagedMpi, M::kQueued, "m----1"},
+      {"shm, queued, small", kDev | kQueues | kShm | kSmall, Path::kShm, M::kQueued,
+       "----l1"},
+      {"shm, queued, large", kDev | kQueues | kShm, Path::kShm, M::kQueued, "----l-"},
+      {"shm, blocking", kDev | kShm | kSmall, Path::kShm, M::kBlocking, "------"},
+      {"hier, queued", kDev | kQueues | kHier, Path::kHier, M::kQueued, "---h--"},
+      {"hier, blocking", kDev | kHier, Path::kHier, M::kBlocking, "------"},
+      {"one-rank copy", kDev | kOneRank, Path::kLocalCopy, M::kOnStream, "------"},
+      {"one-rank copy, queues", kDev | kOneRank | kQueues, Path::kLocalCopy, M::kOnStream,
+       "--o---"},
+      {"one-rank copy, ccl", kDev | kOneRank | kCcl, Path::kLocalCopy, M::kOnStream,
+       "--o---"},
+      {"one-rank copy to host, ccl", kDev | kHostDev | kOneRank | kCcl, Path::kLocalCopy,
+       M::kOnStream, "------"},
+      {"one-rank copy, capturing", kDev | kOneRank | kCapturing, Path::kLocalCopy,
+       M::kOnStream, "--o---"},
+  };
+  for (const Case &c : cases) {
+    RouteFacts f;
+    f.device_buffers = c.facts & kDev;
+    f.host_and_device = c.facts & kHostDev;
+    f.both_device = f.device_buffers && !f.host_and_device;
+    f.has_ccl = c.facts & kCcl;
+    f.queues = c.facts & kQueues;
+    f.grouped = c.facts & kGrouped;
+    f.shm = c.facts & kShm;
+    f.fits_on_stream_shm = c.facts & kSmall;
+    f.hierarchical = c.facts & kHier;
+    f.one_rank_reduction = c.facts & kOneRank;
+    f.mpi_reads_device = c.facts & kReadsDev;
+    f.uniform_staging = c.facts & kUniform;
+    f.needs_mpi_matching = c.facts & kMatching;
+    f.capturing = c.facts & kCapturing;
+    RoutePlan plan;
+    const Status st = DecideRoute(BackendChoice::kAuto, f, &plan);
+    ASSERT_TRUE(st.ok()) << c.name << ": " << st.message();
+    EXPECT_EQ(plan.path, c.path) << c.name;
+    EXPECT_EQ(plan.mode, c.mode) << c.name;
+    const std::string flags = {plan.check_matching ? 'm' : '-', plan.uniform ? 'u' : '-',
+                               plan.stream_ordered ? 'o' : '-',
+                               plan.reserve_hier_scratch ? 'h' : '-',
+                               plan.try_land ? 'l' : '-',
+                               plan.one_chunk_on_stream ? '1' : '-'};
+    EXPECT_EQ(flags, c.flags) << c.name;
+  }
+  // A refusal is the decision's too: no plan for device buffers on a
+  // capturing stream off the CCL.
+  RouteFacts f;
+  f.device_buffers = f.both_device = f.queues = f.capturing = true;
+  RoutePlan plan;
+  EXPECT_EQ(DecideRoute(BackendChoice::kAuto, f, &plan).code(), infinicclInvalidUsage);
+}
+
 TEST(CclProvider, NoneWithoutADeviceOfItsKind) {
   // No GPU here (or no CCL in this build): nothing to bootstrap with, and the
   // reason says which. Only meaningful where no device is present.

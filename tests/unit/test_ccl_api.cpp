@@ -8,10 +8,13 @@
 #include <infiniccl/infiniccl.h>
 
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/ccl/ccl_provider.h"
 #include "device/registry.h"
+#include "device/sim/sim_runtime.h"
 #include "fake_ccl.h"
 
 namespace infiniccl {
@@ -133,6 +136,49 @@ TEST_F(CclApi, OneRankReductionsAreACopyAndNeverReachTheCcl) {
             infinicclSuccess);
   ASSERT_EQ(fake_->log.size(), 1u);
   EXPECT_EQ(fake_->log[0].call, "Broadcast");
+}
+
+// On a capturing stream: a one-rank AllReduce between device buffers is one
+// device copy, recorded into the graph and run at each launch on the input
+// of that launch; a Broadcast is the CCL's (left to it); a one-rank
+// AllReduce into host memory is refused and records nothing.
+TEST_F(CclApi, CaptureRecordsTheOneRankCopyAndLeavesTheCclItsCalls) {
+  auto *sim = static_cast<SimRuntime *>(sim_);
+  const size_t n = 4099;
+  void *send = DeviceAlloc(n * sizeof(double));
+  void *recv = DeviceAlloc(n * sizeof(double));
+  std::vector<double> host_out(n, -3.0);
+  void *s = nullptr;
+  ASSERT_TRUE(sim->StreamCreate(&s).ok());
+  Upload(recv, std::vector<double>(n, -1.0));
+  ASSERT_TRUE(sim->BeginCapture(s).ok());
+  ASSERT_EQ(infinicclAllReduce(send, recv, n, infinicclFloat64, infinicclSum, comm_, s),
+            infinicclSuccess)
+      << infinicclGetLastError(comm_);
+  EXPECT_EQ(infinicclAllReduce(send, host_out.data(), n, infinicclFloat64, infinicclSum,
+                               comm_, s),
+            infinicclInvalidUsage);
+  EXPECT_NE(std::string(infinicclGetLastError(comm_)).find("cannot be captured"),
+            std::string::npos)
+      << infinicclGetLastError(comm_);
+  ASSERT_EQ(infinicclBroadcast(send, recv, n, infinicclFloat64, 0, comm_, s),
+            infinicclSuccess);
+  std::shared_ptr<SimGraph> graph;
+  ASSERT_TRUE(sim->EndCapture(s, &graph).ok());  // valid: nothing synchronised it
+  EXPECT_EQ(graph->nodes.size(), 1u);            // the copy (the stand-in queues nothing)
+  ASSERT_EQ(fake_->log.size(), 1u);
+  EXPECT_EQ(fake_->log[0].call, "Broadcast");
+  EXPECT_EQ(Download(recv, n), std::vector<double>(n, -1.0));  // recorded, not run
+  EXPECT_EQ(host_out, std::vector<double>(n, -3.0));
+  for (int launch = 0; launch < 2; ++launch) {
+    std::vector<double> h(n);
+    for (size_t i = 0; i < n; ++i) h[i] = static_cast<double>(i % 501) - 250.0 * launch;
+    Upload(send, h);
+    ASSERT_TRUE(sim->LaunchGraph(*graph, s).ok());
+    ASSERT_TRUE(sim->StreamSynchronize(s).ok());
+    EXPECT_EQ(Download(recv, n), h) << "launch " << launch;
+  }
+  ASSERT_TRUE(sim->StreamDestroy(s).ok());
 }
 
 }  // namespace

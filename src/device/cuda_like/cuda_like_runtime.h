@@ -254,6 +254,17 @@ class CudaLikeRuntime final : public DeviceRuntime {
     INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamSynchronize);
     return INFINICCL_CUDA_LIKE_CALL(StreamSynchronize, AsStream(stream));
   }
+  // Through Api::StreamIsCapturing where the vendor's mapping has one
+  // (CUDA, HIP); false otherwise.
+  Status StreamIsCapturing(void *stream, bool *capturing) override {
+    *capturing = false;
+    if constexpr (requires(typename Api::Stream s, bool *b) { Api::StreamIsCapturing(s, b); }) {
+      if (DeviceCount() == 0) return Status::Ok();
+      return INFINICCL_CUDA_LIKE_CALL(StreamIsCapturing, AsStream(stream), capturing);
+    } else {
+      return Status::Ok();
+    }
+  }
   Status StreamCreate(void **stream) override {
     *stream = nullptr;
     INFINICCL_CUDA_LIKE_REQUIRE_DEVICE(StreamCreate);

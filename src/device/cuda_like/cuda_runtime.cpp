@@ -23,6 +23,14 @@ namespace {
 struct CudaApi {
   INFINICCL_CUDA_LIKE_API(cuda, cudaPointerAttributes)
 
+  // Stream capture (cudaStreamBeginCapture, torch.cuda.graph).
+  static Error StreamIsCapturing(Stream s, bool *capturing) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const Error e = cudaStreamIsCapturing(s, &status);
+    *capturing = status != cudaStreamCaptureStatusNone;
+    return e;
+  }
+
   // cudaRuntimeGetVersion encodes 1000 * major + 10 * minor (13000 = 13.0).
   static void FormatVersion(int version, char *buf, size_t size) {
     std::snprintf(buf, size, "%d.%d", version / 1000, (version % 1000) / 10);

@@ -157,6 +157,13 @@ struct HipApi {
   static Error StreamWaitEvent(Stream s, Event e, unsigned f) {
     return hipStreamWaitEvent(s, e, f);
   }
+  // Stream capture (hipStreamBeginCapture).
+  static Error StreamIsCapturing(Stream s, bool *capturing) {
+    hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+    const Error e = hipStreamIsCapturing(s, &status);
+    *capturing = status != hipStreamCaptureStatusNone;
+    return e;
+  }
 
   // hipRuntimeGetVersion answers HIP_VERSION on AMD: major * 10^7 +
   // minor * 10^5 + patch (hip_version.h).

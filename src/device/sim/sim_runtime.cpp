@@ -277,10 +277,11 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   }
   // Pageable host memory (SimStrict::pageable_sync): CUDA copies a source
   // into its own staging at the call, and makes a copy into pageable memory
-  // synchronous.
+  // synchronous. A captured copy reads and writes its memory at each launch.
+  const bool capturing = Capturing(s);
   bool sync_after = false;
   std::shared_ptr<std::vector<char>> snapshot;
-  {
+  if (!capturing) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (strict_.pageable_sync && kind == CopyKind::kHostToDevice &&
         !IsPinnedLocked(src, bytes)) {
@@ -290,27 +291,13 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
     }
     sync_after = strict_.pageable_sync && kind == CopyKind::kDeviceToHost &&
                  !IsPinnedLocked(dst, bytes);
-    switch (kind) {
-      case CopyKind::kHostToDevice:
-        ++stats_.h2d_copies;
-        stats_.h2d_bytes += bytes;
-        break;
-      case CopyKind::kDeviceToHost:
-        ++stats_.d2h_copies;
-        stats_.d2h_bytes += bytes;
-        break;
-      case CopyKind::kDeviceToDevice:
-        ++stats_.d2d_copies;
-        stats_.d2d_bytes += bytes;
-        break;
-    }
   }
   // The throttle emulates the host link; a copy within the device is not
   // throttled (device memory is an order of magnitude faster).
   const bool link = kind != CopyKind::kDeviceToDevice;
   const double gbps = link ? copy_gbps_.load() : 0;
   const double latency_s = link ? copy_latency_us_.load() * 1e-6 : 0;
-  s->Enqueue([dst, src, bytes, gbps, latency_s, snapshot] {
+  std::function<void()> work = [dst, src, bytes, gbps, latency_s, snapshot] {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(dst, src, bytes);
     double want = latency_s;
@@ -320,8 +307,105 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
       WaitUntil(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(want)));
     }
+  };
+  // Counted when queued: at each launch for a captured copy.
+  SubmitEach(s, [this, kind, bytes, work = std::move(work)] {
+    CountCopy(kind, bytes);
+    return work;
   });
   if (sync_after) s->Synchronize();
+  return Status::Ok();
+}
+
+void SimRuntime::CountCopy(CopyKind kind, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  switch (kind) {
+    case CopyKind::kHostToDevice:
+      ++stats_.h2d_copies;
+      stats_.h2d_bytes += bytes;
+      break;
+    case CopyKind::kDeviceToHost:
+      ++stats_.d2h_copies;
+      stats_.d2h_bytes += bytes;
+      break;
+    case CopyKind::kDeviceToDevice:
+      ++stats_.d2d_copies;
+      stats_.d2d_bytes += bytes;
+      break;
+  }
+}
+
+bool SimRuntime::Capturing(SimStream *s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return captures_.count(s) > 0;
+}
+
+void SimRuntime::SubmitEach(SimStream *s, std::function<std::function<void()>()> make) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = captures_.find(s);
+    if (it != captures_.end()) {
+      it->second.graph->nodes.push_back(std::move(make));
+      return;
+    }
+  }
+  s->Enqueue(make());
+}
+
+void SimRuntime::Submit(SimStream *s, std::function<void()> work) {
+  SubmitEach(s, [work = std::move(work)] { return work; });
+}
+
+Status SimRuntime::StreamIsCapturing(void *stream, bool *capturing) {
+  *capturing = stream != nullptr && Capturing(static_cast<SimStream *>(stream));
+  return Status::Ok();
+}
+
+Status SimRuntime::BeginCapture(void *stream) {
+  if (stream == nullptr) {
+    return Status(infinicclInvalidArgument,
+                  "the default stream cannot be captured (as CUDA's legacy stream); "
+                  "capture a stream from infinicclSimStreamCreate");
+  }
+  if (StreamFor(stream) == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                      stream);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!captures_.emplace(static_cast<SimStream *>(stream), Capture{}).second) {
+    return MakeStatus(infinicclInvalidUsage, "stream %p is capturing already", stream);
+  }
+  return Status::Ok();
+}
+
+Status SimRuntime::EndCapture(void *stream, std::shared_ptr<SimGraph> *graph) {
+  graph->reset();
+  Capture capture;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = captures_.find(static_cast<SimStream *>(stream));
+    if (it == captures_.end()) {
+      return MakeStatus(infinicclInvalidUsage, "stream %p is not capturing", stream);
+    }
+    capture = std::move(it->second);
+    captures_.erase(it);
+  }
+  if (capture.invalidated != nullptr) {
+    return MakeStatus(infinicclInvalidUsage,
+                      "the capture of stream %p was invalidated by %s on it; no graph made",
+                      stream, capture.invalidated);
+  }
+  *graph = std::move(capture.graph);
+  return Status::Ok();
+}
+
+Status SimRuntime::LaunchGraph(const SimGraph &graph, void *stream) {
+  SimStream *s = StreamFor(stream);
+  if (s == nullptr) {
+    return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
+                      stream);
+  }
+  for (const auto &make : graph.nodes) SubmitEach(s, [work = make()] { return work; });
   return Status::Ok();
 }
 
@@ -330,6 +414,17 @@ Status SimRuntime::StreamSynchronize(void *stream) {
   if (s == nullptr) {
     return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
                       stream);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = captures_.find(s);
+    if (it != captures_.end()) {
+      if (it->second.invalidated == nullptr) it->second.invalidated = "a synchronisation";
+      return MakeStatus(infinicclInvalidUsage,
+                        "stream %p is capturing: it cannot be synchronised (as "
+                        "cudaStreamSynchronize); the capture is invalidated",
+                        stream);
+    }
   }
   s->Synchronize();
   return Status::Ok();
@@ -355,6 +450,7 @@ Status SimRuntime::StreamDestroy(void *stream) {
     }
     s = std::move(it->second.stream);
     streams_.erase(it);
+    captures_.erase(s.get());  // a capture still open ends with its stream
   }
   s.reset();  // drains queued work first (or the last SynchronizeAll using it does)
   return Status::Ok();
@@ -416,10 +512,16 @@ Status SimRuntime::QueueEvent(const char *call, void *event, void *stream, bool 
   if (s == nullptr || e == nullptr) {
     return MakeStatus(infinicclInvalidArgument, "%s: bad event or stream", call);
   }
+  // The generation is taken when the work is queued (at each launch of a
+  // captured record or wait).
   if (record) {
-    s->Enqueue([e, generation = e->Record()] { e->Complete(generation); });
+    SubmitEach(s, [e]() -> std::function<void()> {
+      return [e, generation = e->Record()] { e->Complete(generation); };
+    });
   } else {
-    s->Enqueue([e, generation = e->Last()] { e->Wait(generation); });
+    SubmitEach(s, [e]() -> std::function<void()> {
+      return [e, generation = e->Last()] { e->Wait(generation); };
+    });
   }
   return Status::Ok();
 }
@@ -453,7 +555,7 @@ Status SimRuntime::GateWait(void *stream, void *gate, uint32_t target) {
     return MakeStatus(infinicclInvalidArgument, "GateWait: bad gate or stream %p", stream);
   }
   if (!strict_.stream_memops) return HostFunc(stream, [g, target] { g->Wait(target); });
-  s->Enqueue([g, target] { g->Wait(target); });
+  Submit(s, [g, target] { g->Wait(target); });
   return Status::Ok();
 }
 
@@ -479,7 +581,7 @@ Status SimRuntime::Kernel(void *stream, unsigned microseconds) {
     return MakeStatus(infinicclInvalidArgument, "%p is not an emulated-device stream",
                       stream);
   }
-  s->Enqueue([microseconds] {
+  Submit(s, [microseconds] {
     // A sleep, not WaitUntil's spin: a kernel runs on the device, not on a core.
     std::this_thread::sleep_for(std::chrono::microseconds(microseconds));
   });
@@ -493,13 +595,13 @@ Status SimRuntime::HostFunc(void *stream, std::function<void()> fn) {
                       stream);
   }
   if (!strict_.hostfn_serial) {
-    s->Enqueue(std::move(fn));
+    Submit(s, std::move(fn));
     return Status::Ok();
   }
   // The stream hands `fn` to the device's host-function thread when it
   // reaches it, and waits there until `fn` has run.
   SimStream *serial = HostFnThread(stream);
-  s->Enqueue([serial, fn = std::move(fn)] {
+  Submit(s, [serial, fn = std::move(fn)] {
     auto ran = std::make_shared<SimEvent>();
     const uint64_t generation = ran->Record();
     serial->Enqueue([&fn, ran, generation] {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "device/device_runtime.h"
 
@@ -25,6 +26,13 @@ namespace infiniccl {
 class HostGate;
 class SimEvent;
 class SimStream;
+
+// A stream's work recorded by a capture (as a CUDA graph): each node makes,
+// at every launch, the work it queues there (an event record takes a new
+// generation then; a copy or kernel is the same work each time).
+struct SimGraph {
+  std::vector<std::function<std::function<void()>()>> nodes;
+};
 
 struct SimStats {
   uint64_t device_allocs = 0, device_frees = 0;
@@ -87,7 +95,10 @@ class SimRuntime : public DeviceRuntime {
 
   Status MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKind kind,
                      void *stream) override;
+  // A capturing stream: InvalidUsage, as cudaStreamSynchronize (and the
+  // capture is invalidated).
   Status StreamSynchronize(void *stream) override;
+  Status StreamIsCapturing(void *stream, bool *capturing) override;
   Status StreamCreate(void **stream) override;
   Status StreamDestroy(void *stream) override;
 
@@ -132,12 +143,31 @@ class SimRuntime : public DeviceRuntime {
   Status HostFunc(void *stream, std::function<void()> fn);
   const SimStrict &strict() const { return strict_; }
 
+  // Stream capture, as cudaStreamBeginCapture / EndCapture / GraphLaunch:
+  // while a stream captures, the work queued on it (copies, kernels, event
+  // records and waits, gates, host functions) is recorded into a graph, not
+  // run. Not on the default stream (as CUDA's legacy stream). A
+  // synchronisation of the capturing stream invalidates the capture:
+  // EndCapture then fails and makes no graph.
+  Status BeginCapture(void *stream);
+  Status EndCapture(void *stream, std::shared_ptr<SimGraph> *graph);
+  // Queues the graph's work on `stream` (which may itself be capturing).
+  Status LaunchGraph(const SimGraph &graph, void *stream);
+
  private:
   struct Allocation {
     size_t bytes;
     int device;
   };
   SimStream *StreamFor(void *stream);
+  // Queues on `s` the work `make` returns, or records `make` into the graph
+  // of the capture `s` is in.
+  void SubmitEach(SimStream *s, std::function<std::function<void()>()> make);
+  // `work` the same at every launch.
+  void Submit(SimStream *s, std::function<void()> work);
+  // The stats of one copy.
+  void CountCopy(CopyKind kind, size_t bytes);
+  bool Capturing(SimStream *s);
   // Waits for every stream (Free's implicit synchronisation).
   void SynchronizeAll();
   // Whether [p, p+bytes) lies in pinned memory of this runtime (mutex_ held).
@@ -175,6 +205,11 @@ class SimRuntime : public DeviceRuntime {
   std::map<SimEvent *, std::shared_ptr<SimEvent>> events_;
   std::map<HostGate *, std::shared_ptr<HostGate>> gates_;
   std::unique_ptr<SimStream> default_stream_;
+  struct Capture {
+    std::shared_ptr<SimGraph> graph = std::make_shared<SimGraph>();
+    const char *invalidated = nullptr;  // what invalidated it
+  };
+  std::map<SimStream *, Capture> captures_;
   SimStats stats_;
 };
 
