@@ -3,7 +3,7 @@ against gloo, per size, in one run (docs/PERFORMANCE.md, "Python and
 torch"):
 
     icclrun -np 2 python3 examples/python/torch_sizes.py [--rounds=N] [--min=64K] [--max=64M]
-                                                          [--deepspeed]
+                                                          [--deepspeed] [--op=p2p]
 
 Each round times every size on both groups, alternating (a change of the
 machine's load falls on both sides of a ratio), at least 20 calls a size (a
@@ -13,6 +13,10 @@ rounds of that round's mean time per call, and the ratio the median of the
 per-round ratios infiniccl / gloo. Every result is checked: rank r
 contributes r + 1 in every element, so each element of the sum is
 n (n + 1) / 2, exact in float32 at these rank counts.
+
+--op=p2p (2 ranks) times a round trip instead: rank 0 sends the tensor to
+rank 1 with `dist.send`, which sends it back; both then hold rank 0's
+values (1 in every element, over rank 1's 2), checked.
 
 --deepspeed adds DeepSpeed's CPU shared-memory AllReduce (its
 `inference_all_reduce_` op, csrc/cpu/comm/shm.cpp, built by DeepSpeed on
@@ -42,8 +46,20 @@ def option(name, default):
     return next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--%s=" % name)), default)
 
 
-def timed(tensor, reduce, rank, size, calls):
-    expected = size * (size + 1) / 2
+def round_trip(group):
+    def call(t):
+        rank = dist.get_rank()
+        peer = 1 - rank
+        if rank == 0:
+            dist.send(t, peer, group=group)
+            dist.recv(t, peer, group=group)
+        else:
+            dist.recv(t, peer, group=group)
+            dist.send(t, peer, group=group)
+    return call
+
+
+def timed(tensor, reduce, rank, size, calls, expected):
     dist.barrier()
     t0 = time.perf_counter()
     for _ in range(calls):
@@ -67,9 +83,16 @@ def main():
     while b <= parse_bytes(option("max", "64M")):
         sizes.append(b)
         b *= 4
+    p2p = option("op", "all_reduce") == "p2p"
+    if p2p and size != 2:
+        raise SystemExit("--op=p2p runs at 2 ranks")
     groups = {"infiniccl": lambda t: dist.all_reduce(t),
               "gloo": lambda t: dist.all_reduce(t, group=gloo)}
-    if "--deepspeed" in sys.argv:
+    expected = size * (size + 1) / 2
+    if p2p:
+        groups = {"infiniccl": round_trip(None), "gloo": round_trip(gloo)}
+        expected = 1
+    elif "--deepspeed" in sys.argv:
         import deepspeed
         import deepspeed.comm
 
@@ -85,13 +108,14 @@ def main():
             t = torch.empty(b // 4)
             calls = max(20, min(200, (16 << 20) // b))
             for g, reduce in groups.items():
-                elapsed = timed(t, reduce, rank, size, calls)
+                elapsed = timed(t, reduce, rank, size, calls, expected)
                 if r:
                     times[(g, b)].append(elapsed)
     if rank == 0:
-        print("torch %s, %d ranks, float32 all_reduce, median of %d rounds, load average "
-              "%.1f; every result checked" % (torch.__version__, size, rounds,
-                                               os.getloadavg()[0]))
+        print("torch %s, %d ranks, float32 %s, median of %d rounds, load average "
+              "%.1f; every result checked" % (torch.__version__, size,
+                                               "send/recv round trip" if p2p else "all_reduce",
+                                               rounds, os.getloadavg()[0]))
         others = [g for g in groups if g != "infiniccl"]
         print("| size | " + " | ".join("%s (us)" % g for g in groups) + " | " +
               " | ".join("infiniccl / %s" % g for g in others) + " |")
