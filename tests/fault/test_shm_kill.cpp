@@ -17,9 +17,9 @@
 // run where the kill never comes ends with exit 3 (the harness counts that
 // as a failure). `named`: the segments take the named path (a name in
 // /dev/shm while the node's ranks open it), as where pidfd_getfd is
-// refused, and the kill comes in the step itself: between the leader's
-// shm_open and the unlink after every rank opened the name, so every run
-// leaves the name.
+// refused, and the kill comes in the step "name opened" itself: after the
+// leader's shm_open and before its unlink, which waits for every rank to
+// have opened the name, so every run leaves the name.
 #include <infiniccl/infiniccl.h>
 #include <mpi.h>
 #include <signal.h>
@@ -40,8 +40,13 @@ namespace {
 constexpr unsigned long kSteps = 12;
 unsigned long g_kill_at = 0, g_delay_us = 0;
 std::atomic<unsigned long> g_steps{0};
+bool g_named = false;
 
-void OnStep(const char *, const char *) {
+void OnStep(const char *, const char *step) {
+  // On the named path only "name opened" counts: by then the leader has
+  // made the name (a rank's "name made" may come before the leader's
+  // shm_open), and it unlinks it only after every rank passed this step.
+  if (g_named && std::strcmp(step, "name opened") != 0) return;
   if (g_steps.fetch_add(1) != g_kill_at) return;
   if (g_delay_us == 0) kill(getpid(), SIGKILL);  // at the step itself
   std::thread([] {
@@ -89,6 +94,7 @@ int main(int argc, char **argv) {
   if (victims && static_cast<int>(seed % static_cast<unsigned long>(size)) == rank) {
     g_kill_at = (seed / static_cast<unsigned long>(size)) % kSteps;
     g_delay_us = named ? 0 : (seed / 64) % 400;
+    g_named = named;
     infiniccl::NodeSegment::SetStepHookForTesting(OnStep);
   }
   for (int cycle = 0; cycle < 4; ++cycle) {
