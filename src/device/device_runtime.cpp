@@ -1,6 +1,22 @@
 #include "device/device_runtime.h"
 
+#include <map>
+#include <mutex>
+#include <utility>
+
 namespace infiniccl {
+
+Status CopyOutStream(DeviceRuntime &device, void **out) {
+  static std::mutex mutex;
+  static std::map<std::pair<DeviceRuntime *, int>, void *> streams;
+  int id = 0;
+  INFINICCL_RETURN_IF_ERROR(device.GetDevice(&id));
+  std::lock_guard<std::mutex> lock(mutex);
+  void *&s = streams[{&device, id}];
+  if (s == nullptr) INFINICCL_RETURN_IF_ERROR(device.StreamCreateNonBlocking(&s));
+  *out = s;
+  return Status::Ok();
+}
 
 const char *DeviceKindName(DeviceKind kind) {
   switch (kind) {

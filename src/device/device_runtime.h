@@ -146,6 +146,14 @@ class DeviceRuntime {
   virtual void GateOpen(void * /*gate*/, uint32_t /*value*/) {}
 };
 
+// The stream for the host-to-device copies of the library's pipelined calls
+// on `device`'s current device, so that they run beside the device-to-host
+// copies on the caller's stream (two copy engines on a GPU, two copy threads
+// on the emulated device): one per runtime and device, made once
+// (non-blocking, so it never waits for a legacy default stream held by the
+// progress engine's gate) and kept for the life of the process.
+Status CopyOutStream(DeviceRuntime &device, void **out);
+
 // True once a gate holding `value` satisfies a wait for `target`.
 inline bool GateReached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;

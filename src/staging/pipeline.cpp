@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <utility>
 
@@ -56,24 +55,6 @@ class SyncOnExit {
   void *in_, *out_;
   bool armed_ = true;
 };
-
-// One stream per (runtime, device) for the host-to-device copies of
-// pipelined calls, so they run beside the device-to-host copies on the
-// user's stream (two copy engines on a GPU, two copy threads on the
-// emulated device). Created once, kept for the life of the process;
-// non-blocking, so that it never waits for a legacy default stream held by
-// the progress engine's gate.
-Status OutStream(DeviceRuntime &device, void **out) {
-  static std::mutex mutex;
-  static std::map<std::pair<DeviceRuntime *, int>, void *> streams;
-  int id = 0;
-  INFINICCL_RETURN_IF_ERROR(device.GetDevice(&id));
-  std::lock_guard<std::mutex> lock(mutex);
-  void *&s = streams[{&device, id}];
-  if (s == nullptr) INFINICCL_RETURN_IF_ERROR(device.StreamCreateNonBlocking(&s));
-  *out = s;
-  return Status::Ok();
-}
 
 struct Plan {
   size_t elem, count, send_blocks, recv_blocks, cols;  // cols: the widest chunk
@@ -359,7 +340,7 @@ Status RunStaged(Backend &host_backend, DeviceRuntime &device, const CollArgs &a
   // Device-to-host copies on the user's stream (after the work that made
   // the input); host-to-device copies of a pipelined call on a second stream.
   void *in = a.stream, *out = a.stream;
-  INFINICCL_RETURN_IF_ERROR(OutStream(device, &out));
+  INFINICCL_RETURN_IF_ERROR(CopyOutStream(device, &out));
 
   StagingLease lease[kSlots];
   Event ready[kSlots] = {Event(device), Event(device)};  // slot's input on host

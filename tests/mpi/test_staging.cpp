@@ -8,6 +8,11 @@
 //             unavailable -> pageable fallback, injected copy failure ->
 //             error, nothing held, next call fine; stream ordering; mixed
 //             host/device buffers; threads on two communicators.
+//   overlap - a pipelined AllReduce of 16 MiB (through MPI, or through
+//             shared memory with INFINICCL_SHM=1) at slow emulated copies:
+//             the copy in of a chunk and the copy out of the one before it
+//             ran at once at least once (the emulator's peak of copies over
+//             the host link), and the result is exact.
 //   direct  - run with INFINICCL_MPI_DEVICE_DIRECT=1: device buffers go to MPI
 //             as they are, zero staging copies; the backend's own copies
 //             (Broadcast's root copy, Avg's division in 1 MiB pieces) go
@@ -258,6 +263,27 @@ void TestDirectLocalCopies(infinicclComm_t comm, int rank) {
   }
 }
 
+// A pipelined call's copies into and out of the host run at once: a copy in
+// and a copy out were in flight together at least once (they are on two
+// streams; on one stream the peak stays 1).
+void TestOverlap(infinicclComm_t comm, int rank) {
+  const size_t count = size_t{4} << 20;  // 16 MiB of float32
+  DeviceBuffer send(count * 4), recv(count * 4);
+  send.Upload(ReduceInput(infinicclFloat32, infinicclSum, 60, rank, count));
+  g_sim->ResetStats();
+  CHECK(infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat32, infinicclSum, comm,
+                           nullptr) == infinicclSuccess);
+  const infiniccl::SimStats s = g_sim->stats();
+  CHECK(s.peak_link_copies >= 2,
+        "AllReduce of 16 MiB: at most %llu copy over the host link at a time (%llu in, %llu "
+        "out): the copies in and out did not overlap",
+        static_cast<unsigned long long>(s.peak_link_copies),
+        static_cast<unsigned long long>(s.d2h_copies),
+        static_cast<unsigned long long>(s.h2d_copies));
+  CHECK(CountWrongReduce(g_n, infinicclFloat32, infinicclSum, 60, recv.Download(), count) == 0,
+        "AllReduce of 16 MiB: wrong result");
+}
+
 // On one rank a reduction of device buffers is one copy on the stream: no
 // staging, no MPI; every op, in and out of place, and device to host.
 void TestOneRank(infinicclComm_t comm, int rank) {
@@ -305,7 +331,7 @@ int main(int argc, char **argv) {
   // A small cap so the "larger than the cap" case stays small.
   const size_t cap = 1 << 20;
   if (mode == "pool") setenv("INFINICCL_STAGING_CACHE_BYTES", "1M", 1);
-  setenv("INFINICCL_PIPELINE_CHUNK_BYTES", "65539", 0);
+  setenv("INFINICCL_PIPELINE_CHUNK_BYTES", mode == "overlap" ? "1M" : "65539", 0);
   // The pool and the pipeline, call by call: each check reads statistics and
   // injected failures right after the call that made them, so the calls
   // return with their results (the progress engine runs the same pipeline;
@@ -323,6 +349,8 @@ int main(int argc, char **argv) {
   if (mode == "direct") {
     TestDirect(comm, rank);
     TestDirectLocalCopies(comm, rank);
+  } else if (mode == "overlap") {
+    TestOverlap(comm, rank);
   } else if (mode == "onerank") {
     TestOneRank(comm, rank);
   } else {

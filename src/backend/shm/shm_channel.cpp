@@ -196,7 +196,7 @@ Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &
   Control *peer = ControlOf(rank);
   Control::Counter &c = peer->phase[phase];
   const auto reached = [&] { return Reached(c.value.load(std::memory_order_acquire), target); };
-  if (SpinOnCore(reached, spin_) || SpinFor(reached, kPollBeforeSleep)) return Status::Ok();
+  if (SpinOnCore(reached, spin_) || SpinFor(reached, poll_)) return Status::Ok();
   auto checked = std::chrono::steady_clock::now();
   for (;;) {
     c.sleepers.fetch_add(1, std::memory_order_seq_cst);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/coll_args.h"
+#include "backend/shm/shm_wait.h"
 #include "core/status.h"
 #include "mpi/node_segment.h"
 
@@ -76,6 +77,12 @@ class Channel {
   Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
   // The same for every other rank.
   Status WaitAll(Phase phase, uint32_t target, const CollArgs &a);
+  // Whether this rank's waits of the call about to run poll, yielding the
+  // core, before they sleep (shm_wait.h): yes for calls on host buffers and
+  // the landing, no for calls on device buffers staged through the stages.
+  void PollBeforeSleep(bool poll) {
+    poll_ = poll ? kPollBeforeSleep : std::chrono::microseconds(0);
+  }
 
   // Each call's descriptor (kind, count, dtype, op, root, this channel's
   // call number), written by Describe before the rank posts its arrival at
@@ -133,6 +140,7 @@ class Channel {
   mutable std::mutex failed_mutex_;
   std::string failed_why_;  // under failed_mutex_: the first peer found gone
   std::chrono::microseconds spin_{0};  // the first step of a wait (shm_wait.h)
+  std::chrono::microseconds poll_{kPollBeforeSleep};  // its second step (PollBeforeSleep)
 };
 
 }  // namespace shm

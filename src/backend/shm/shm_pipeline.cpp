@@ -25,8 +25,31 @@ Status Copies::Copy(void *dst, const void *src, size_t bytes, bool dst_dev, bool
     ++counts_->h2d;
     counts_->h2d_bytes += bytes;
   }
-  pending_ = true;
-  return device_->MemcpyAsync(dst, src, bytes, kind, stream_);
+  if (kind != CopyKind::kHostToDevice) {
+    pending_in_ = true;
+    return device_->MemcpyAsync(dst, src, bytes, kind, stream_);
+  }
+  if (out_ == nullptr) INFINICCL_RETURN_IF_ERROR(CopyOutStream(*device_, &out_));
+  if (!ordered_) {
+    // The destination may still be written by work queued on the call's
+    // stream before the call.
+    INFINICCL_RETURN_IF_ERROR(device_->StreamSynchronize(stream_));
+    ordered_ = true;
+    pending_in_ = false;
+  }
+  pending_out_ = true;
+  return device_->MemcpyAsync(dst, src, bytes, kind, out_);
+}
+
+Status Copies::Finish() {
+  Status in = Status::Ok(), out = Status::Ok();
+  if (pending_in_) {
+    in = device_->StreamSynchronize(stream_);
+    ordered_ = true;
+  }
+  if (pending_out_) out = device_->StreamSynchronize(out_);
+  pending_in_ = pending_out_ = false;
+  return in.ok() ? out : in;
 }
 
 Call::Call(Channel &channel, const CollArgs &args, Place send_place, Place recv_place,
@@ -42,7 +65,9 @@ Call::Call(Channel &channel, const CollArgs &args, Place send_place, Place recv_
       out(static_cast<char *>(args.recvbuff)),
       divisor(args.avg_divisor > 0 ? args.avg_divisor : channel.size()),
       copies(device, args.stream, counts),
-      scratch(s) {}
+      scratch(s) {
+  ch.PollBeforeSleep(send_place != Place::kDeviceStaged && recv_place != Place::kDeviceStaged);
+}
 
 void StreamCopy(char *dst, const char *src, size_t bytes) {
 #if defined(__SSE2__)

@@ -38,24 +38,26 @@ struct CopyCounts {
   size_t d2h = 0, d2h_bytes = 0, h2d = 0, h2d_bytes = 0;
 };
 
-// The copies of one phase: memcpy between host buffers, the device runtime's
-// copies on the call's stream otherwise, all finished by Finish().
+// The copies of a call: memcpy between host buffers, else the device
+// runtime's: the copies from the device on the call's stream, those to the
+// device on the copy-out stream (CopyOutStream), so that a chunk's copy in
+// and the copy out of the chunk before it run at once. Finish() waits for
+// both. The first copy out of a call comes after the call's stream has
+// passed everything queued on it before the call.
 class Copies {
  public:
   Copies(DeviceRuntime *device, void *stream, CopyCounts *counts)
       : device_(device), stream_(stream), counts_(counts) {}
   Status Copy(void *dst, const void *src, size_t bytes, bool dst_dev, bool src_dev);
-  Status Finish() {
-    if (!pending_) return Status::Ok();
-    pending_ = false;
-    return device_->StreamSynchronize(stream_);
-  }
+  Status Finish();
 
  private:
   DeviceRuntime *device_;
   void *stream_;
+  void *out_ = nullptr;  // the copy-out stream, once a copy to the device came
   CopyCounts *counts_;
-  bool pending_ = false;
+  bool pending_in_ = false, pending_out_ = false;
+  bool ordered_ = false;  // the call's stream was synchronized in this call
 };
 
 // Per-rank scratch a backend keeps: no allocation per call.

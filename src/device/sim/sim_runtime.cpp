@@ -297,8 +297,14 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
   const bool link = kind != CopyKind::kDeviceToDevice;
   const double gbps = link ? copy_gbps_.load() : 0;
   const double latency_s = link ? copy_latency_us_.load() * 1e-6 : 0;
-  std::function<void()> work = [dst, src, bytes, gbps, latency_s, snapshot] {
+  std::function<void()> work = [this, link, dst, src, bytes, gbps, latency_s, snapshot] {
     const auto start = std::chrono::steady_clock::now();
+    if (link) {
+      const uint64_t now = link_copies_.fetch_add(1) + 1;
+      uint64_t peak = peak_link_copies_.load();
+      while (now > peak && !peak_link_copies_.compare_exchange_weak(peak, now)) {
+      }
+    }
     std::memcpy(dst, src, bytes);
     double want = latency_s;
     if (gbps > 0) want += static_cast<double>(bytes) / (gbps * 1e9);
@@ -307,6 +313,7 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
       WaitUntil(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(want)));
     }
+    if (link) link_copies_.fetch_sub(1);
   };
   // Counted when queued: at each launch for a captured copy.
   SubmitEach(s, [this, kind, bytes, work = std::move(work)] {
@@ -565,7 +572,9 @@ void SimRuntime::GateOpen(void *gate, uint32_t value) {
 
 SimStats SimRuntime::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  SimStats s = stats_;
+  s.peak_link_copies = peak_link_copies_.load();
+  return s;
 }
 
 void SimRuntime::ResetStats() {
@@ -573,6 +582,7 @@ void SimRuntime::ResetStats() {
   const uint64_t live = stats_.live_device_bytes;
   stats_ = SimStats{};
   stats_.live_device_bytes = live;
+  peak_link_copies_.store(link_copies_.load());
 }
 
 Status SimRuntime::Kernel(void *stream, unsigned microseconds) {

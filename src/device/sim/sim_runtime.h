@@ -41,6 +41,9 @@ struct SimStats {
   uint64_t h2d_copies = 0, h2d_bytes = 0;
   uint64_t d2d_copies = 0, d2d_bytes = 0;
   uint64_t live_device_bytes = 0;
+  // The most copies over the host link (device to host, host to device)
+  // that ran at once: 2 where a pipeline's copy in and copy out overlap.
+  uint64_t peak_link_copies = 0;
 };
 
 // What the emulated device enforces of a GPU's rules (INFINICCL_SIM_*,
@@ -211,6 +214,7 @@ class SimRuntime : public DeviceRuntime {
   };
   std::map<SimStream *, Capture> captures_;
   SimStats stats_;
+  std::atomic<uint64_t> link_copies_{0}, peak_link_copies_{0};  // running, and the most
 };
 
 }  // namespace infiniccl
