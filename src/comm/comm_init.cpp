@@ -657,6 +657,16 @@ Status CommFactory::AgreeOnSettings(Communicator &c) {
   return Status::Ok();
 }
 
+// The segment page-locked with the runtime of the bound device now, not
+// inside the first device call (milliseconds on a GPU, on the caller's
+// thread).
+void PageLockShm(Communicator &c) {
+  ShmBackend *shm = c.shm_backend();
+  if (shm == nullptr || c.binding().kind == DeviceKind::kCpu) return;
+  DeviceRuntime *device = DeviceRegistry::Get(c.binding().kind);
+  if (device != nullptr) shm->RegisterWith(device);
+}
+
 Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
                     std::unique_ptr<Communicator> *out) {
   std::unique_ptr<Communicator> c = CommFactory::New();
@@ -675,6 +685,7 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
   }
   INFINICCL_RETURN_IF_ERROR(CommFactory::FinishUnderMpi(*c));
   INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
+  PageLockShm(*c);
   INFINICCL_RETURN_IF_ERROR(AttachGroups(*c));
   PrimeStaging(*c);
   *out = std::move(c);
@@ -727,6 +738,7 @@ Status SplitComm(Communicator &parent, int color, int key,
     // already ran for the parent). The staging pool is process-wide, so the
     // child shares it as it is.
     c->set_binding(parent.binding());
+    PageLockShm(*c);
   }
   // Every rank of the parent takes part (the CCL's split is collective over
   // it), those without a color included; the parent's ranks agreed at

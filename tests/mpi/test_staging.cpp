@@ -267,6 +267,14 @@ void TestDirectLocalCopies(infinicclComm_t comm, int rank) {
 // and a copy out were in flight together at least once (they are on two
 // streams; on one stream the peak stays 1).
 void TestOverlap(infinicclComm_t comm, int rank) {
+  // With shared memory, the communicator (bound to the emulated device)
+  // page-locked its segment when it was made, before any device call.
+  const char *shm = std::getenv("INFINICCL_SHM");
+  const bool segment = shm != nullptr && std::strcmp(shm, "1") == 0;
+  const uint64_t registered = g_sim->stats().registered_bytes;
+  CHECK((registered >= (size_t{3} << 20)) == segment,
+        "before any device call, %llu bytes page-locked (shared memory %s)",
+        static_cast<unsigned long long>(registered), segment ? "on" : "off");
   const size_t count = size_t{4} << 20;  // 16 MiB of float32
   DeviceBuffer send(count * 4), recv(count * 4);
   send.Upload(ReduceInput(infinicclFloat32, infinicclSum, 60, rank, count));

@@ -10,8 +10,9 @@
 // slower ranks still read chunk k (a large AllReduce with streaming
 // stores). Buffers in device memory (the staged path of a device without a
 // CCL) are copied by the device runtime straight into and out of the
-// segment, on the call's stream; the segment is page-locked with that
-// runtime at the first such call (cudaHostRegister and its kin).
+// segment; the segment is page-locked with that runtime when the
+// communicator is made on a device, else at the first such call
+// (cudaHostRegister and its kin, portable: for every device).
 //
 // A queued AllReduce of device buffers of one stage at most lands: its
 // input is copied on the caller's stream into the rank's landing area
@@ -129,15 +130,18 @@ class ShmBackend final : public Backend {
   // Bytes of each stage of a rank's region.
   static constexpr size_t kStageBytes = shm::Channel::kStageBytes;
 
+  // Whether the segment is page-locked with `device`, for every device of
+  // it (portable): its copies into and out of the segment are then DMA,
+  // asynchronous both ways. Tried once: at the communicator's creation with
+  // the runtime of the device it is bound to, else at the first device
+  // call (from the caller's or the engine's thread).
+  bool RegisterWith(DeviceRuntime *device);
+
  private:
   ShmBackend() = default;
   // One call, its buffers where `send` and `recv` say.
   Status RunAt(const CollArgs &a, shm::Place send, shm::Place recv, DeviceRuntime *device,
                CopyCounts *counts);
-  // Whether the segment is page-locked with `device` (tried at the first
-  // device call, from the caller's or the engine's thread): its copies
-  // into and out of the segment are then DMA, asynchronous both ways.
-  bool RegisterWith(DeviceRuntime *device);
 
   std::unique_ptr<shm::Channel> channel_;
   std::unique_ptr<shm::Landing> landing_;  // this rank's landing area

@@ -72,8 +72,8 @@
   static Error Free(void *ptr) { return p##Free(ptr); }                                \
   static Error MallocHost(void **ptr, size_t n) { return p##MallocHost(ptr, n); }      \
   static Error FreeHost(void *ptr) { return p##FreeHost(ptr); }                        \
-  /* flags 0: the vendors' HostRegisterDefault */                                      \
-  static Error HostRegister(void *ptr, size_t n) { return p##HostRegister(ptr, n, 0); }  \
+  /* flags 1: the vendors' HostRegisterPortable, pinned for every device */           \
+  static Error HostRegister(void *ptr, size_t n) { return p##HostRegister(ptr, n, 1); }  \
   static Error HostUnregister(void *ptr) { return p##HostUnregister(ptr); }            \
   static Error MemcpyAsync(void *dst, const void *src, size_t n, MemcpyKind k,         \
                            Stream s) {                                                 \

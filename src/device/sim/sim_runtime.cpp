@@ -574,6 +574,7 @@ SimStats SimRuntime::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   SimStats s = stats_;
   s.peak_link_copies = peak_link_copies_.load();
+  for (const auto &range : registered_mem_) s.registered_bytes += range.second;
   return s;
 }
 

@@ -44,6 +44,7 @@ struct SimStats {
   // The most copies over the host link (device to host, host to device)
   // that ran at once: 2 where a pipeline's copy in and copy out overlap.
   uint64_t peak_link_copies = 0;
+  uint64_t registered_bytes = 0;  // host memory page-locked now (HostRegister)
 };
 
 // What the emulated device enforces of a GPU's rules (INFINICCL_SIM_*,
