@@ -3,6 +3,8 @@
 // messages (rank r is 10 + 2r here), never its ranks in the communicator:
 // - an AllReduce whose count differs on the last rank is refused on every
 //   rank, naming the ranks of each count;
+// - a Broadcast whose root differs on the last rank likewise, each root
+//   named as the ranks are;
 // - the last rank calls Abort, the others then wait for it in an AllReduce
 //   and return RemoteError naming it and themselves.
 #include <mpi.h>
@@ -57,7 +59,18 @@ int main(int argc, char **argv) {
       bad = Fail(rank, "AllReduce of differing counts returned \"" + st.message() +
                            "\"; expected InvalidUsage with \"" + differs + "\"");
     }
+    a.kind = infiniccl::CollKind::kBroadcast;
     a.count = 64;
+    a.root = rank == last ? 1 : 0;
+    st = shm->Run(a);
+    const std::string roots = "root differs: rank " + others + " root=10, rank " +
+                              std::to_string(10 + 2 * last) + " root=12";
+    if (st.code() != infinicclInvalidUsage || st.message().find(roots) == std::string::npos) {
+      bad = Fail(rank, "Broadcast of differing roots returned \"" + st.message() +
+                           "\"; expected InvalidUsage with \"" + roots + "\"");
+    }
+    a.kind = infiniccl::CollKind::kAllReduce;
+    a.root = 0;
     if (rank == last) shm->Abort();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != last) {

@@ -276,7 +276,9 @@ Status Channel::Meet(const CollArgs &a, uint32_t first) {
     rec[kCount] = static_cast<int64_t>(x.count.load(std::memory_order_relaxed));
     rec[kDtype] = x.dtype.load(std::memory_order_relaxed);
     rec[kOp] = static_cast<int16_t>(kind_op & 0xffff);
-    rec[kRoot] = x.root.load(std::memory_order_relaxed);
+    // A root in the message is named as the ranks are (Name).
+    const int32_t root = x.root.load(std::memory_order_relaxed);
+    rec[kRoot] = root >= 0 && root < size_ ? Name(root) : root;
   }
   next_chunk_ = first + 1;
   PostAll(first + 1);
