@@ -539,6 +539,25 @@ INFINICCL_API const char *infinicclGetLastError(infinicclComm_t comm);
  * @return infinicclSuccess; infinicclInvalidArgument for NULL. */
 INFINICCL_API infinicclResult_t infinicclGetVersion(int *version);
 
+/** A buffer of this many bytes always holds infinicclGetDeviceRuntimes's list. */
+#define INFINICCL_DEVICE_RUNTIMES_BYTES 128
+/** @brief The device runtimes compiled into the library actually loaded, as a
+ * comma-separated, NUL-terminated list in a fixed order: "cpu" and "sim" (the
+ * emulated device) always, and between them each vendor runtime the build has:
+ * "cuda", "metax", "iluvatar", "moore", "hip", "ascend", "cambricon". So a
+ * build without vendor runtimes gives "cpu,sim", one with CUDA
+ * "cpu,cuda,sim". The list is what the build has, whether or not a device of
+ * that kind is present (infiniccl-info prints the same list as "device
+ * runtimes built:"). Memory of a device whose runtime is not in the list
+ * cannot be passed to any call. Works before Init.
+ * @param names receives the list.
+ * @param bytes the size of names; INFINICCL_DEVICE_RUNTIMES_BYTES always
+ *        suffices.
+ * @return infinicclSuccess; infinicclInvalidArgument for NULL or a buffer too
+ *         small for the list (the message names the size it needs; names is
+ *         then left as it was). */
+INFINICCL_API infinicclResult_t infinicclGetDeviceRuntimes(char *names, size_t bytes);
+
 /** Color that takes part in infinicclCommSplit without joining a
  * communicator. */
 #define INFINICCL_SPLIT_NOCOLOR (-1)

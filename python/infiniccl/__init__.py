@@ -23,7 +23,8 @@ from ._loader import StagingStats as _StagingStats
 from ._loader import load as _load
 
 __all__ = ["Comm", "Error", "Source", "init", "finalize", "group", "staging_stats",
-           "version", "library_path", "mem_trim", "ANY_SOURCE", "TAG_MAX"]
+           "version", "device_runtimes", "library_path", "mem_trim", "ANY_SOURCE",
+           "TAG_MAX"]
 
 _lib, _lib_path = _load()
 _AllReduce = _lib.infinicclAllReduce
@@ -97,6 +98,14 @@ def version():
     v = _ctypes.c_int()
     _check(_lib.infinicclGetVersion(_ctypes.byref(v)))
     return (v.value // 10000, v.value // 100 % 100, v.value % 100)
+
+
+def device_runtimes():
+    """The device runtimes the loaded library was built with
+    (infinicclGetDeviceRuntimes), in its order: ["cpu", ..., "sim"]."""
+    buf = _ctypes.create_string_buffer(128)  # INFINICCL_DEVICE_RUNTIMES_BYTES
+    _check(_lib.infinicclGetDeviceRuntimes(buf, len(buf)))
+    return buf.value.decode().split(",")
 
 
 def staging_stats():

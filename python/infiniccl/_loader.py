@@ -133,6 +133,7 @@ def _declare(lib):
         "infinicclGetErrorString": (ctypes.c_char_p, [I]),
         "infinicclGetLastError": (ctypes.c_char_p, [P]),
         "infinicclGetVersion": (R, [ctypes.POINTER(I)]),
+        "infinicclGetDeviceRuntimes": (R, [ctypes.c_char_p, S]),
         "infinicclGetStagingStats": (R, [ctypes.POINTER(StagingStats)]),
         "infinicclMemTrim": (R, []),
     }

@@ -171,6 +171,27 @@ def _set_torchrun_env():
 
 
 # ---- tensors ----------------------------------------------------------------
+# The library's runtimes that may own memory of a torch device type: each
+# vendor's torch names its GPUs "cuda" (CUDA, HIP, MACA, CoreX).
+_RUNTIMES_FOR = {"cpu": ("cpu",), "cuda": ("cuda", "hip", "metax", "iluvatar"),
+                 "hip": ("hip",), "sim": ("sim",), "npu": ("ascend",),
+                 "mlu": ("cambricon",), "musa": ("moore",)}
+
+
+def _check_runtime(dev):
+    """Raises for a device whose runtime the library lacks (its memory would
+    reach MPI as host memory), naming the runtimes the library has."""
+    want = _RUNTIMES_FOR.get(dev.type, ())
+    have = _ic.device_runtimes()
+    if set(want) & set(have):
+        return
+    msg = ("a tensor on device %s: the infiniccl library has no device runtime for %s "
+           "tensors (its runtimes: %s)" % (dev, dev.type, ", ".join(have)))
+    if want:
+        msg += "; %s tensors need a library built with %s" % (dev.type, " or ".join(want))
+    raise _arg_error(msg)
+
+
 def _stream(tensors):
     """The stream handle for the call (None on CPU), all tensors on one device."""
     dev = tensors[0].device
@@ -180,6 +201,7 @@ def _stream(tensors):
                              (dev, t.device))
     if dev.type == "cpu":
         return None
+    _check_runtime(dev)
     if dev.type == "cuda":
         return torch.cuda.current_stream(dev).cuda_stream or None
     raise _arg_error("a tensor on device %s: infiniccl takes cpu and cuda tensors" % dev)

@@ -11,6 +11,7 @@
 #include "comm/comm_init.h"
 #include "comm/group.h"
 #include "comm/runtime.h"
+#include "device/registry.h"
 #include "staging/staging_pool.h"
 
 using namespace infiniccl;
@@ -186,6 +187,25 @@ infinicclResult_t infinicclGetVersion(int *version) {
   return ApiCall("infinicclGetVersion", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(version, "version"));
     *version = INFINICCL_VERSION_CODE;
+    return Status::Ok();
+  });
+}
+
+infinicclResult_t infinicclGetDeviceRuntimes(char *names, size_t bytes) {
+  return ApiCall("infinicclGetDeviceRuntimes", [&](CallContext &) -> Status {
+    INFINICCL_RETURN_IF_ERROR(CheckOut(names, "names"));
+    // The registry's list, as infiniccl-info prints it.
+    std::string list;
+    for (DeviceKind k : DeviceRegistry::Built()) {
+      if (!list.empty()) list += ',';
+      list += DeviceKindName(k);
+    }
+    if (bytes < list.size() + 1) {
+      return MakeStatus(infinicclInvalidArgument,
+                        "names holds %zu bytes; the list \"%s\" needs %zu", bytes,
+                        list.c_str(), list.size() + 1);
+    }
+    std::memcpy(names, list.c_str(), list.size() + 1);
     return Status::Ok();
   });
 }

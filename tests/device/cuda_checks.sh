@@ -15,7 +15,9 @@
 # an abort behind a long kernel); stream capture through NCCL and refused
 # off it; NCCL at 1 rank (every
 # collective, bootstrap, split, CommInitAll; one GPU cannot hold two NCCL
-# ranks); the Python package on PyTorch CUDA tensors and CuPy arrays; DDP on
+# ranks); the Python package on PyTorch CUDA tensors and CuPy arrays, and
+# the torch.distributed backend on CUDA tensors (its stream semantics; skipped,
+# saying why, without torch's C++ backend built for that torch); DDP on
 # CUDA tensors at 1 and 2 ranks against gloo (tests/python/ddp_check.py); and the
 # benchmark tables of docs/PERFORMANCE.md, "Real GPU (one NVIDIA H200)" (ranks share the GPU, so staged
 # MPI): copy costs, AllReduce next to host MPI and the bare copies, the

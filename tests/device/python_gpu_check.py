@@ -1,5 +1,7 @@
 """The Python package on a GPU machine: PyTorch CUDA tensors and CuPy arrays
-through every collective, checked exactly against NumPy on the host.
+through every collective, checked exactly against NumPy on the host, and
+the torch.distributed backend "infiniccl" on CUDA tensors (its stream
+semantics: side streams, wait(), synchronize(), record_stream).
 
 How it is run (on the GPU machine, from the repository root, after
 tests/device/cuda_checks.sh or any CUDA build has made build-gpu/):
@@ -115,6 +117,116 @@ def torch_checks(comm):
     print("torch: checked on %s" % dev)
 
 
+def torch_backend_checks():
+    """The torch.distributed backend "infiniccl" (the C++ backend) on CUDA
+    tensors, with NCCL's stream semantics: a call issued under
+    `torch.cuda.stream(s)` is ordered after s's kernels and returns while s
+    is still busy; `work.wait()` makes the current stream wait without
+    blocking the host; results are exact once the stream is synchronized; a
+    tensor freed while its call is queued is kept from the caching allocator
+    (record_stream) until the stream has passed the call."""
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        print("torch backend: SKIPPED (%s)" % e)
+        return
+    if not torch.cuda.is_available():
+        print("torch backend: SKIPPED (no CUDA device visible to PyTorch)")
+        return
+    runtimes = infiniccl.device_runtimes()
+    if not {"cuda", "hip"} & set(runtimes):
+        print("torch backend: SKIPPED (the library has no CUDA runtime: it has %s)" %
+              ", ".join(runtimes))
+        return
+    try:
+        import infiniccl.torch as ict
+    except ImportError as e:
+        print("torch backend: SKIPPED (infiniccl.torch: %s)" % e)
+        return
+    if ict.backend_kind() != "cpp":
+        print("torch backend: SKIPPED (torch %s takes the Python backend, which blocks on "
+              "device calls; the stream semantics are the C++ backend's, torch 2.7+)" %
+              torch.__version__)
+        return
+    dist.init_process_group("infiniccl")
+    n, me = dist.get_world_size(), dist.get_rank()
+    dev = torch.device("cuda", me % torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    total = float(n * (n + 1) // 2)
+    # torch.cuda._sleep: about 0.5 s of spinning on the stream, long enough for
+    # the host's checks behind it on a loaded machine.
+    cycles = 1_000_000_000
+    count = 1 << 20
+
+    # Issued under a side stream: ordered after the kernel before it, and
+    # the host goes on while the stream is busy.
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.empty(count, device=dev)
+        torch.cuda._sleep(cycles)
+        x.fill_(me + 1)
+        work = dist.all_reduce(x, async_op=True)
+        if s.query():
+            failures.append("torch backend: the side stream finished before the host went "
+                            "on (the call blocked?)")
+        # wait(): the current stream (s) waits for the call; the host does not.
+        work.wait()
+        if s.query():
+            failures.append("torch backend: work.wait() blocked the host until the stream "
+                            "was idle")
+        y = x * 2
+    s.synchronize()
+    check("torch backend side stream", y[:4].cpu().numpy(), [2 * total] * 4)
+    check("torch backend side stream (all)", [y.min().item(), y.max().item()],
+          [2 * total] * 2)
+
+    # wait() on another stream: the default stream waits for the side stream's call.
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(cycles)
+        z = torch.full((count,), float(me + 1), device=dev)
+        work = dist.all_reduce(z, async_op=True)
+    work.wait()  # the default stream now waits for s's call
+    after = z + 0  # on the default stream, after the call
+    torch.cuda.current_stream().synchronize()
+    check("torch backend wait() on the default stream", after[:4].cpu().numpy(), [total] * 4)
+
+    # record_stream: a tensor of the default stream used by a call queued
+    # on s, freed at once, is not reused by the default stream's next
+    # allocation before s has passed the call.
+    t = torch.full((count,), float(me + 1), device=dev)
+    out = torch.empty(count * n, device=dev)
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(cycles)
+        work = dist.all_gather_into_tensor(out, t, async_op=True)
+    ptr = t.data_ptr()
+    del t
+    u = torch.full((count,), -7.0, device=dev)  # would take t's block if it were free
+    if u.data_ptr() == ptr and not s.query():
+        failures.append("torch backend: a freed tensor's block was reused while its call "
+                        "was still queued on another stream")
+    work.wait()
+    torch.cuda.synchronize()
+    exp = np.repeat(np.arange(1, n + 1, dtype=np.float64), count)
+    check("torch backend record_stream all_gather", out.cpu().numpy(), exp)
+    check("torch backend record_stream new tensor", u[:4].cpu().numpy(), [-7.0] * 4)
+
+    # synchronize(): the host waits for the stream to pass the call.
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(cycles)
+        v = torch.full((count,), float(me + 1), device=dev)
+        before = s.record_event()  # the kernel and the fill, before the call
+        work = dist.all_reduce(v, async_op=True)
+    work.synchronize()
+    if not before.query():
+        failures.append("torch backend: work.synchronize() returned before the stream "
+                        "reached the call")
+    check("torch backend synchronize()", v[:4].cpu().numpy(), [total] * 4)
+    dist.destroy_process_group()
+    print("torch backend: checked on %s" % dev)
+
+
 def cupy_checks(comm):
     try:
         import cupy
@@ -147,6 +259,7 @@ def main():
         print("python_gpu_check: %s (Python %s), %d rank(s), library %s" %
               (sys.executable, sys.version.split()[0], comm.size, infiniccl.library_path()))
     torch_checks(comm)
+    torch_backend_checks()
     cupy_checks(comm)
     after = infiniccl.staging_stats()
     staged = after["staged_calls"] - before["staged_calls"]

@@ -210,6 +210,17 @@ def test_version_and_stats(comm):
     infiniccl.mem_trim()
 
 
+def test_device_runtimes():
+    """infinicclGetDeviceRuntimes: cpu first, sim last, each name once, the
+    vendors between them from the library's known names."""
+    have = infiniccl.device_runtimes()
+    assert have[0] == "cpu" and have[-1] == "sim", have
+    assert len(set(have)) == len(have), have
+    vendors = ["cuda", "metax", "iluvatar", "moore", "hip", "ascend", "cambricon"]
+    assert all(v in vendors for v in have[1:-1]), have
+    assert have[1:-1] == sorted(have[1:-1], key=vendors.index), have
+
+
 def test_library_path():
     # The package reports the library it loaded (ctest points it at the
     # build tree through INFINICCL_LIBRARY).

@@ -4,6 +4,7 @@ leaving a rank out), get_future chains and the error paths. Expected values
 are computed here from the ranks' known inputs (small integers: exact in
 every type). Every rank runs the same calls; mismatches are gathered and
 asserted after the last collective of a test."""
+import re
 import types
 import warnings
 
@@ -413,6 +414,48 @@ def test_errors(comm):
 
 # ---- CPU all_reduce on the group's background thread -------------------------
 BIG = (ict._INLINE_BYTES // 8) + 1  # float64 elements: queued, not run inline
+
+
+def test_device_without_runtime(pg):
+    """A tensor on a device whose runtime the library lacks is refused before
+    its pointer reaches the library (MPI would read it as host memory), the
+    message naming the device and the runtimes the library has."""
+    have = infiniccl.device_runtimes()
+    assert have[0] == "cpu" and have[-1] == "sim", have
+    listed = re.escape("(its runtimes: %s)" % ", ".join(have))
+    # The backend object itself: torch 2.x's dispatcher ends dist.* calls on
+    # meta tensors before any backend sees them.
+    backend = pg._get_backend(torch.device("cpu")) if hasattr(pg, "_get_backend") else pg
+    meta = torch.empty(4, device="meta")
+    for name, call in (("allreduce", lambda: backend.allreduce([meta])),
+                       ("broadcast", lambda: backend.broadcast([meta]))):
+        with pytest.raises(RuntimeError,
+                           match="device meta: the infiniccl library has no device runtime "
+                                 "for meta tensors " + listed):
+            call().wait()
+    # cuda and hip: devices this torch may lack, so the check itself, the
+    # one every call makes, on the device's name.
+    if ict.backend_kind() == "cpp":
+        assert ict._cpp.library_runtimes() == have
+        check = ict._cpp.check_device
+    else:
+        def check(device):
+            ict._check_runtime(torch.device(device))
+    check("cpu")
+    if "hip" not in have:  # torch's own device type hip (AMD's torch calls it cuda)
+        with pytest.raises(RuntimeError,
+                           match="device hip:0: the infiniccl library has no device runtime "
+                                 "for hip tensors " + listed + "; hip tensors need a library "
+                                 "built with hip"):
+            check("hip:0")
+    if not {"cuda", "hip", "metax", "iluvatar"} & set(have):
+        with pytest.raises(RuntimeError,
+                           match="device cuda:0: the infiniccl library has no device runtime "
+                                 "for cuda tensors " + listed + "; cuda tensors need a library "
+                                 "built with cuda or hip or metax or iluvatar"):
+            check("cuda:0")
+    else:
+        check("cuda:0")
 
 
 def test_async_allreduce_order_and_results(comm):

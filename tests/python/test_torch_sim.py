@@ -274,6 +274,19 @@ def train(model, group, me, steps=5):
     return [p.detach().cpu() for p in model.parameters()]
 
 
+def assert_equals_gloo(got, ref, n):
+    """The parameters trained over infiniccl against gloo's: bit for bit at
+    2 ranks (a sum of two values does not depend on its order); at more,
+    within 1e-6 of the largest parameter (the ranks' sums in another order
+    round differently)."""
+    top = max(float(b.abs().max()) for b in ref)
+    diffs = [float((a - b).abs().max()) for a, b in zip(got, ref)]
+    limit = 0.0 if n == 2 else 1e-6 * top
+    bad = [i for i, d in enumerate(diffs) if d > limit]
+    assert not bad, "parameters %s differ from gloo's: max |diff| %s (limit %.3g)" % (
+        bad, [diffs[i] for i in bad], limit)
+
+
 def make_model():
     torch.manual_seed(7)
     return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
@@ -283,8 +296,8 @@ def make_model():
 
 def test_ddp_equals_gloo(comm):
     """DDP on sim tensors over infiniccl ends with the parameters DDP on
-    CPU tensors over gloo ends with, bit for bit (2 ranks: a sum of two
-    values does not depend on its order), and they differ from the start."""
+    CPU tensors over gloo ends with (assert_equals_gloo: bit for bit at 2
+    ranks), and they differ from the start."""
     me = comm.rank
     gloo = dist.new_group(backend="gloo")
     start = [p.detach().clone() for p in make_model().parameters()]
@@ -293,9 +306,7 @@ def test_ddp_equals_gloo(comm):
     dist.destroy_process_group(gloo)
     assert len(got) == len(ref)
     assert any(not torch.equal(a, b) for a, b in zip(ref, start))
-    bad = [i for i, (a, b) in enumerate(zip(got, ref)) if not torch.equal(a, b)]
-    assert not bad, "parameters %s differ from gloo's: max |diff| %s" % (
-        bad, [float((got[i] - ref[i]).abs().max()) for i in bad])
+    assert_equals_gloo(got, ref, comm.size)
 
 
 def fsdp_train(mesh, device, me, steps=5):
@@ -321,7 +332,9 @@ def fsdp_train(mesh, device, me, steps=5):
 
 def test_fsdp2_equals_gloo(comm):
     """FSDP2 on sim tensors over infiniccl ends with the parameters FSDP2 on
-    CPU tensors over gloo ends with (2 ranks: bit for bit)."""
+    CPU tensors over gloo ends with (assert_equals_gloo: bit for bit at 2
+    ranks). At 3 ranks the shards are uneven: 32 rows split 11, 11, 10 and 4
+    rows 2, 2, 0 (FSDP2 pads them to equal sizes for its collectives)."""
     from torch.distributed.device_mesh import DeviceMesh
 
     me = comm.rank
@@ -330,7 +343,7 @@ def test_fsdp2_equals_gloo(comm):
     got = fsdp_train(DeviceMesh.from_group(dist.group.WORLD, "sim"), "sim", me)
     dist.destroy_process_group(gloo)
     start = [p.detach() for p in make_model().parameters()]
+    assert len(got) == len(ref)
+    assert [a.shape for a in got] == [b.shape for b in ref]
     assert any(not torch.equal(a, b) for a, b in zip(ref, start))
-    bad = [i for i, (a, b) in enumerate(zip(got, ref)) if not torch.equal(a, b)]
-    assert not bad, "parameters %s differ from gloo's: max |diff| %s" % (
-        bad, [float((got[i] - ref[i]).abs().max()) for i in bad])
+    assert_equals_gloo(got, ref, comm.size)

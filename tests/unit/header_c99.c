@@ -4,6 +4,7 @@
  * checks a few enum values and calls what works without infinicclInit. */
 #include <infiniccl/infiniccl.h>
 #include <infiniccl/infiniccl_sim.h>
+#include <string.h>
 
 /* Compile-time checks without C11's _Static_assert. */
 #define CHECK(name, cond) typedef char check_##name[(cond) ? 1 : -1]
@@ -48,7 +49,7 @@ static const AnyFunction kFunctions[] = {
     (AnyFunction)infinicclMemTrim,     (AnyFunction)infinicclCommInitMpi,
     (AnyFunction)infinicclGroupStart,   (AnyFunction)infinicclGroupEnd,
     (AnyFunction)infinicclSendTagged,   (AnyFunction)infinicclRecvTagged,
-    (AnyFunction)infinicclCommDescribeWait,
+    (AnyFunction)infinicclCommDescribeWait, (AnyFunction)infinicclGetDeviceRuntimes,
 };
 
 /* The emulated device's API (infiniccl_sim.h). */
@@ -108,7 +109,7 @@ int main(void) {
   for (i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == NULL) return 10;
   }
-  if (sizeof kFunctions / sizeof kFunctions[0] != 35) return 11;
+  if (sizeof kFunctions / sizeof kFunctions[0] != 36) return 11;
   for (i = 0; i < sizeof kSimFunctions / sizeof kSimFunctions[0]; ++i) {
     if (kSimFunctions[i] == NULL) return 16;
   }
@@ -130,5 +131,10 @@ int main(void) {
   }
   if (infinicclGetLastError(NULL) == NULL) return 23;
   if (infinicclGetRank(&version) != infinicclInvalidUsage) return 24;
+  {
+    char runtimes[INFINICCL_DEVICE_RUNTIMES_BYTES];
+    if (infinicclGetDeviceRuntimes(runtimes, sizeof runtimes) != infinicclSuccess) return 25;
+    if (strncmp(runtimes, "cpu,", 4) != 0) return 26;
+  }
   return 0;
 }

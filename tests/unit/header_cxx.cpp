@@ -70,6 +70,7 @@ static const AnyFunction kFunctions[] = {
     reinterpret_cast<AnyFunction>(&infinicclGetErrorString),
     reinterpret_cast<AnyFunction>(&infinicclGetLastError),
     reinterpret_cast<AnyFunction>(&infinicclGetVersion),
+    reinterpret_cast<AnyFunction>(&infinicclGetDeviceRuntimes),
     reinterpret_cast<AnyFunction>(&infinicclCommCount),
     reinterpret_cast<AnyFunction>(&infinicclCommUserRank),
     reinterpret_cast<AnyFunction>(&infinicclCommSplit),
@@ -122,5 +123,8 @@ int main() {
   if (infinicclGetRank(&rank) != infinicclInvalidUsage || rank != -1) return 23;
   if (std::strstr(infinicclGetLastError(nullptr), "infinicclGetRank") == nullptr)
     return 24;
+  char runtimes[INFINICCL_DEVICE_RUNTIMES_BYTES];
+  if (infinicclGetDeviceRuntimes(runtimes, sizeof runtimes) != infinicclSuccess) return 25;
+  if (std::strncmp(runtimes, "cpu,", 4) != 0) return 26;
   return 0;
 }

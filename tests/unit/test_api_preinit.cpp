@@ -64,6 +64,77 @@ TEST(Version, NullPointerIsInvalidArgument) {
   EXPECT_NE(message.find("version"), std::string::npos) << message;
 }
 
+// The list this build must give: from the INFINICCL_WITH_<VENDOR> definitions
+// CMake passes for the runtimes it compiles in, in the registry's order.
+std::string ExpectedRuntimes() {
+  std::string s = "cpu";
+#ifdef INFINICCL_WITH_NVIDIA
+  s += ",cuda";
+#endif
+#ifdef INFINICCL_WITH_METAX
+  s += ",metax";
+#endif
+#ifdef INFINICCL_WITH_ILUVATAR
+  s += ",iluvatar";
+#endif
+#ifdef INFINICCL_WITH_MOORE
+  s += ",moore";
+#endif
+#ifdef INFINICCL_WITH_HIP
+  s += ",hip";
+#endif
+#ifdef INFINICCL_WITH_ASCEND
+  s += ",ascend";
+#endif
+#ifdef INFINICCL_WITH_CAMBRICON
+  s += ",cambricon";
+#endif
+  return s + ",sim";
+}
+
+TEST(DeviceRuntimes, NamesTheRuntimesBuiltBeforeInit) {
+  char names[INFINICCL_DEVICE_RUNTIMES_BYTES];
+  std::memset(names, 'x', sizeof names);
+  ASSERT_EQ(infinicclGetDeviceRuntimes(names, sizeof names), infinicclSuccess);
+  EXPECT_EQ(std::string(names), ExpectedRuntimes());
+  const std::string list = std::string(",") + names + ",";
+  EXPECT_NE(list.find(",cpu,"), std::string::npos) << names;
+  EXPECT_NE(list.find(",sim,"), std::string::npos) << names;
+#ifndef INFINICCL_WITH_NVIDIA
+  EXPECT_EQ(list.find(",cuda,"), std::string::npos) << names;
+#endif
+  // Exactly the size of the list with its NUL is enough.
+  std::vector<char> exact(ExpectedRuntimes().size() + 1, 'x');
+  ASSERT_EQ(infinicclGetDeviceRuntimes(exact.data(), exact.size()), infinicclSuccess);
+  EXPECT_EQ(std::string(exact.data()), ExpectedRuntimes());
+}
+
+TEST(DeviceRuntimes, BadArgumentsAreInvalidArgumentWithAMessage) {
+  struct Case {
+    char *names;
+    size_t bytes;
+    const char *says;
+  };
+  char small[4] = {'a', 'b', 'c', '\0'};
+  const std::string needs = std::to_string(ExpectedRuntimes().size() + 1);
+  for (const Case &c : {Case{nullptr, 64, "names is NULL"}, Case{small, sizeof small, "needs"},
+                        Case{small, 0, "needs"}}) {
+    std::string message;
+    infinicclResult_t r = infinicclSuccess;
+    std::thread([&] {
+      r = infinicclGetDeviceRuntimes(c.names, c.bytes);
+      message = infinicclGetLastError(nullptr);
+    }).join();
+    EXPECT_EQ(r, infinicclInvalidArgument) << c.says;
+    EXPECT_EQ(message.rfind("infinicclGetDeviceRuntimes: ", 0), 0u) << message;
+    EXPECT_NE(message.find(c.says), std::string::npos) << message;
+    if (c.names != nullptr) {
+      EXPECT_NE(message.find("needs " + needs), std::string::npos) << message;
+    }
+  }
+  EXPECT_STREQ(small, "abc");  // left as it was
+}
+
 TEST(LastError, EmptyOnAThreadWithoutFailures) {
   EXPECT_EQ(LastErrorOnFreshThread(), "");
 }

@@ -219,9 +219,8 @@ void *BackendInfiniCCL::StreamOf(const std::vector<at::Tensor> &a,
     }
   }
   if (device->is_cpu()) return nullptr;
-  if (device->is_meta()) {
-    Fail("a tensor on device meta: infiniccl takes cpu tensors and device tensors");
-  }
+  // Before any pointer reaches the library.
+  CheckDeviceRuntime(*device);
   auto *impl = c10::impl::getDeviceGuardImpl(device->type());
   c10::Stream s = impl->getStream(*device);
   try {
@@ -390,5 +389,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            py::call_guard<py::gil_scoped_release>(),
            "Finishes the queued calls and destroys the communicator.")
       .def_property_readonly("timeout_ms", &BackendInfiniCCL::timeoutMs);
+  m.def("check_device",
+        [](const std::string &device) {
+          infiniccl_c10d::CheckDeviceRuntime(c10::Device(device));
+        },
+        py::arg("device"),
+        "Raises RuntimeError for a device (\"cuda:0\", \"meta\", ...) whose runtime the "
+        "library lacks, as every collective and send/recv does for its tensors.");
+  m.def("library_runtimes", &infiniccl_c10d::LibraryRuntimes,
+        "The device runtimes the library was built with (infinicclGetDeviceRuntimes).");
   infiniccl_sim::Bind(m);
 }

@@ -90,6 +90,21 @@ constexpr const char *kAborted = "the process group was aborted (abort_process_g
 
 [[noreturn]] void Fail(const std::string &msg);
 
+// The device runtimes the library was built with (infinicclGetDeviceRuntimes:
+// "cpu", ..., "sim"), read once.
+const std::vector<std::string> &LibraryRuntimes();
+
+// The library's runtimes that may own memory of torch device type `type`
+// (torch's name of it: "cuda", "npu", "sim", ...): "cuda" tensors are CUDA's,
+// HIP's, MACA's or CoreX's, as each vendor's torch names its device cuda.
+// Empty for a type no runtime serves (meta, xpu, ...); "cpu" for cpu.
+std::vector<std::string> RuntimesForDeviceType(const std::string &type);
+
+// Fails (torch's DistBackendError, a RuntimeError) for a device whose
+// runtime the library lacks, naming the device and the runtimes it has: its
+// memory would otherwise reach MPI as host memory.
+void CheckDeviceRuntime(const c10::Device &device);
+
 // Whether the caller goes on before the call completes: the options'
 // asyncOp (dist.*'s async_op, torch 2.7 and later); true where torch does
 // not say.

@@ -2,6 +2,7 @@
 // timeout, its future and its torch.profiler event; and what every call
 // uses: tensor types to the library's, errors (see backend.h).
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <sstream>
@@ -15,6 +16,52 @@ namespace infiniccl_c10d {
 
 [[noreturn]] void Fail(const std::string &msg) {
   C10_THROW_ERROR(DistBackendError, "infiniccl (torch.distributed): " + msg);
+}
+
+const std::vector<std::string> &LibraryRuntimes() {
+  static const std::vector<std::string> runtimes = [] {
+    std::vector<std::string> out;
+    char names[INFINICCL_DEVICE_RUNTIMES_BYTES] = "";
+    if (infinicclGetDeviceRuntimes(names, sizeof names) != infinicclSuccess) {
+      Fail(std::string("infinicclGetDeviceRuntimes: ") + infinicclGetLastError(nullptr));
+    }
+    std::stringstream list(names);
+    for (std::string name; std::getline(list, name, ',');) out.push_back(name);
+    return out;
+  }();
+  return runtimes;
+}
+
+std::vector<std::string> RuntimesForDeviceType(const std::string &type) {
+  if (type == "cpu") return {"cpu"};
+  if (type == "cuda") return {"cuda", "hip", "metax", "iluvatar"};
+  if (type == "hip") return {"hip"};
+  if (type == "sim") return {"sim"};
+  if (type == "npu") return {"ascend"};
+  if (type == "mlu") return {"cambricon"};
+  if (type == "musa") return {"moore"};
+  return {};
+}
+
+void CheckDeviceRuntime(const c10::Device &device) {
+  if (device.is_cpu()) return;
+  const std::string type = c10::DeviceTypeName(device.type(), /*lower_case=*/true);
+  const std::vector<std::string> &have = LibraryRuntimes();
+  const std::vector<std::string> want = RuntimesForDeviceType(type);
+  for (const std::string &w : want) {
+    if (std::find(have.begin(), have.end(), w) != have.end()) return;
+  }
+  std::string has;
+  for (const std::string &h : have) has += (has.empty() ? "" : ", ") + h;
+  std::string msg = "a tensor on device " + device.str() +
+                    ": the infiniccl library has no device runtime for " + type +
+                    " tensors (its runtimes: " + has + ")";
+  if (!want.empty()) {
+    std::string need;
+    for (const std::string &w : want) need += (need.empty() ? "" : " or ") + w;
+    msg += "; " + type + " tensors need a library built with " + need;
+  }
+  Fail(msg);
 }
 
 Ms WatchdogTimeout() {
