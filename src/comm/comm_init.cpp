@@ -277,8 +277,9 @@ Status AttachHierarchy(Communicator &c, Topology *t) {
   if (cfg.shm != Tristate::kOff && t->local_size >= 2) {
     std::string no_shm;
     // Its messages name the communicator's ranks, not the group's.
-    INFINICCL_RETURN_IF_ERROR(ShmBackend::Create(t->group_comm, t->local_rank, t->local_size,
-                                                 &t->group_shm, &no_shm, mine.ranks));
+    INFINICCL_RETURN_IF_ERROR(ShmBackend::Create(
+        t->group_comm, t->local_rank, t->local_size, c.binding().kind != DeviceKind::kCpu,
+        &t->group_shm, &no_shm, mine.ranks));
     if (t->group_shm == nullptr) INFINICCL_INFO("group %d: no shared memory (%s)", t->my_group,
                                                 no_shm.c_str());
   }
@@ -541,7 +542,8 @@ Status CommFactory::AttachShm(Communicator &c) {
   INFINICCL_RETURN_IF_ERROR(AllOnOneNode(c.comm_, c.size_, &one_node));
   if (one_node) {
     INFINICCL_RETURN_IF_ERROR(
-        ShmBackend::Create(c.comm_, c.rank_, c.size_, &c.shm_backend_, &why));
+        ShmBackend::Create(c.comm_, c.rank_, c.size_, !DeviceRegistry::Active().empty(),
+                           &c.shm_backend_, &why));
   } else {
     why = "the communicator's ranks are on more than one node";
   }

@@ -410,7 +410,7 @@ int Cycles(infinicclComm_t comm, int rank, int size, bool device, int cycles) {
                 cycles, early.heap_kib, late.heap_kib, early.rss_kib, late.rss_kib,
                 early.shmem_kib, late.shmem_kib, early.threads, late.threads, early.shm_entries,
                 late.shm_entries);
-    // Flat: no segment (3 MiB per rank of the node), engine thread or
+    // Flat: no segment (3 or 9 MiB per rank of the node), engine thread or
     // /dev/shm entry kept per cycle. The heap in use grows by Open MPI's own
     // state for each started job: a plain MPI program of the same cycles
     // (kill, revoke, shrink, spawn, merge) keeps 255 KiB more per cycle with

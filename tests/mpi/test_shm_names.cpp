@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < size; ++r) names.push_back(10 + 2 * r);
   std::unique_ptr<infiniccl::ShmBackend> shm;
   std::string why;
-  infiniccl::Status st = infiniccl::ShmBackend::Create(MPI_COMM_WORLD, rank, size, &shm, &why,
+  infiniccl::Status st = infiniccl::ShmBackend::Create(MPI_COMM_WORLD, rank, size, false, &shm, &why,
                                                        names);
   if (!st.ok() || shm == nullptr) {
     bad = Fail(rank, "no shared memory: " + st.message() + why);

@@ -8,7 +8,7 @@
 //             unavailable -> pageable fallback, injected copy failure ->
 //             error, nothing held, next call fine; stream ordering; mixed
 //             host/device buffers; threads on two communicators.
-//   overlap - a pipelined AllReduce of 16 MiB (through MPI, or through
+//   overlap - a pipelined AllReduce of 64 MiB (through MPI, or through
 //             shared memory with INFINICCL_SHM=1) at slow emulated copies:
 //             the copy in of a chunk and the copy out of the one before it
 //             ran at once at least once (the emulator's peak of copies over
@@ -275,7 +275,7 @@ void TestOverlap(infinicclComm_t comm, int rank) {
   CHECK((registered >= (size_t{3} << 20)) == segment,
         "before any device call, %llu bytes page-locked (shared memory %s)",
         static_cast<unsigned long long>(registered), segment ? "on" : "off");
-  const size_t count = size_t{4} << 20;  // 16 MiB of float32
+  const size_t count = size_t{16} << 20;  // 64 MiB of float32: 16 chunks
   DeviceBuffer send(count * 4), recv(count * 4);
   send.Upload(ReduceInput(infinicclFloat32, infinicclSum, 60, rank, count));
   g_sim->ResetStats();
@@ -283,13 +283,13 @@ void TestOverlap(infinicclComm_t comm, int rank) {
                            nullptr) == infinicclSuccess);
   const infiniccl::SimStats s = g_sim->stats();
   CHECK(s.peak_link_copies >= 2,
-        "AllReduce of 16 MiB: at most %llu copy over the host link at a time (%llu in, %llu "
+        "AllReduce of 64 MiB: at most %llu copy over the host link at a time (%llu in, %llu "
         "out): the copies in and out did not overlap",
         static_cast<unsigned long long>(s.peak_link_copies),
         static_cast<unsigned long long>(s.d2h_copies),
         static_cast<unsigned long long>(s.h2d_copies));
   CHECK(CountWrongReduce(g_n, infinicclFloat32, infinicclSum, 60, recv.Download(), count) == 0,
-        "AllReduce of 16 MiB: wrong result");
+        "AllReduce of 64 MiB: wrong result");
 }
 
 // On one rank a reduction of device buffers is one copy on the stream: no

@@ -9,12 +9,13 @@
 
 namespace infiniccl {
 
-Status ShmBackend::Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
-                          std::string *why, std::vector<int> names) {
+Status ShmBackend::Create(MPI_Comm comm, int rank, int size, bool devices,
+                          std::unique_ptr<ShmBackend> *out, std::string *why,
+                          std::vector<int> names) {
   out->reset();
   std::unique_ptr<shm::Channel> channel;
   INFINICCL_RETURN_IF_ERROR(
-      shm::Channel::Create(comm, rank, size, std::move(names), &channel, why));
+      shm::Channel::Create(comm, rank, size, std::move(names), devices, &channel, why));
   if (channel == nullptr) return Status::Ok();
   std::unique_ptr<ShmBackend> b(new ShmBackend());
   b->landing_.reset(new shm::Landing(channel->Landing(rank)));

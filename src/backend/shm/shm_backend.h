@@ -66,9 +66,11 @@ class ShmBackend final : public Backend {
   // node and the segment could be made on all of them, else null with *why.
   // `names`: the rank each rank of `comm` is in messages (a group's
   // communicator names its ranks in the parent's; empty: its own ranks).
-  // An error status only for a failed MPI call.
-  static Status Create(MPI_Comm comm, int rank, int size, std::unique_ptr<ShmBackend> *out,
-                       std::string *why, std::vector<int> names = {});
+  // `devices`: whether this rank drives a device (Channel::Create). An
+  // error status only for a failed MPI call.
+  static Status Create(MPI_Comm comm, int rank, int size, bool devices,
+                       std::unique_ptr<ShmBackend> *out, std::string *why,
+                       std::vector<int> names = {});
 
   ~ShmBackend() override;
   const char *Name() const override { return "shared memory"; }

@@ -54,18 +54,25 @@ struct Channel::Control {
 };
 
 namespace {
-// A region: the control lines, stage 0, stage 1, the landing area.
+// A region: the control lines, stage 0, stage 1 (stage_bytes_ each), the
+// landing area (kStageBytes).
 constexpr size_t kControlBytes = 4 * kLine;
 }  // namespace
 
-Status Channel::Create(MPI_Comm comm, int rank, int size, std::vector<int> names,
+Status Channel::Create(MPI_Comm comm, int rank, int size, std::vector<int> names, bool devices,
                        std::unique_ptr<Channel> *out, std::string *why) {
   static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
   static_assert(sizeof(Control::Counter) == kLine, "a counter and its descriptors: one line");
   out->reset();
+  // Every rank's region has the same layout: the stages are large where
+  // any rank drives a device.
+  int drives = devices ? 1 : 0, any = 0;
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Allreduce(&drives, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce"));
+  const size_t stage = any != 0 ? kDeviceStageBytes : kStageBytes;
   std::unique_ptr<NodeSegment> segment;
-  INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 3 * kStageBytes, 0, "shm",
-                                                &segment, why));
+  INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 2 * stage + kStageBytes, 0,
+                                                "shm", &segment, why));
   if (segment == nullptr) return Status::Ok();
   if (segment->node_size() != size) {
     *why = "the communicator's ranks are on more than one node";
@@ -74,6 +81,7 @@ Status Channel::Create(MPI_Comm comm, int rank, int size, std::vector<int> names
   std::unique_ptr<Channel> ch(new Channel());
   ch->rank_ = rank;
   ch->size_ = size;
+  ch->stage_bytes_ = stage;
   ch->names_ = std::move(names);
   ch->segment_ = std::move(segment);
   // Oversubscribed: more ranks on this node (this communicator's, or the
@@ -110,10 +118,12 @@ Channel::Control *Channel::ControlOf(int rank) const {
 }
 
 char *Channel::Stage(int rank, uint32_t chunk, size_t at) const {
-  return Region(rank) + kControlBytes + (chunk & 1u) * kStageBytes + at;
+  return Region(rank) + kControlBytes + (chunk & 1u) * stage_bytes_ + at;
 }
 
-char *Channel::Landing(int rank) const { return Region(rank) + kControlBytes + 2 * kStageBytes; }
+char *Channel::Landing(int rank) const {
+  return Region(rank) + kControlBytes + 2 * stage_bytes_;
+}
 
 void Channel::MarkInput(uint32_t chunk, bool landed) {
   ControlOf(rank_)->input_landed.store(landed ? chunk + 1 : chunk, std::memory_order_relaxed);

@@ -66,7 +66,7 @@ Call::Call(Channel &channel, const CollArgs &args, Place send_place, Place recv_
       divisor(args.avg_divisor > 0 ? args.avg_divisor : channel.size()),
       copies(device, args.stream, counts),
       scratch(s) {
-  ch.PollBeforeSleep(send_place != Place::kDeviceStaged && recv_place != Place::kDeviceStaged);
+  ch.PollBeforeSleep(!Staged());
 }
 
 void StreamCopy(char *dst, const char *src, size_t bytes) {

@@ -74,6 +74,8 @@ struct Call {
   const CollArgs &a;
   const Place send, recv;
   const bool send_dev, recv_dev;  // OnDevice(send), OnDevice(recv)
+  // Whether a buffer is device memory staged through the stages.
+  bool Staged() const { return send == Place::kDeviceStaged || recv == Place::kDeviceStaged; }
   const size_t elem;              // bytes of one element
   const char *const in;           // a.sendbuff
   char *const out;                // a.recvbuff
@@ -113,7 +115,8 @@ struct Chunk {
 // whether this rank is the call's root (the rooted kinds).
 struct WholeStagePolicy {
   explicit WholeStagePolicy(const Call &c)
-      : cap(Channel::kStageBytes / c.elem), root(c.ch.rank() == c.a.root) {}
+      : cap(c.ch.ChunkBytes(c.a.count * c.elem, c.Staged()) / c.elem),
+        root(c.ch.rank() == c.a.root) {}
   size_t cap;
   bool root;
 };

@@ -31,7 +31,8 @@ Status AllReduce(Call &c) {
   Channel &ch = c.ch;
   const CollArgs &a = c.a;
   const int me = ch.rank(), size = ch.size();
-  const size_t elem = c.elem, cap = Channel::kStageBytes / elem;
+  const size_t elem = c.elem;
+  const size_t cap = ch.ChunkBytes(a.count * elem, c.Staged()) / elem;
   const bool landed = c.send == Place::kDeviceLanded;
   const size_t chunks = (a.count + cap - 1) / cap;
   const uint32_t first = ch.Take(chunks);

@@ -11,7 +11,8 @@ namespace {
 
 struct ReduceScatterPolicy {
   explicit ReduceScatterPolicy(const Call &c)
-      : cap(Channel::kStageBytes / c.elem / static_cast<size_t>(c.ch.size())) {}
+      : cap(c.ch.ChunkBytes(c.a.count * c.elem * static_cast<size_t>(c.ch.size()), c.Staged()) /
+            c.elem / static_cast<size_t>(c.ch.size())) {}
   size_t cap;  // elements of each block per chunk: the blocks share a stage
   Status In(Call &c, const Chunk &k) {
     char *mine = c.ch.Stage(c.ch.rank(), k.g);
