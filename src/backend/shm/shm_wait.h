@@ -10,9 +10,7 @@
 //   Calls on device buffers staged through the stages skip this step: their
 //   waits are for a peer's device copies (hundreds of microseconds a chunk),
 //   and a yield hands the core to any other busy process for a whole time
-//   slice, where the futex's wake-up at the post gets the rank back at once
-//   (at 2 GB/s with two busy processes beside 2 ranks, 64 MiB took 0.7 of
-//   the time with the step skipped).
+//   slice, where the futex's wake-up at the post gets the rank back at once.
 // - it sleeps on the counter's futex, woken by the post (a long wait: a
 //   rank still computing, or one that skipped the call), in slices of
 //   kSleepSliceNs, so that it looks for CommAbort and departed peers.
