@@ -375,7 +375,7 @@ def ranks_main(argv):
 
     def m_gather():
         k, dt = rng.randint(1, 4), rng.choice(DTS)
-        kind = rng.choice(["root", "inputs", "zero-size"])
+        kind = rng.choice(["root", "inputs", "list length", "numel", "zero-size"])
         root = rng.choice([-1, n, 2 ** 35]) if kind == "root" else rng.randrange(n)
         length = rng.choice([0, 1, n + 1]) if kind == "list length" else n
         length = n + 1 if kind == "list length" and length == n else length
@@ -399,7 +399,7 @@ def ranks_main(argv):
 
     def m_scatter():
         k, dt = rng.randint(1, 4), rng.choice(DTS)
-        kind = rng.choice(["root", "outputs", "zero-size"])
+        kind = rng.choice(["root", "outputs", "list length", "numel", "zero-size"])
         root = rng.choice([-1, n, -7]) if kind == "root" else rng.randrange(n)
         length = rng.choice([0, 1, n + 1]) if kind == "list length" else n
         length = n + 1 if kind == "list length" and length == n else length

@@ -259,6 +259,12 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::gather(
                 "infiniccl: gather takes one output list at the root");
     CheckList(outputs[0], inputs[0], "gather");
     outs = outputs[0];
+  } else if (!outputs.empty()) {
+    // As gloo: a list here is a mistake made on every rank (the root's
+    // own check raises there), so this rank raises too instead of waiting
+    // in the library for a root that never comes.
+    Fail("gather: requires empty output on non-root (the root is rank " +
+         std::to_string(root) + ")");
   }
   auto in = inputs[0];
   return Submit(
@@ -285,6 +291,10 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::scatter(
                 "infiniccl: scatter takes one input list at the root");
     CheckList(inputs[0], outputs[0], "scatter");
     ins = inputs[0];
+  } else if (!inputs.empty()) {
+    // As gloo (see gather).
+    Fail("scatter: requires empty input on non-root (the root is rank " +
+         std::to_string(root) + ")");
   }
   auto out = outputs[0];
   return Submit(
