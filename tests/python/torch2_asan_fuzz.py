@@ -140,7 +140,7 @@ def ranks_main(argv):
     # itself).
     def m_allreduce():
         k, dt = rng.randint(1, 6), rng.choice(DTS)
-        kind = rng.choice(["two types", "meta", "zero-size", "noncontig",
+        kind = rng.choice(["empty list", "two types", "meta", "zero-size", "noncontig",
                            "two tensors"])
         op = rng.choice([R.SUM, R.MAX])
         odt = other_dt(dt)
@@ -168,7 +168,8 @@ def ranks_main(argv):
 
     def m_broadcast():
         k, dt = rng.randint(1, 6), rng.choice(DTS)
-        kind = rng.choice(["root", "zero-size", "noncontig", "meta"])
+        kind = rng.choice(["root", "empty list", "zero-size", "noncontig", "meta",
+                           "root tensor"])
         root = rng.choice([-1, n, n + 5, -(2 ** 40), 2 ** 40]) if kind == "root" else 0
         rt = rng.choice([-1, 1, 5]) if kind == "root tensor" else 0
 
@@ -183,7 +184,7 @@ def ranks_main(argv):
 
     def m_reduce():
         k, dt = rng.randint(1, 6), rng.choice(DTS)
-        kind = rng.choice(["root", "zero-size", "noncontig"])
+        kind = rng.choice(["root", "empty list", "zero-size", "noncontig"])
         root = rng.choice([-1, n, 2 ** 33]) if kind == "root" else n - 1
 
         def call(b):
