@@ -21,6 +21,12 @@ first, then on the infiniccl one:
   - a case marked wrong whatever gloo does (gloo has no such op, or takes
     it): infiniccl must raise;
   - both took it: their outputs must be equal;
+  - where gloo is wrong or means another thing (a non-contiguous
+    all-to-all output, a stacked all-gather output, a list of tensors to
+    allreduce), infiniccl's result is checked against the case's own
+    reference; where gloo would crash or wait (a send or receive with a
+    peer outside the group or a meta tensor, an all-to-all of two
+    dtypes), the case runs on infiniccl alone;
   - infiniccl raised: a RuntimeError (torch's DistBackendError for the
     backend's own checks, as gloo's c10::Error), and a correct call of the
     same op on the same group right after gives the exact result (small
@@ -34,8 +40,6 @@ import os
 import random
 import subprocess
 import sys
-
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def launcher(argv):
