@@ -1,6 +1,6 @@
 """Builds the package with its C++ torch backend (infiniccl._c10d) into a
 folder, for the torch 2.x tests:
-    build_torch_ext.py [--reuse DIR] <out-dir>
+    build_torch_ext.py [--reuse DIR | --sanitize LIST] <out-dir>
 runs `setup.py build` of python/ with the interpreter running this script
 (a virtual environment with PyPI's torch), the build files under <out-dir>,
 the package (Python files and the extension) under <out-dir>/lib, then
@@ -12,6 +12,10 @@ needs only the library's headers, not the library or its MPI): its package
 is copied instead of compiled when it was built for this torch from this
 python/ after the last change of any file of python/ and include/;
 otherwise the package is built.
+--sanitize LIST (address,undefined): the extension is built with those
+sanitizers (setup.py's INFINICCL_TORCH_SANITIZE; the objects in parallel, as
+many as MAX_JOBS, 2 unless set) and the import check runs with their runtimes
+preloaded (sanitized.py).
 """
 import glob
 import os
@@ -19,6 +23,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+from sanitized import runtime, sanitized_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
@@ -62,9 +68,11 @@ def reusable(other, torch_version):
 
 def main():
     args = sys.argv[1:]
-    other = None
+    other, sanitize = None, ""
     if args[:1] == ["--reuse"]:
         other, args = os.path.abspath(args[1]), args[2:]
+    elif args[:1] == ["--sanitize"]:
+        sanitize, args = args[1], args[2:]
     out = os.path.abspath(args[0])
     try:
         import torch
@@ -76,6 +84,9 @@ def main():
         print("SKIPPED: torch %s: the C++ backend needs torch 2.7 or later" % torch.__version__)
         return 77
     print("torch %s at %s" % (torch.__version__, os.path.dirname(torch.__file__)), flush=True)
+    if sanitize and runtime("libasan.so") is None:
+        print("SKIPPED: the compiler has no AddressSanitizer runtime (libasan.so)")
+        return 77
     why = reusable(other, str(torch.__version__)) if other else "no --reuse"
     if why is None:
         shutil.rmtree(os.path.join(out, "lib"), ignore_errors=True)
@@ -85,6 +96,9 @@ def main():
         if other:
             print("not reusing %s: %s" % (other, why), flush=True)
         env = dict(os.environ, INFINICCL_TORCH_EXTENSION="1", PYTHONDONTWRITEBYTECODE="1")
+        if sanitize:
+            env["INFINICCL_TORCH_SANITIZE"] = sanitize
+            env.setdefault("MAX_JOBS", "2")
         t0 = time.monotonic()
         rc = subprocess.call([sys.executable, "setup.py", "-q", "build", "--build-base",
                               os.path.join(out, "tmp"), "--build-lib", os.path.join(out, "lib")],
@@ -96,6 +110,8 @@ def main():
              "assert t.backend_kind() == 'cpp', t.backend_kind(); "
              "print('infiniccl._c10d:', c.__file__)")
     env = dict(os.environ, PYTHONPATH=os.path.join(out, "lib"), PYTHONDONTWRITEBYTECODE="1")
+    if sanitize:
+        env = sanitized_env(env)
     return subprocess.call([sys.executable, "-c", check], env=env, cwd=out)
 
 

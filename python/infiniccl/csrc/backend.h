@@ -518,6 +518,13 @@ class BackendInfiniCCL : public c10d::Backend {
     }
   }
 
+  // As gloo: a call on no tensor raises; broadcast's and reduce's root
+  // tensor (their options' rootTensor) is an index into the list.
+  static void NonEmpty(const std::vector<at::Tensor> &tensors, const char *what);
+
+  static void RootTensor(const std::vector<at::Tensor> &tensors, int64_t root_tensor,
+                         const char *what);
+
   void CheckList(const std::vector<at::Tensor> &lst, const at::Tensor &like, const char *what);
 
   std::vector<at::Tensor> Split(const at::Tensor &t, const std::vector<int64_t> &splits,

@@ -11,6 +11,7 @@ namespace infiniccl_c10d {
 
 c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::allreduce(
     std::vector<at::Tensor> &tensors, const c10d::AllreduceOptions &opts) {
+  NonEmpty(tensors, "allreduce");
   auto rop = opts.reduceOp;
   PreMul pre(rop);
   return Submit(
@@ -30,6 +31,7 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::allreduce(
 c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::broadcast(
     std::vector<at::Tensor> &tensors, const c10d::BroadcastOptions &opts) {
   int root = Root(opts.rootRank, "broadcast");
+  RootTensor(tensors, opts.rootTensor, "broadcast");
   return Submit("broadcast", "infiniccl:broadcast", OpType::BROADCAST, tensors, tensors,
                 opts, [this, tensors, root](void *stream) {
                   for (const auto &t : tensors) {
@@ -44,6 +46,7 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::broadcast(
 c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::reduce(std::vector<at::Tensor> &tensors,
                                                         const c10d::ReduceOptions &opts) {
   int root = Root(opts.rootRank, "reduce");
+  RootTensor(tensors, opts.rootTensor, "reduce");
   auto rop = opts.reduceOp;
   PreMul pre(rop);
   return Submit(
@@ -259,6 +262,12 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::gather(
                 "infiniccl: gather takes one output list at the root");
     CheckList(outputs[0], inputs[0], "gather");
     outs = outputs[0];
+  } else if (!outputs.empty()) {
+    // As gloo: a list here is a mistake made on every rank (the root's
+    // own check raises there), so this rank raises too instead of waiting
+    // in the library for a root that never comes.
+    Fail("gather: requires empty output on non-root (the root is rank " +
+         std::to_string(root) + ")");
   }
   auto in = inputs[0];
   return Submit(
@@ -285,6 +294,10 @@ c10::intrusive_ptr<c10d::Work> BackendInfiniCCL::scatter(
                 "infiniccl: scatter takes one input list at the root");
     CheckList(inputs[0], outputs[0], "scatter");
     ins = inputs[0];
+  } else if (!inputs.empty()) {
+    // As gloo (see gather).
+    Fail("scatter: requires empty input on non-root (the root is rank " +
+         std::to_string(root) + ")");
   }
   auto out = outputs[0];
   return Submit(
@@ -366,6 +379,19 @@ int BackendInfiniCCL::Root(int64_t root, const char *what) {
          " is not a rank of the group (size " + std::to_string(size_) + ")");
   }
   return static_cast<int>(root);
+}
+
+void BackendInfiniCCL::NonEmpty(const std::vector<at::Tensor> &tensors, const char *what) {
+  if (tensors.empty()) Fail(std::string(what) + ": requires non-empty tensor list");
+}
+
+void BackendInfiniCCL::RootTensor(const std::vector<at::Tensor> &tensors, int64_t root_tensor,
+                                  const char *what) {
+  NonEmpty(tensors, what);
+  if (root_tensor < 0 || root_tensor >= static_cast<int64_t>(tensors.size())) {
+    Fail(std::string(what) + ": invalid root tensor: " + std::to_string(root_tensor) +
+         " (the list has " + std::to_string(tensors.size()) + ")");
+  }
 }
 
 void BackendInfiniCCL::CheckList(const std::vector<at::Tensor> &lst,
