@@ -28,6 +28,17 @@ import tempfile
 import time
 
 
+def alive(pid):
+    """Whether process `pid` still runs: a zombie (exited, not yet reaped by
+    whoever inherited it) holds no mapping or descriptor any more."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
@@ -69,12 +80,10 @@ def main():
         if job.returncode == 0:
             failures.append(f"seed {seed}: the job exited 0")
         # A run's processes may outlive the launcher for a moment; one still
-        # there after 2 s is a failure, and killed.
+        # running after 2 s is a failure, and killed.
         for p in pids:
             for _ in range(100):
-                try:
-                    os.kill(p, 0)
-                except OSError:
+                if not alive(p):
                     break
                 time.sleep(0.02)
             else:
