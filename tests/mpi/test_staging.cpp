@@ -9,7 +9,8 @@
 //             error, nothing held, next call fine; stream ordering; mixed
 //             host/device buffers; threads on two communicators.
 //   overlap - a pipelined AllReduce of 64 MiB (through MPI, or through
-//             shared memory with INFINICCL_SHM=1) at slow emulated copies:
+//             shared memory with INFINICCL_SHM=1) at slow emulated copies
+//             (1 GB/s, set by the test's registration):
 //             the copy in of a chunk and the copy out of the one before it
 //             ran at once at least once (the emulator's peak of copies over
 //             the host link), and the result is exact.
