@@ -24,6 +24,7 @@ if ict.backend_kind() != "cpp":
     pytest.skip("infiniccl._c10d (the C++ backend, torch 2.7+) is not built",
                 allow_module_level=True)
 from infiniccl import _c10d  # noqa: E402
+from torch_compat import monitored_barrier, sequence_number  # noqa: E402
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
           torch.int64]
@@ -84,6 +85,18 @@ def test_reductions(comm, dt):
             "prod": [p, p * 2 ** n, 1], "reduce": [s, 3 * n] if me == n - 1 else None,
             "bcast": [(n - 1) * 10 + 7] * 3}
     assert got == want
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+def test_reduce_scatter_avg(comm, dt):
+    """ReduceOp.AVG in reduce_scatter_tensor, as FSDP2 reduces its
+    gradients (on torch 2.7 gloo returns the sum there): rank r gives
+    n * (j + r) in block j, so block me averages to me * n + n(n-1)/2."""
+    n, me = comm.size, comm.rank
+    inp = torch.tensor([n * (j + me) for j in range(n) for _ in range(3)], dtype=dt)
+    out = torch.zeros(3, dtype=dt)
+    dist.reduce_scatter_tensor(out, inp, op=R.AVG)
+    assert out.tolist() == [float(me * n + n * (n - 1) // 2)] * 3, out
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=str)
@@ -465,8 +478,8 @@ def test_monitored_barrier(comm):
     ranks that came raise at theirs; with wait_all_ranks every absent rank
     is named. Each failing case runs on a group of its own."""
     n, me = comm.size, comm.rank
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
+    monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
     if n < 2:
         return
     for wait_all in (False, True):
@@ -476,8 +489,8 @@ def test_monitored_barrier(comm):
         if me not in absent:
             t0 = time.monotonic()
             try:
-                dist.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=2),
-                                       wait_all_ranks=wait_all)
+                monitored_barrier(group=g, timeout=datetime.timedelta(seconds=2),
+                                  wait_all_ranks=wait_all)
             except RuntimeError as e:
                 err = e
             took = time.monotonic() - t0
@@ -536,7 +549,7 @@ def test_sequence_numbers(comm):
     rank of a new group (as gloo's)."""
     n, me = comm.size, comm.rank
     g = dist.new_group(list(range(n)))
-    s0 = g._get_sequence_number_for_group()
+    s0 = sequence_number(g)
     t = torch.full((2,), me + 1, dtype=torch.int64)
     dist.all_reduce(t, group=g)
     dist.broadcast(t, 0, group=g)
@@ -544,7 +557,7 @@ def test_sequence_numbers(comm):
     dist.recv(torch.zeros(1), (me - 1) % n, group=g)
     w.wait()
     dist.barrier(group=g)
-    s1 = g._get_sequence_number_for_group()
+    s1 = sequence_number(g)
     seqs = torch.zeros(2 * n, dtype=torch.int64)
     dist.all_gather_into_tensor(seqs, torch.tensor([s0, s1], dtype=torch.int64), group=g)
     dist.destroy_process_group(g)
@@ -600,6 +613,8 @@ def test_all_to_all_single_wrong_sizes(comm):
     assert out.tolist() == want and buf[2 * n:].eq(-7).all(), buf
 
 
+@pytest.mark.skipif(torch.__version__ < "2.9",
+                    reason="torch before 2.9 has no Backend.split: its split_group is NCCL's")
 def test_split_group(comm):
     """dist.split_group over infinicclCommSplit: even and odd ranks in two
     groups, then one group of the first and last ranks that the others do

@@ -25,6 +25,7 @@ if ict.backend_kind() != "cpp":
                 allow_module_level=True)
 
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
+from torch_compat import monitored_barrier  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -85,7 +86,7 @@ def test_collective_events(comm):
         dist.scatter(sc, [torch.full((4,), float(j)) for j in range(n)] if me == 0 else None,
                      src=0)
         dist.barrier()
-        dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+        monitored_barrier(timeout=datetime.timedelta(seconds=30))
     got = collections.Counter(repr(e) for e in _ours(prof))
     want = collections.Counter(repr(e) for e in [
         ("infiniccl:all_reduce", [[3, 4]]),

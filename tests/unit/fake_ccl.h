@@ -156,6 +156,9 @@ struct FakeApi {
 
 struct FakeNativeApi : FakeApi {
   static constexpr bool kNativeAllToAllGatherScatter = true;
+  // Whether the "loaded library" has them (NCCL's are weak references).
+  static inline bool loaded = true;
+  static bool NativeAllToAllGatherScatterLoaded() { return loaded; }
   static Result AlltoAll(const void *s, void *, size_t n, DataType t, Comm c, Stream) {
     return Log(c, "AlltoAll", s, n, t, -1);
   }

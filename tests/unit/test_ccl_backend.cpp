@@ -55,6 +55,24 @@ TEST(CclBackend, NativeCallsWithMappedTypeAndCount) {
   EXPECT_EQ(g_group_depth, 0);
 }
 
+TEST(CclBackend, NativeCallsMissingFromTheLoadedLibraryGoGrouped) {
+  // Built against a CCL with AlltoAll, Gather and Scatter, run with an older
+  // one loaded first: grouped Send/Recv, as without them.
+  FakeComm comm;
+  FakeNativeApi::loaded = false;
+  {
+    ccl::CclBackend<FakeNativeApi> b(&comm, 1, 3);
+    ASSERT_TRUE(b.Run(Args(CollKind::kAllToAll, infinicclInt32, 4)).ok());
+    ASSERT_TRUE(b.Run(Args(CollKind::kGather, infinicclInt32, 4, 1, true)).ok());
+    ASSERT_TRUE(b.Run(Args(CollKind::kScatter, infinicclInt32, 4, 1, true)).ok());
+  }
+  FakeNativeApi::loaded = true;
+  EXPECT_EQ(Render(comm.log),
+            "Send(0,16,0) Recv(0,16,0) Send(16,16,1) Recv(16,16,1) Send(32,16,2) "
+            "Recv(32,16,2) Recv(0,16,0) Recv(32,16,2) Send(0,16,0) Send(32,16,2) ");
+  EXPECT_EQ(g_group_depth, 0);
+}
+
 TEST(CclBackend, GroupedAllToAllGatherScatter) {
   // Rank 1 of 3, 4 int32 per block = 16 bytes, moved as uint8.
   FakeComm comm;

@@ -102,6 +102,7 @@ void BackendInfiniCCL::OnWorker(const char *what, const std::function<void()> &f
   }
 }
 
+#if INFINICCL_TORCH_AT_LEAST(2, 9)
 c10::intrusive_ptr<c10d::Backend::Options> BackendInfiniCCL::getBackendOptions() {
   auto o = c10::make_intrusive<c10d::Backend::Options>("infiniccl", timeout_);
   o->group_name = name_;
@@ -145,6 +146,7 @@ c10::intrusive_ptr<c10d::Backend> BackendInfiniCCL::split(
                                                static_cast<int>(ranks.size()),
                                                timeout.count(), name, global, store);
 }
+#endif
 
 c10::intrusive_ptr<c10d::Backend> BackendInfiniCCL::shrink(
     const std::vector<int64_t> &ranks_to_exclude, int shrink_flags,
@@ -180,8 +182,10 @@ c10::intrusive_ptr<c10d::Backend> BackendInfiniCCL::shrink(
     global.push_back(ranks_.empty() ? r : ranks_[static_cast<size_t>(r)]);
   }
   Ms timeout = opts ? opts->timeout : timeout_;
-  std::string name =
-      opts && !opts->group_name.empty() ? opts->group_name : name_ + ":shrink";
+  std::string name = name_ + ":shrink";
+#if INFINICCL_TORCH_AT_LEAST(2, 9)
+  if (opts && !opts->group_name.empty()) name = opts->group_name;
+#endif
   return c10::make_intrusive<BackendInfiniCCL>(reinterpret_cast<int64_t>(child), new_rank,
                                                static_cast<int>(global.size()),
                                                timeout.count(), name, global, store_);
@@ -221,6 +225,7 @@ void *BackendInfiniCCL::StreamOf(const std::vector<at::Tensor> &a,
   if (device->is_cpu()) return nullptr;
   // Before any pointer reaches the library.
   CheckDeviceRuntime(*device);
+#if INFINICCL_TORCH_AT_LEAST(2, 11)
   auto *impl = c10::impl::getDeviceGuardImpl(device->type());
   c10::Stream s = impl->getStream(*device);
   try {
@@ -228,6 +233,11 @@ void *BackendInfiniCCL::StreamOf(const std::vector<at::Tensor> &a,
   } catch (const std::exception &) {
     Fail("a tensor on device " + device->str() + ": its streams have no native handle");
   }
+#else
+  Fail("a tensor on device " + device->str() + ": this build of infiniccl._c10d is for torch " +
+       TORCH_VERSION + ", whose streams give no native handle (c10::Stream::native_handle, "
+       "torch 2.11 or later); device tensors need torch 2.11 or later, CPU tensors work");
+#endif
 }
 
 std::exception_ptr BackendInfiniCCL::Capture(

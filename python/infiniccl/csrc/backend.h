@@ -27,6 +27,11 @@
 // blocks, the future is device-aware, and the call's tensors are kept from
 // the caching allocator until the stream has passed the call
 // (WorkInfiniCCL::OnStream).
+// Torch 2.7 or later. Where a torch lacks an interface, what needs it is left
+// out of the build (INFINICCL_TORCH_AT_LEAST): before 2.9 split_group
+// (torch's own is NCCL's alone there), before 2.11 device tensors (no
+// c10::Stream::native_handle: refused with an error naming the version),
+// before 2.15 the emulated device.
 // torch.profiler: every call records an "infiniccl:<op>" event (gloo's op
 // names) with its input tensors' shapes, from when the call starts running
 // until it completes (see WorkInfiniCCL::Record).
@@ -73,6 +78,11 @@
 #include <vector>
 
 #include "infiniccl/infiniccl.h"
+
+// Whether the torch this is built against is MAJOR.MINOR or later.
+#define INFINICCL_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||            \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 // Hidden, as pybind11's own types are: the module exports only its init.
 #pragma GCC visibility push(hidden)
@@ -335,7 +345,7 @@ class BackendInfiniCCL : public c10d::Backend {
 
   void Abort();
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
+#if INFINICCL_TORCH_AT_LEAST(2, 7)
   c10d::ErrorType getError() override {
     if (group_->timed_out.load()) return c10d::ErrorType::TIMEOUT;
     std::lock_guard<std::mutex> lock(mu_);
@@ -354,6 +364,8 @@ class BackendInfiniCCL : public c10d::Backend {
   // communicators (color: the smallest rank of a new group, which the
   // disjoint groups do not share; key: the position in it). Runs on the
   // group's worker, in call order with the group's other calls.
+  // Torch before 2.9 has neither (its split_group is NCCL's alone).
+#if INFINICCL_TORCH_AT_LEAST(2, 9)
   bool supportsSplitting() const override { return true; }
 
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
@@ -361,6 +373,7 @@ class BackendInfiniCCL : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store,
                                           const std::vector<int> &ranks,
                                           const c10::intrusive_ptr<Options> &opts) override;
+#endif
 
   // dist.shrink_group: the ranks that stay call it with the group ranks to
   // leave out, in their order; infinicclCommShrink makes the new

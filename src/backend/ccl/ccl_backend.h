@@ -141,25 +141,28 @@ class CclBackend final : public Backend {
         return Check("Recv", Api::Recv(a.recvbuff, e.count, t, a.root, comm_, s));
       case CollKind::kAllToAll:
         if constexpr (Api::kNativeAllToAllGatherScatter) {
-          return Check("AlltoAll",
-                       Api::AlltoAll(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
-        } else {
-          return Grouped(a, s);
+          if (Api::NativeAllToAllGatherScatterLoaded()) {
+            return Check("AlltoAll",
+                         Api::AlltoAll(a.sendbuff, a.recvbuff, e.count, t, comm_, s));
+          }
         }
+        return Grouped(a, s);
       case CollKind::kGather:
         if constexpr (Api::kNativeAllToAllGatherScatter) {
-          return Check("Gather",
-                       Api::Gather(a.sendbuff, a.recvbuff, e.count, t, a.root, comm_, s));
-        } else {
-          return Grouped(a, s);
+          if (Api::NativeAllToAllGatherScatterLoaded()) {
+            return Check("Gather", Api::Gather(a.sendbuff, a.recvbuff, e.count, t, a.root,
+                                               comm_, s));
+          }
         }
+        return Grouped(a, s);
       case CollKind::kScatter:
         if constexpr (Api::kNativeAllToAllGatherScatter) {
-          return Check("Scatter", Api::Scatter(a.sendbuff, a.recvbuff, e.count, t, a.root,
-                                               comm_, s));
-        } else {
-          return Grouped(a, s);
+          if (Api::NativeAllToAllGatherScatterLoaded()) {
+            return Check("Scatter", Api::Scatter(a.sendbuff, a.recvbuff, e.count, t,
+                                                 a.root, comm_, s));
+          }
         }
+        return Grouped(a, s);
     }
     return MakeStatus(infinicclInternalError, "%s: unknown collective kind %d",
                       Api::kName, static_cast<int>(a.kind));
@@ -365,6 +368,13 @@ class CclProviderImpl final : public CclProvider {
     *out = std::make_unique<CclBackend<Api>>(comm, rank, nranks, VersionCode());
     INFINICCL_INFO("%s %s communicator: rank %d of %d", Api::kName, Version().c_str(),
                    rank, nranks);
+    if constexpr (Api::kNativeAllToAllGatherScatter) {
+      if (!Api::NativeAllToAllGatherScatterLoaded()) {
+        INFINICCL_INFO("%s %s lacks AlltoAll, Gather and Scatter (built against a newer "
+                       "one): they go as grouped Send/Recv",
+                       Api::kName, Version().c_str());
+      }
+    }
     return Status::Ok();
   }
 

@@ -9,6 +9,15 @@
 
 #include "backend/ccl/vendor_api.h"
 
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+// Weak references: a process that loaded an older libnccl.so.2 first (the one
+// in PyPI's torch wheels, 2.26 in torch 2.7) still loads this library; the
+// three are then null and those calls go as grouped Send/Recv.
+#pragma weak ncclAlltoAll
+#pragma weak ncclGather
+#pragma weak ncclScatter
+#endif
+
 namespace infiniccl::ccl {
 
 struct NcclApi {
@@ -36,11 +45,14 @@ struct NcclApi {
   static Result CommSplit(Comm, int, int, Comm *) { return ncclInvalidUsage; }
 #endif
 
-  // AlltoAll, Gather and Scatter are native from 2.28; below, grouped
-  // Send/Recv (CclBackend::Grouped).
+  // AlltoAll, Gather and Scatter are native from 2.28, where the loaded
+  // library has them; otherwise grouped Send/Recv (CclBackend::Grouped).
   static constexpr bool kNativeAllToAllGatherScatter =
       NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  static bool NativeAllToAllGatherScatterLoaded() {
+    return ncclAlltoAll != nullptr && ncclGather != nullptr && ncclScatter != nullptr;
+  }
   static Result AlltoAll(const void *s, void *r, size_t n, DataType t, Comm c,
                          Stream st) {
     return ncclAlltoAll(s, r, n, t, c, st);
