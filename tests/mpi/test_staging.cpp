@@ -14,6 +14,13 @@
 //             the copy in of a chunk and the copy out of the one before it
 //             ran at once at least once (the emulator's peak of copies over
 //             the host link), and the result is exact.
+//   overlap_abort - shared memory, 0.1 GB/s copies: the last rank aborts
+//             the communicator (infinicclCommAbort from another thread)
+//             60 ms into a 16 MiB AllReduce whose copies take 160 ms each
+//             way. Every rank's call returns an error, and when it returns
+//             every copy it queued has ended (the emulator counts those
+//             that ended): none writes the receive buffer or reads a stage
+//             afterwards.
 //   direct  - run with INFINICCL_MPI_DEVICE_DIRECT=1: device buffers go to MPI
 //             as they are, zero staging copies; the backend's own copies
 //             (Broadcast's root copy, Avg's division in 1 MiB pieces) go
@@ -21,6 +28,7 @@
 // Expected values come from test_util.h (independent of the library).
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -293,6 +301,47 @@ void TestOverlap(infinicclComm_t comm, int rank) {
         "AllReduce of 64 MiB: wrong result");
 }
 
+// A peer leaves in the middle of a staged call: the call's copies have all
+// ended when it returns. Aborts the communicator on the last rank and
+// destroys it elsewhere; *comm is then null.
+void TestAbortMidCall(infinicclComm_t *comm, int rank) {
+  const size_t count = size_t{4} << 20;  // 16 MiB of float32: 4 chunks of 4 MiB
+  DeviceBuffer send(count * 4), recv(count * 4);
+  send.Upload(ReduceInput(infinicclFloat32, infinicclSum, 60, rank, count));
+  MPI_Barrier(MPI_COMM_WORLD);
+  g_sim->ResetStats();
+  infinicclResult_t rc = infinicclSuccess;
+  infiniccl::SimStats s{};
+  double took = 0;
+  auto call = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    rc = infinicclAllReduce(send.ptr, recv.ptr, count, infinicclFloat32, infinicclSum, *comm,
+                            nullptr);
+    s = g_sim->stats();  // right when the call has returned
+    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (rank == g_n - 1) {
+    std::thread t(call);
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    CHECK(infinicclCommAbort(*comm) == infinicclSuccess);
+    t.join();
+  } else {
+    call();
+    CHECK(infinicclCommDestroy(*comm) == infinicclSuccess);
+  }
+  *comm = nullptr;
+  CHECK(rc != infinicclSuccess, "AllReduce of 16 MiB with the last rank aborting 60 ms in: "
+        "returned success (the copies alone take 160 ms)");
+  const unsigned long long queued = s.d2h_copies + s.h2d_copies;
+  CHECK(s.link_copies_done == queued,
+        "the AllReduce returned (%s) with %llu of its %llu copies ended: the others still "
+        "write the receive buffer or read a stage",
+        infinicclGetErrorString(rc), static_cast<unsigned long long>(s.link_copies_done), queued);
+  std::printf("[rank %d] returned %s after %.3f s with %llu of %llu copies ended\n", rank,
+              infinicclGetErrorString(rc), took,
+              static_cast<unsigned long long>(s.link_copies_done), queued);
+}
+
 // On one rank a reduction of device buffers is one copy on the stream: no
 // staging, no MPI; every op, in and out of place, and device to host.
 void TestOneRank(infinicclComm_t comm, int rank) {
@@ -340,7 +389,7 @@ int main(int argc, char **argv) {
   // A small cap so the "larger than the cap" case stays small.
   const size_t cap = 1 << 20;
   if (mode == "pool") setenv("INFINICCL_STAGING_CACHE_BYTES", "1M", 1);
-  setenv("INFINICCL_PIPELINE_CHUNK_BYTES", mode == "overlap" ? "1M" : "65539", 0);
+  setenv("INFINICCL_PIPELINE_CHUNK_BYTES", mode.rfind("overlap", 0) == 0 ? "1M" : "65539", 0);
   // The pool and the pipeline, call by call: each check reads statistics and
   // injected failures right after the call that made them, so the calls
   // return with their results (the progress engine runs the same pipeline;
@@ -360,6 +409,8 @@ int main(int argc, char **argv) {
     TestDirectLocalCopies(comm, rank);
   } else if (mode == "overlap") {
     TestOverlap(comm, rank);
+  } else if (mode == "overlap_abort") {
+    TestAbortMidCall(&comm, rank);
   } else if (mode == "onerank") {
     TestOneRank(comm, rank);
   } else {
@@ -372,7 +423,7 @@ int main(int argc, char **argv) {
     TestMixedHostDevice(comm, rank);
     TestThreads(rank);
   }
-  CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
+  if (comm != nullptr) CHECK(infinicclCommDestroy(comm) == infinicclSuccess);
   const long total = TotalFailures();
   if (rank == 0) std::printf("test_staging %s: %ld failures\n", mode.c_str(), total);
   if (infinicclFinalize() != infinicclSuccess) return 1;

@@ -202,10 +202,17 @@ Status Channel::FailedError() const {
                     failed_why_.c_str());
 }
 
+Status Channel::AbortedStatus() {
+  return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
+}
+
 Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a) {
   Control *peer = ControlOf(rank);
   Control::Counter &c = peer->phase[phase];
   const auto reached = [&] { return Reached(c.value.load(std::memory_order_acquire), target); };
+  // Checked before each wait, not only once one sleeps: a call whose peers
+  // are always ahead would otherwise run to its end after an abort.
+  if (aborted_.load(std::memory_order_relaxed)) return AbortedStatus();
   if (SpinOnCore(reached, spin_) || SpinFor(reached, poll_)) return Status::Ok();
   auto checked = std::chrono::steady_clock::now();
   for (;;) {
@@ -216,9 +223,7 @@ Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &
     }
     c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached()) return Status::Ok();
-    if (aborted_.load(std::memory_order_relaxed)) {
-      return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
-    }
+    if (aborted_.load(std::memory_order_relaxed)) return AbortedStatus();
     const auto now = std::chrono::steady_clock::now();
     const bool look = peer->left.load(std::memory_order_acquire) != 0 ||
                       now - checked >= kPeerCheckEvery;

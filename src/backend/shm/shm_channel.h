@@ -62,8 +62,6 @@ class Channel {
 
   // Rank `rank`'s stage for chunk `chunk` (two, alternating), `at` bytes in.
   char *Stage(int rank, uint32_t chunk, size_t at = 0) const;
-  // Bytes of each stage: kStageBytes or kDeviceStageBytes.
-  size_t stage_bytes() const { return stage_bytes_; }
   // Bytes of each chunk of a call of `bytes` (of each block's share, for
   // ReduceScatter's blocks) alike on every rank: kStageBytes for host
   // buffers; for device buffers staged through the stages (`staged`) half
@@ -100,6 +98,7 @@ class Channel {
   // RemoteError naming `rank` when it left or its process is gone (and this
   // channel is failed() from then on), InvalidUsage after this rank's Abort.
   Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
+  static Status AbortedStatus();
   // The same for every other rank.
   Status WaitAll(Phase phase, uint32_t target, const CollArgs &a);
   // Whether this rank's waits of the call about to run poll, yielding the
@@ -151,7 +150,7 @@ class Channel {
 
   std::unique_ptr<NodeSegment> segment_;
   int rank_ = 0, size_ = 1;
-  size_t stage_bytes_ = kStageBytes;
+  size_t stage_bytes_ = kStageBytes;  // each stage: kStageBytes or kDeviceStageBytes
   std::vector<int> names_;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
   uint32_t call_seq_ = 0;    // calls made (Describe)

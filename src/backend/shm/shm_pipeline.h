@@ -43,11 +43,18 @@ struct CopyCounts {
 // device on the copy-out stream (CopyOutStream), so that a chunk's copy in
 // and the copy out of the chunk before it run at once. Finish() waits for
 // both. The first copy out of a call comes after the call's stream has
-// passed everything queued on it before the call.
+// passed everything queued on it before the call. A call that ends early
+// (an error, a peer that left) still waits for the copies it queued: none
+// writes the receive buffer or reads a stage after the call has returned.
 class Copies {
  public:
   Copies(DeviceRuntime *device, void *stream, CopyCounts *counts)
       : device_(device), stream_(stream), counts_(counts) {}
+  ~Copies() {
+    if (pending_in_ || pending_out_) (void)Finish();
+  }
+  Copies(const Copies &) = delete;
+  Copies &operator=(const Copies &) = delete;
   Status Copy(void *dst, const void *src, size_t bytes, bool dst_dev, bool src_dev);
   Status Finish();
 

@@ -313,7 +313,10 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
       WaitUntil(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(want)));
     }
-    if (link) link_copies_.fetch_sub(1);
+    if (link) {
+      link_copies_.fetch_sub(1);
+      link_copies_done_.fetch_add(1);
+    }
   };
   // Counted when queued: at each launch for a captured copy.
   SubmitEach(s, [this, kind, bytes, work = std::move(work)] {
@@ -574,6 +577,7 @@ SimStats SimRuntime::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   SimStats s = stats_;
   s.peak_link_copies = peak_link_copies_.load();
+  s.link_copies_done = link_copies_done_.load();
   for (const auto &range : registered_mem_) s.registered_bytes += range.second;
   return s;
 }
@@ -584,6 +588,7 @@ void SimRuntime::ResetStats() {
   stats_ = SimStats{};
   stats_.live_device_bytes = live;
   peak_link_copies_.store(link_copies_.load());
+  link_copies_done_.store(0);
 }
 
 Status SimRuntime::Kernel(void *stream, unsigned microseconds) {

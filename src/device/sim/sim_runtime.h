@@ -44,6 +44,10 @@ struct SimStats {
   // The most copies over the host link (device to host, host to device)
   // that ran at once: 2 where a pipeline's copy in and copy out overlap.
   uint64_t peak_link_copies = 0;
+  // Copies over the host link that have ended (the counts above are taken
+  // when a copy is queued): equal to d2h_copies + h2d_copies once every
+  // queued copy is done.
+  uint64_t link_copies_done = 0;
   uint64_t registered_bytes = 0;  // host memory page-locked now (HostRegister)
 };
 
@@ -216,6 +220,7 @@ class SimRuntime : public DeviceRuntime {
   std::map<SimStream *, Capture> captures_;
   SimStats stats_;
   std::atomic<uint64_t> link_copies_{0}, peak_link_copies_{0};  // running, and the most
+  std::atomic<uint64_t> link_copies_done_{0};
 };
 
 }  // namespace infiniccl
