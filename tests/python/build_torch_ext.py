@@ -36,7 +36,11 @@ def newest_source():
     newest = 0.0
     for top in (PKG, INCLUDE):
         for root, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if d not in ("build", "__pycache__")]
+            # Not what builds write there: setup.py's egg-info (each build
+            # of python/, the sanitized and the oldest torch's too) is no
+            # change of the source.
+            dirs[:] = [d for d in dirs
+                       if d not in ("build", "__pycache__") and not d.endswith(".egg-info")]
             for f in files:
                 newest = max(newest, os.path.getmtime(os.path.join(root, f)))
     return newest
