@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A newcomer's first hour on a fresh machine: makes a minimal Debian 12 root
+# (debootstrap --variant=minbase bookworm, nothing else installed), copies
+# this repository into it as a clone would, and runs the README's two
+# commands there under chroot, as root: scripts/demo.sh, then
+# scripts/test.sh with a short stage (quick by default).
+# Needs root, debootstrap and the network reach of Debian's packages (and of
+# PyPI for the stages that make virtual environments). Not part of CI.
+# usage: scripts/fresh_debian.sh [stage...]      (default: quick; none: the demo only)
+#   FRESH_ROOT=DIR     where to make the root (default: a new folder in /var/tmp)
+#   FRESH_KEEP=1       keep the root afterwards (default: removed)
+#   DEBIAN_MIRROR=URL  the mirror (default: the first one of this machine's apt sources)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(quick)
+
+[ "$(id -u)" -eq 0 ] || { echo "fresh_debian.sh: needs root (debootstrap, chroot)" >&2; exit 2; }
+command -v debootstrap >/dev/null || { echo "fresh_debian.sh: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
+
+mirror=${DEBIAN_MIRROR:-}
+if [ -z "$mirror" ]; then
+  mirror=$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+    grep -v security | head -n 1 | sed -E 's/^URIs: *//; s/^deb +(\[[^]]*\] +)?//; s/ .*//' || true)
+fi
+[ -n "$mirror" ] || { echo "fresh_debian.sh: no Debian mirror found; set DEBIAN_MIRROR" >&2; exit 2; }
+
+root=${FRESH_ROOT:-$(mktemp -d /var/tmp/infiniccl-fresh.XXXXXX)}
+mounts=()
+cleanup() {
+  local m
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    m=${mounts[$i]}
+    umount -l "$m" 2>/dev/null || true
+  done
+  if [ "${FRESH_KEEP:-0}" != 1 ] && [ -z "${FRESH_ROOT:-}" ]; then
+    rm -rf --one-file-system "$root"
+  fi
+}
+trap cleanup EXIT
+
+start=$SECONDS
+echo "== debootstrap --variant=minbase bookworm into $root"
+debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+  { tail -n 20 "$root.debootstrap.log" >&2; exit 1; }
+rm -f "$root.debootstrap.log"
+echo "debootstrap: $((SECONDS - start)) s"
+
+# The machine's own apt settings (its mirror and its sources' validity
+# rules), so that apt-get inside reaches what apt-get outside reaches.
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+  cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
+  rm -f "$root/etc/apt/sources.list"
+fi
+for f in /etc/apt/apt.conf.d/*; do
+  grep -q "Acquire::" "$f" 2>/dev/null && cp "$f" "$root/etc/apt/apt.conf.d/"
+done
+
+for m in proc sys dev dev/pts dev/shm; do
+  mkdir -p "$root/$m"
+  case $m in
+    proc) mount -t proc proc "$root/proc" ;;
+    sys) mount -t sysfs sys "$root/sys" ;;
+    dev/shm) mount -t tmpfs -o size=8g shm "$root/dev/shm" ;;
+    *) mount --bind "/$m" "$root/$m" ;;
+  esac
+  mounts+=("$root/$m")
+done
+
+# The tree as a clone of the committed HEAD has it (git ls-files as CI's
+# clean clone sees them), with its .git so that the checks over tracked
+# files run.
+mkdir -p "$root/root"
+git clone -q --no-hardlinks "$repo" "$root/root/infiniccl"
+
+run_in() {  # command...: as root in the new root, with a login shell's PATH
+  chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    INFINICCL_TORCH="${INFINICCL_TORCH:-1}" /bin/bash -c "$*"
+}
+
+status=0
+t=$SECONDS
+echo "== scripts/demo.sh"
+set +e
+run_in "cd /root/infiniccl && scripts/demo.sh" 2>&1 | tee "$root/demo.log" | tail -n 30
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || status=1
+correct=$(grep -c "Correct: YES" "$root/demo.log" || true)
+examples=$(grep -c "^==== example_" "$root/demo.log" || true)
+echo "demo: $((SECONDS - t)) s, $correct of $examples examples print 'Correct: YES'"
+[ "$correct" -gt 0 ] && [ "$correct" -eq "$examples" ] || status=1
+
+if [ "${stages[*]}" != none ]; then
+  t=$SECONDS
+  echo "== scripts/test.sh ${stages[*]}"
+  set +e
+  run_in "cd /root/infiniccl && scripts/test.sh ${stages[*]}" 2>&1 | tee "$root/test.log" | tail -n 30
+  rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" -eq 0 ] || status=1
+  echo "test.sh ${stages[*]}: $((SECONDS - t)) s"
+fi
+echo "fresh_debian.sh: $((SECONDS - start)) s in all, exit $status"
+exit $status
