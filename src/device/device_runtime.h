@@ -118,7 +118,7 @@ class DeviceRuntime {
   virtual Status StreamCreateNonBlocking(void **stream) { return StreamCreate(stream); }
 
   // Gates: device-side waits that the host releases (the progress engine,
-  // docs/ARCHITECTURE.md). A gate is a 32-bit counter in host memory the
+  // docs/architecture/progress-engine.md). A gate is a 32-bit counter in host memory the
   // device can watch. GateWait queues on `stream` a wait until the counter
   // has reached `target` (wrap-around safe: (int32_t)(value - target) >= 0);
   // work queued on the stream after it runs only then. GateOpen stores

@@ -1,8 +1,7 @@
 // ProgressEngine: a communicator's queue of device-buffer operations that go
 // through MPI (staged, direct, two-level), run by one thread of its own in
 // call order, so that each such call returns at once, ordered on the
-// caller's stream as NCCL's calls are (docs/ARCHITECTURE.md, "The progress
-// engine").
+// caller's stream as NCCL's calls are (docs/architecture/progress-engine.md).
 //
 // Enqueue (the caller's thread): records an event on the caller's stream
 // (what the operation reads is ready once the stream reaches it), queues a

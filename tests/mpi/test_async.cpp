@@ -644,7 +644,7 @@ int main(int argc, char **argv) {
 #ifndef ITEST_DEVICE_VENDOR
     // Run with INFINICCL_SIM_STREAM_MEMOPS=0: gates are host functions, run
     // one at a time (two threads driving a communicator each in no agreed
-    // order are not supported there: docs/RELIABILITY.md).
+    // order are not supported there: docs/reliability/progress-engine.md).
     TestReturnsWhileHeld(comm, rank, /*async=*/true, 300000);
     TestReturnsWhileHeld(comm, rank, /*async=*/true, 4000);
     TestGroupWhileHeld(comm, rank, /*async=*/true);

@@ -1,4 +1,4 @@
-// The shared-memory segment's lifetime and name (docs/RELIABILITY.md,
+// The shared-memory segment's lifetime and name (docs/reliability/shared-memory.md,
 // "Shared memory: the segment's lifetime and name"), every rank on one
 // node, on the EMULATED device (INFINICCL_DEVICE=sim) with INFINICCL_SHM=1.
 //

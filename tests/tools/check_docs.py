@@ -20,8 +20,9 @@ Checks:
 - examples/README.md names every program of examples/ (.cpp, .py), and
   docs/MIGRATION.md maps at least 10 NCCL calls (`nccl...` names in its
   tables);
-- the user pages (USER_PAGES) have at most 10 sentences of more than 40
-  words each (prose outside code blocks and tables; a sentence ends at
+- the user pages (user_pages(): README.md, python/README.md,
+  examples/README.md, docs/**/*.md but docs/TESTING.md and docs/data/) have
+  no sentence of more than 40 words (prose outside code blocks and tables; a sentence ends at
   ". ", "? " or "! " before a capital, a digit, a backquote or a bracket, or at a
   blank line, a list item or a heading) and no table cell longer than
   400 characters.
@@ -30,20 +31,38 @@ Prints every failure; exits 1 on any.
 import os
 import re
 import sys
+import tempfile
 
 LIMITS = {"README.md": 250, os.path.join("docs", "PERFORMANCE.md"): 400}
-USER_PAGES = ["README.md", "docs/INSTALL.md", "docs/TROUBLESHOOTING.md", "docs/CONFIG.md",
-              "docs/PERFORMANCE.md", "docs/MIGRATION.md", "docs/FAQ.md", "docs/BUILD_OPTIONS.md",
-              "python/README.md", "examples/README.md", "docs/USER_GUIDE.md",
-              "docs/guide/communicators.md", "docs/guide/collectives.md",
-              "docs/guide/streams.md", "docs/guide/groups-p2p.md", "docs/guide/errors.md",
-              "docs/guide/shared-memory.md", "docs/guide/python.md", "docs/guide/torch.md",
-              "docs/guide/emulated-device.md", "docs/guide/benchmark.md",
-              "docs/guide/source-layout.md"]
+# The user pages: README.md, python/README.md, examples/README.md and every
+# Markdown page under docs/ (the guide, reliability/ and architecture/
+# included) but docs/TESTING.md, the contributors' list of every test and
+# stage, and docs/data/, the raw measurements the pages quote.
+USER_PAGE_ROOTS = ["README.md", "python/README.md", "examples/README.md", "docs"]
+NOT_USER_PAGES = ["docs/TESTING.md", "docs/data"]
+
+
+def user_pages(src):
+    """Every user page under `src`, sorted, as paths relative to it."""
+    pages = []
+    for root in USER_PAGE_ROOTS:
+        path = os.path.join(src, root)
+        if os.path.isfile(path):
+            pages.append(root)
+            continue
+        for top, dirs, names in os.walk(path):
+            dirs.sort()
+            for n in sorted(names):
+                if n.endswith(".md"):
+                    pages.append(os.path.relpath(os.path.join(top, n), src).replace(os.sep, "/"))
+    return [p for p in pages
+            if not any(p == x or p.startswith(x + "/") for x in NOT_USER_PAGES)]
+
+
 # Pages exempt from the limits (`check_docs.py --style --all` checks them
 # too): none.
 PAGES_OVER_LIMITS = []
-MAX_LONG_SENTENCES = 10
+MAX_LONG_SENTENCES = 0
 LONG_SENTENCE_WORDS = 40
 MAX_CELL_CHARS = 400
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?(?![\d.]\d)")
@@ -211,8 +230,8 @@ def long_sentences(text):
     return out
 
 
-def check_user_pages(src, errors, pages=USER_PAGES):
-    for rel in pages:
+def check_user_pages(src, errors, pages=None):
+    for rel in user_pages(src) if pages is None else pages:
         path = os.path.join(src, rel)
         if not os.path.exists(path):
             errors.append("%s: a user page that does not exist" % rel)
@@ -221,13 +240,32 @@ def check_user_pages(src, errors, pages=USER_PAGES):
             text = f.read()
         longs = long_sentences(text)
         if len(longs) > MAX_LONG_SENTENCES:
-            errors.append("%s: %d sentences over %d words (at most %d), e.g. '%s...'" % (
-                rel, len(longs), LONG_SENTENCE_WORDS, MAX_LONG_SENTENCES,
-                " ".join(longs[0].split()[:12])))
+            for sentence in longs:
+                errors.append("%s:%d: a sentence of %d words (at most %d): '%s...'" % (
+                    rel, line_of(text, sentence), len(sentence.split()),
+                    LONG_SENTENCE_WORDS, " ".join(sentence.split()[:12])))
         for cell in prose_and_cells(text)[1]:
             if len(cell) > MAX_CELL_CHARS:
-                errors.append("%s: a table cell of %d characters (at most %d): '%s...'" % (
-                    rel, len(cell), MAX_CELL_CHARS, cell[:60]))
+                errors.append("%s:%d: a table cell of %d characters (at most %d): '%s...'" % (
+                    rel, line_of(text, cell), len(cell), MAX_CELL_CHARS, cell[:60]))
+
+
+def line_of(text, piece):
+    """The line of `text` on which `piece` (a sentence or a cell) starts; 0 if not found."""
+    words = piece.split()[:4]
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    m = re.search(pattern, text) if words else None
+    return text.count("\n", 0, m.start()) + 1 if m else 0
+
+
+def page_errors(text):
+    """The style errors check_user_pages reports for one page of `text`."""
+    with tempfile.TemporaryDirectory() as src:
+        with open(os.path.join(src, "page.md"), "w", encoding="utf-8") as f:
+            f.write(text)
+        errors = []
+        check_user_pages(src, errors, ["page.md"])
+    return errors
 
 
 def self_test():
@@ -244,6 +282,17 @@ def self_test():
         ([m.group(0) for m in NUMBER.finditer("**0.23-0.77** of 64 MiB, 3.4-5.7x")],
          ["0.23-0.77", "64", "3.4-5.7"]),
     ]
+    cases += [(page_errors(text), want) for text, want in [
+        ("word " * 39 + "end.\n\n| " + "x" * 400 + " |", 0),  # at the limits: passes
+        ("Short. " + "word " * 40 + "end.", 1),  # one sentence of 41 words fails
+        ("| a | " + "x" * 401 + " |", 1),  # one cell of 401 characters fails
+    ]]
+    with tempfile.TemporaryDirectory() as src:
+        for rel in ["README.md", "docs/guide/a.md", "docs/data/raw.md", "docs/TESTING.md"]:
+            os.makedirs(os.path.dirname(os.path.join(src, rel)) or src, exist_ok=True)
+            with open(os.path.join(src, rel), "w", encoding="utf-8") as f:
+                f.write("Short.\n")
+        cases.append((user_pages(src), ["README.md", "docs/guide/a.md"]))
     for k, (got, want) in enumerate(cases):
         if (len(got) if isinstance(got, list) and isinstance(want, int) else got) != want:
             print("self-test case %d: got %r, expected %r" % (k, got, want))
@@ -258,8 +307,8 @@ def main():
     if sys.argv[1] == "--style":
         errors = []
         every = sys.argv[2] == "--all"
-        check_user_pages(sys.argv[-1], errors,
-                         USER_PAGES + PAGES_OVER_LIMITS if every else USER_PAGES)
+        pages = [p for p in user_pages(sys.argv[-1]) if p not in PAGES_OVER_LIMITS]
+        check_user_pages(sys.argv[-1], errors, pages + PAGES_OVER_LIMITS if every else pages)
         for e in errors:
             print(e)
         if not errors:

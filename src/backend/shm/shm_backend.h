@@ -32,8 +32,8 @@
 // descriptor, written beside its arrival (Describe, Meet): a call that
 // differs between ranks is refused on all of them. A waiter notices its own
 // CommAbort, a peer that left (CommAbort, CommDestroy: a mark in its
-// control) and a peer process that is gone (Departed); docs/ARCHITECTURE.md,
-// "Shared memory on a node: the segment's protocol".
+// control) and a peer process that is gone (Departed);
+// docs/architecture/shared-memory.md.
 //
 // The files: shm_channel.h (the segment's layout, the counters, post and
 // wait, the meeting, departures and the failed state; its waits in

@@ -5,8 +5,7 @@
 // ranks' liveness: CommAbort, CommRevoke, a peer that left or whose
 // process is gone, and the failed state after one. The collectives
 // (shm_pipeline.h, coll/) read and write the regions and order themselves
-// with Post and Wait only. The protocol: docs/ARCHITECTURE.md, "Shared
-// memory on a node: the segment's protocol".
+// with Post and Wait only. The protocol: docs/architecture/shared-memory.md.
 #pragma once
 
 #include <mpi.h>

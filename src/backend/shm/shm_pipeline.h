@@ -6,7 +6,7 @@
 // out, and posts every counter past the chunk. Each collective is a small
 // policy over it (coll/); AllReduce, pipelined one chunk deep and with the
 // landing, runs its own loop on the same pieces. The protocol:
-// docs/ARCHITECTURE.md, "Shared memory on a node: the segment's protocol".
+// docs/architecture/shared-memory.md.
 #pragma once
 
 #include <algorithm>
