@@ -20,6 +20,11 @@ Checks:
 - examples/README.md names every program of examples/ (.cpp, .py), and
   docs/MIGRATION.md maps at least 10 NCCL calls (`nccl...` names in its
   tables);
+- every tracked Markdown file (`git ls-files '*.md'`; without git, every
+  .md outside build*/ and dot folders) closes each code fence it opens: a
+  line of three or more backquotes or tildes opens one, and only a line of
+  at least as many of the same character, with nothing after them, closes
+  it;
 - the user pages (USER_PAGES) have at most 10 sentences of more than 40
   words each (prose outside code blocks and tables; a sentence ends at
   ". ", "? " or "! " before a capital, a digit, a backquote or a bracket, or at a
@@ -29,6 +34,7 @@ Prints every failure; exits 1 on any.
 """
 import os
 import re
+import subprocess
 import sys
 
 LIMITS = {"README.md": 250, os.path.join("docs", "PERFORMANCE.md"): 400}
@@ -155,6 +161,52 @@ def check_headline(src, errors):
                               "docs/PERFORMANCE.md" % (i + 1, num))
 
 
+FENCE = re.compile(r"^ *(`{3,}|~{3,})(.*)$")
+
+
+def unclosed_fence(text):
+    """The 1-based line of a code fence that `text` opens and never closes, or 0."""
+    opened = None  # (character, length, line)
+    for n, line in enumerate(text.split("\n"), 1):
+        m = FENCE.match(line)
+        if not m:
+            continue
+        mark, rest = m.group(1), m.group(2)
+        if opened is None:
+            if mark[0] == "`" and "`" in rest:
+                continue  # an inline code span, not a fence
+            opened = (mark[0], len(mark), n)
+        elif mark[0] == opened[0] and len(mark) >= opened[1] and not rest.strip():
+            opened = None
+    return opened[2] if opened else 0
+
+
+def markdown_files(src):
+    """The tracked .md files of `src` (relative paths)."""
+    try:
+        out = subprocess.run(["git", "-C", src, "ls-files", "-z", "*.md"], check=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        return sorted(p for p in out.decode().split("\0") if p)
+    except (OSError, subprocess.CalledProcessError):
+        found = []
+        for root, dirs, names in os.walk(src):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
+            found += [os.path.relpath(os.path.join(root, n), src) for n in names
+                      if n.endswith(".md")]
+        return sorted(found)
+
+
+def check_fences(src, errors):
+    for rel in markdown_files(src):
+        path = os.path.join(src, rel)
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            line = unclosed_fence(f.read())
+        if line:
+            errors.append("%s:%d: a code fence opened here is never closed" % (rel, line))
+
+
 def check_examples_and_migration(src, errors):
     with open(os.path.join(src, "examples", "README.md"), encoding="utf-8") as f:
         index = f.read()
@@ -243,6 +295,14 @@ def self_test():
         (len([c for c in prose_and_cells("| a | " + "x" * 401 + " |")[1] if len(c) > 400]), 1),
         ([m.group(0) for m in NUMBER.finditer("**0.23-0.77** of 64 MiB, 3.4-5.7x")],
          ["0.23-0.77", "64", "3.4-5.7"]),
+        (unclosed_fence("text\n```c\ncode\n```\nmore"), 0),
+        (unclosed_fence("text\n```c\ncode\n\n## A heading\n"), 2),
+        (unclosed_fence("````md\n```c\n```\n````\n"), 0),
+        (unclosed_fence("````md\n```c\n```\n"), 1),
+        (unclosed_fence("~~~\n```\n~~~\n```sh\nx\n"), 4),
+        (unclosed_fence("- item\n\n  ```sh\n  make\n  ```\n"), 0),
+        (unclosed_fence("```c\nx\n```c\n"), 1),
+        (unclosed_fence("``` `code` ```\ntext\n"), 0),
     ]
     for k, (got, want) in enumerate(cases):
         if (len(got) if isinstance(got, list) and isinstance(want, int) else got) != want:
@@ -276,10 +336,12 @@ def main():
     check_tables(src, errors)
     check_headline(src, errors)
     check_examples_and_migration(src, errors)
+    check_fences(src, errors)
     for e in errors:
         print(e)
     if not errors:
-        print("docs: within their limits; every performance table names its command and data")
+        print("docs: within their limits; every performance table names its command and data; "
+              "every code fence closed")
     return 1 if errors else 0
 
 
