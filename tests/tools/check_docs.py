@@ -56,7 +56,8 @@ USER_PAGES = ["README.md", "docs/INSTALL.md", "docs/TROUBLESHOOTING.md", "docs/C
               "docs/guide/streams.md", "docs/guide/groups-p2p.md", "docs/guide/errors.md",
               "docs/guide/shared-memory.md", "docs/guide/python.md", "docs/guide/torch.md",
               "docs/guide/emulated-device.md", "docs/guide/benchmark.md",
-              "docs/guide/source-layout.md"]
+              "docs/guide/source-layout.md", "docs/guide/data-pointers.md",
+              "docs/guide/in-place.md", "docs/guide/multi-node.md", "docs/guide/diagrams.md"]
 # Pages exempt from the limits (`check_docs.py --style --all` checks them
 # too): none.
 PAGES_OVER_LIMITS = []
