@@ -137,10 +137,19 @@ constexpr bool kIsChoice = std::is_enum_v<T> || std::is_same_v<T, bool>;
 
 // Variables with the prefix that the tools, not the library, read:
 // icclrun the first two, the Python package the next two, its build the
-// last two.
-constexpr const char *kToolVariables[] = {"INFINICCL_MPI", "INFINICCL_MPIRUN",
-                                          "INFINICCL_LIBRARY", "INFINICCL_TORCH_BACKEND",
-                                          "INFINICCL_INCLUDE", "INFINICCL_TORCH_EXTENSION"};
+// next three, the Python tests and scripts/test.sh the last four. The
+// table of docs/CONFIG.md lists the same (tools_docs_limits checks it).
+constexpr const char *kToolVariables[] = {"INFINICCL_MPI",
+                                          "INFINICCL_MPIRUN",
+                                          "INFINICCL_LIBRARY",
+                                          "INFINICCL_TORCH_BACKEND",
+                                          "INFINICCL_INCLUDE",
+                                          "INFINICCL_TORCH_EXTENSION",
+                                          "INFINICCL_TORCH_SANITIZE",
+                                          "INFINICCL_TEST_MPI",
+                                          "INFINICCL_TORCH",
+                                          "INFINICCL_TORCH_VENV",
+                                          "INFINICCL_OMPI5_VENV"};
 
 size_t EditDistance(const std::string &a, const std::string &b) {
   std::vector<size_t> row(b.size() + 1);

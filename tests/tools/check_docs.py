@@ -20,6 +20,22 @@ Checks:
 - examples/README.md names every program of examples/ (.cpp, .py), and
   docs/MIGRATION.md maps at least 10 NCCL calls (`nccl...` names in its
   tables);
+- every tracked Markdown file (`git ls-files '*.md'`; without git, every
+  .md outside build*/ and dot folders) closes each code fence it opens: a
+  line of three or more backquotes or tildes opens one, and only a line of
+  at least as many of the same character, with nothing after them, closes
+  it;
+- docs/CONFIG.md names, in the first column of one of its tables, every
+  `INFINICCL_` environment variable read outside the library: by python/
+  (the package, its build, the torch backend's C++), tests/python (the
+  tests and their build scripts), scripts/, tools/ and the CMake files
+  (`$ENV{...}`); its table of the variables the tools read is the list
+  src/core/config.cpp exempts from the unknown-variable warning
+  (kToolVariables), both ways. The library's own variables are
+  unit_config_doc's (Config::Table());
+- docs/BUILD_OPTIONS.md names, in the first column of a table, every
+  option of every CMake file (`option(NAME` or `set(NAME ... CACHE` not
+  INTERNAL), and every `INFINICCL_` name of that column is one of them;
 - the user pages (user_pages(): README.md, python/README.md,
   examples/README.md, docs/**/*.md but docs/TESTING.md and docs/data/) have
   no sentence of more than 40 words (prose outside code blocks and tables; a sentence ends at
@@ -30,6 +46,7 @@ Prints every failure; exits 1 on any.
 """
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -174,6 +191,175 @@ def check_headline(src, errors):
                               "docs/PERFORMANCE.md" % (i + 1, num))
 
 
+FENCE = re.compile(r"^ *(`{3,}|~{3,})(.*)$")
+
+
+def unclosed_fence(text):
+    """The 1-based line of a code fence that `text` opens and never closes, or 0."""
+    opened = None  # (character, length, line)
+    for n, line in enumerate(text.split("\n"), 1):
+        m = FENCE.match(line)
+        if not m:
+            continue
+        mark, rest = m.group(1), m.group(2)
+        if opened is None:
+            if mark[0] == "`" and "`" in rest:
+                continue  # an inline code span, not a fence
+            opened = (mark[0], len(mark), n)
+        elif mark[0] == opened[0] and len(mark) >= opened[1] and not rest.strip():
+            opened = None
+    return opened[2] if opened else 0
+
+
+def markdown_files(src):
+    """The tracked .md files of `src` (relative paths)."""
+    try:
+        out = subprocess.run(["git", "-C", src, "ls-files", "-z", "*.md"], check=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        return sorted(p for p in out.decode().split("\0") if p)
+    except (OSError, subprocess.CalledProcessError):
+        found = []
+        for root, dirs, names in os.walk(src):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
+            found += [os.path.relpath(os.path.join(root, n), src) for n in names
+                      if n.endswith(".md")]
+        return sorted(found)
+
+
+def check_fences(src, errors):
+    for rel in markdown_files(src):
+        path = os.path.join(src, rel)
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            line = unclosed_fence(f.read())
+        if line:
+            errors.append("%s:%d: a code fence opened here is never closed" % (rel, line))
+
+
+ENV_READS = [
+    # Python: os.environ.get("X"), os.getenv("X"), os.environ["X"] (not
+    # assigned), "X" in os.environ
+    re.compile(r"""os\.environ\.get\(\s*["'](INFINICCL_\w+)"""),
+    re.compile(r"""os\.getenv\(\s*["'](INFINICCL_\w+)"""),
+    re.compile(r"""os\.environ\[\s*["'](INFINICCL_\w+)["']\s*\](?!\s*=[^=])"""),
+    re.compile(r"""["'](INFINICCL_\w+)["']\s+(?:not\s+)?in\s+os\.environ"""),
+    # C and C++
+    re.compile(r'getenv\(\s*"(INFINICCL_\w+)"'),
+    # CMake
+    re.compile(r"\$ENV\{(INFINICCL_\w+)\}"),
+]
+SHELL_READ = re.compile(r"\$\{?(INFINICCL_\w+)")
+SHELL_ASSIGN = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+|declare\s+\S+\s+)?"
+                          r"(INFINICCL_\w+)=", re.M)
+ENV_FOLDERS = ("python/", "tests/python/", "scripts/", "tools/")
+CMAKE_OPTION = re.compile(r"^\s*(?:option\(\s*(\w+)|set\(\s*(\w+)\s[^)]*?\bCACHE\s+"
+                          r"(?!INTERNAL)\w+)", re.M | re.S)
+
+
+def tracked_files(src):
+    """Every tracked file of `src` (relative paths); without git, a walk."""
+    try:
+        out = subprocess.run(["git", "-C", src, "ls-files", "-z"], check=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        return sorted(p for p in out.decode().split("\0") if p)
+    except (OSError, subprocess.CalledProcessError):
+        found = []
+        for root, dirs, names in os.walk(src):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
+            found += [os.path.relpath(os.path.join(root, n), src) for n in names]
+        return sorted(found)
+
+
+def is_shell(rel, text):
+    return rel.endswith(".sh") or text.startswith(("#!/bin/sh", "#!/bin/bash",
+                                                   "#!/usr/bin/env bash", "#!/usr/bin/env sh"))
+
+
+def env_reads(files):
+    """{variable: first file reading it} for `files`, a list of (relative path,
+    text): the reads ENV_READS and, in shell scripts, SHELL_READ find (a
+    name a shell script assigns is a shell variable, not the environment's)."""
+    assigned = set()
+    for rel, text in files:
+        if is_shell(rel, text):
+            assigned |= set(SHELL_ASSIGN.findall(text))
+    reads = {}
+    for rel, text in files:
+        names = [n for pattern in ENV_READS for n in pattern.findall(text)]
+        if is_shell(rel, text):
+            names += [n for n in SHELL_READ.findall(text) if n not in assigned]
+        for n in names:
+            reads.setdefault(n, rel)
+    return reads
+
+
+def first_column_names(text, prefix=r"[A-Z]"):
+    """The `NAME`s in the first cell of the table rows of a Markdown page."""
+    names = set()
+    for line in text.split("\n"):
+        if line.startswith("|") and not line.startswith("|---"):
+            first = line.strip("|").split("|")[0]
+            names |= set(re.findall(r"`(%s\w*)`" % prefix, first))
+    return names
+
+
+def tool_variables(config_cpp):
+    """The names of src/core/config.cpp's kToolVariables."""
+    m = re.search(r"kToolVariables\[\]\s*=\s*\{([^}]*)\}", config_cpp)
+    return set(re.findall(r'"(\w+)"', m.group(1))) if m else set()
+
+
+def cmake_options(files):
+    """{option: file} of `files` ((relative path, text) of CMake files)."""
+    out = {}
+    for rel, text in files:
+        for m in CMAKE_OPTION.finditer(text):
+            out.setdefault(m.group(1) or m.group(2), rel)
+    return out
+
+
+def read(src, rel):
+    with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def check_config_and_options(src, errors):
+    files = tracked_files(src)
+    cmake = [(rel, read(src, rel)) for rel in files
+             if os.path.basename(rel) == "CMakeLists.txt" or rel.endswith(".cmake")]
+    scanned = cmake + [(rel, read(src, rel)) for rel in files
+                       if rel.startswith(ENV_FOLDERS) and not rel.endswith(".md") and
+                       os.path.isfile(os.path.join(src, rel))]
+    config = read(src, os.path.join("docs", "CONFIG.md"))
+    documented = first_column_names(config, "INFINICCL_")
+    for name, rel in sorted(env_reads(scanned).items()):
+        if name not in documented:
+            errors.append("docs/CONFIG.md: %s (read by %s) has no row" % (name, rel))
+    # The tools' table: its rows are "| `A`, `B`: who reads them | ... |".
+    tools = set()
+    for line in config.split("\n"):
+        first = line.strip("|").split("|")[0] if line.startswith("|") else ""
+        if "`: " in first or first.rstrip().endswith(":"):
+            tools |= set(re.findall(r"`(INFINICCL_\w+)`", first))
+    exempt = tool_variables(read(src, os.path.join("src", "core", "config.cpp")))
+    for name in sorted(tools - exempt):
+        errors.append("docs/CONFIG.md names %s as read by a tool, but src/core/config.cpp's "
+                      "kToolVariables lacks it (infinicclInit warns when it is set)" % name)
+    for name in sorted(exempt - tools):
+        errors.append("src/core/config.cpp's kToolVariables has %s, which docs/CONFIG.md's "
+                      "table of the tools' variables lacks" % name)
+    options = cmake_options(cmake)
+    listed = first_column_names(read(src, os.path.join("docs", "BUILD_OPTIONS.md")))
+    for name, rel in sorted(options.items()):
+        if name not in listed:
+            errors.append("docs/BUILD_OPTIONS.md: the option %s (%s) has no row" % (name, rel))
+    every_cmake = "\n".join(text for _, text in cmake)
+    for name in sorted(n for n in listed if n.startswith("INFINICCL_")):
+        if name not in options and not re.search(r"find_program\(\s*%s\b" % name, every_cmake):
+            errors.append("docs/BUILD_OPTIONS.md names %s, which no CMake file defines" % name)
+
+
 def check_examples_and_migration(src, errors):
     with open(os.path.join(src, "examples", "README.md"), encoding="utf-8") as f:
         index = f.read()
@@ -281,6 +467,34 @@ def self_test():
         (len([c for c in prose_and_cells("| a | " + "x" * 401 + " |")[1] if len(c) > 400]), 1),
         ([m.group(0) for m in NUMBER.finditer("**0.23-0.77** of 64 MiB, 3.4-5.7x")],
          ["0.23-0.77", "64", "3.4-5.7"]),
+        (unclosed_fence("text\n```c\ncode\n```\nmore"), 0),
+        (unclosed_fence("text\n```c\ncode\n\n## A heading\n"), 2),
+        (unclosed_fence("````md\n```c\n```\n````\n"), 0),
+        (unclosed_fence("````md\n```c\n```\n"), 1),
+        (unclosed_fence("~~~\n```\n~~~\n```sh\nx\n"), 4),
+        (unclosed_fence("- item\n\n  ```sh\n  make\n  ```\n"), 0),
+        (unclosed_fence("```c\nx\n```c\n"), 1),
+        (unclosed_fence("``` `code` ```\ntext\n"), 0),
+        (sorted(env_reads([
+            ("python/setup.py", 'a = os.environ.get("INFINICCL_A", "")\n'
+                                'b = os.environ["INFINICCL_B"]\nenv["INFINICCL_C"] = "1"\n'
+                                'os.environ["INFINICCL_D"] = "x"\nos.getenv("INFINICCL_E")\n'
+                                'if "INFINICCL_F" in os.environ: pass\n'),
+            ("x.cpp", 'const char *v = std::getenv("INFINICCL_G");\n'),
+            ("CMakeLists.txt", 'if(DEFINED ENV{X})\nset(a $ENV{INFINICCL_H})\n'),
+            ("scripts/t.sh", 'INFINICCL_I=1\necho "$INFINICCL_I ${INFINICCL_J:-x} $INFINICCL_K"\n'
+                             'cmake -DINFINICCL_L=ON\n'),
+            ("scripts/u.sh", 'echo $INFINICCL_I\n'),
+        ])), ["INFINICCL_A", "INFINICCL_B", "INFINICCL_E", "INFINICCL_F", "INFINICCL_G",
+              "INFINICCL_H", "INFINICCL_J", "INFINICCL_K"]),
+        (sorted(cmake_options([("c.cmake", 'option(A_B "x" ON)\nset(C "" CACHE STRING\n  "d")\n'
+                                           'set(E 1 CACHE INTERNAL "")\nset(F 1)\n'
+                                           '  set(G AUTO CACHE STRING "x")\n')])),
+         ["A_B", "C", "G"]),
+        (sorted(first_column_names("| `A`, `B`: x | `C` |\n|---|---|\n| `D` | `E` |\n")),
+         ["A", "B", "D"]),
+        (sorted(tool_variables('constexpr const char *kToolVariables[] = {"A_B",\n "C"};')),
+         ["A_B", "C"]),
     ]
     cases += [(page_errors(text), want) for text, want in [
         ("word " * 39 + "end.\n\n| " + "x" * 400 + " |", 0),  # at the limits: passes
@@ -325,10 +539,13 @@ def main():
     check_tables(src, errors)
     check_headline(src, errors)
     check_examples_and_migration(src, errors)
+    check_fences(src, errors)
+    check_config_and_options(src, errors)
     for e in errors:
         print(e)
     if not errors:
-        print("docs: within their limits; every performance table names its command and data")
+        print("docs: within their limits; every performance table names its command and data; "
+              "every code fence closed")
     return 1 if errors else 0
 
 

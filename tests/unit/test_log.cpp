@@ -123,7 +123,9 @@ TEST(Log, UnknownVariablesNamedWithTheNearestKnownOne) {
   const std::vector<std::string> w = Config::UnknownVariables(
       {"INFINICCL_DEBG", "INFINICCL_DEBUG", "PATH", "INFINICCL_MPI", "INFINICCL_MPIRUN",
        "INFINICCL_LIBRARY", "INFINICCL_TORCH_BACKEND", "INFINICCL_INCLUDE",
-       "INFINICCL_TORCH_EXTENSION", "INFINICCL_ZZZZZZZZZZZZ", "INFINICCL_BACKEND"});
+       "INFINICCL_TORCH_EXTENSION", "INFINICCL_TORCH_SANITIZE", "INFINICCL_TEST_MPI",
+       "INFINICCL_TORCH", "INFINICCL_TORCH_VENV", "INFINICCL_OMPI5_VENV",
+       "INFINICCL_ZZZZZZZZZZZZ", "INFINICCL_BACKEND"});
   ASSERT_EQ(w.size(), 2u);
   EXPECT_NE(w[0].find("INFINICCL_DEBG is set but InfiniCCL reads no such variable"),
             std::string::npos)
