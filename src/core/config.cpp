@@ -250,7 +250,7 @@ const std::vector<Config::Entry> &Config::Table() {
        "`1`: before each collective the ranks compare the operation, its sequence number, count, "
        "datatype, op and root (one `MPI_Allgather` of 56 bytes per rank); a mismatch returns "
        "`infinicclInvalidUsage` on every rank, naming the field and the ranks, and runs nothing. "
-       "Send/Recv are not checked. For debugging, like `NCCL_CHECK_MODE` (docs/RELIABILITY.md)."},
+       "Send/Recv are not checked. For debugging, like `NCCL_CHECK_MODE` (docs/reliability/check.md)."},
       {"INFINICCL_DEVICE", "auto", &Config::device, {}, kDevices,
        "`auto`: use the vendor runtimes compiled in (CUDA, MACA, ...) that find a "
        "device. `sim`: also enable the emulated device (host memory tracked as "
@@ -275,7 +275,7 @@ const std::vector<Config::Entry> &Config::Table() {
        "call: larger operations run in pieces. Calls queued on a stream (the "
        "progress engine) lease their one-chunk slots only within it together; a "
        "call beyond it is staged by the engine's thread when it runs "
-       "(docs/ARCHITECTURE.md, the engine's step 2). Suffixes `K`, `M`, `G` "
+       "(docs/architecture/progress-engine.md, step 2). Suffixes `K`, `M`, `G` "
        "(powers of 1024)."},
       {"INFINICCL_PIPELINE_CHUNK_BYTES", "auto", &Config::pipeline_chunk_bytes,
        {1, kNoLimit, "bytes"}, kAutoIsZero,
@@ -314,7 +314,7 @@ const std::vector<Config::Entry> &Config::Table() {
        "one `ERROR` line per rank (the call, its communicator and arguments, the path, the ranks "
        "of this node that have not reached it) and ends the job through `MPI_Abort`, exit code "
        "124. `0` disables it. 30 minutes spare a rank that is legitimately late "
-       "(docs/RELIABILITY.md)."},
+       "(docs/reliability/watchdog.md)."},
       {"INFINICCL_ASYNC", "auto", &Config::async, {}, kTristate,
        "Device-buffer calls through MPI (staged, direct, two-level): `auto` and `1` queue them to "
        "the communicator's progress engine and return at once, ordered on the caller's stream as "
