@@ -130,12 +130,15 @@ for stage in "${stages[@]}"; do
       # Without three of the two-level layouts (1,2,3 nodes' leaders, a
       # node of host-only ranks, ranks dealt round robin): they vary the
       # topology, which MPI does not change; nodes_hier_2_2 and the
-      # shared-memory groups run here too. Nor the node's shared memory at
-      # the largest counts of ranks for the interleavings (3) and the
-      # emulated device's collectives (4), which meet MPI only at creation;
-      # they run at 2 (and 3) ranks here, at every count in openmpi.
+      # shared-memory groups run here too. At 3 and 4 ranks only what MPI
+      # carries: the host collectives, P2P, groups, split, creation, errors,
+      # the check mode, threads and the faults. What meets MPI only at
+      # creation or runs the same MPI calls at any count (the node's shared
+      # memory, the emulated device and its staging, the progress engine,
+      # the host pieces, the examples, bench, info and Python at 3-4 ranks)
+      # runs at 1 and 2 ranks here, at every count in openmpi.
       run_ctest build-ci-mpich \
-        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|mpi_random_interleave_shm_np3|mpi_collectives_sim_shm_np4)$"
+        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34])$"
       ;;
     hip)
       infiniccl_install_deps libamdhip64-dev
