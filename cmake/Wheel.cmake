@@ -67,7 +67,8 @@ if(_torch_version)
   set(_csrc ${PROJECT_SOURCE_DIR}/python/infiniccl/csrc)
   python_add_library(infiniccl_c10d MODULE WITH_SOABI
                      ${_csrc}/backend.cpp ${_csrc}/collectives.cpp ${_csrc}/p2p.cpp
-                     ${_csrc}/sim_device.cpp ${_csrc}/work.cpp)
+                     ${_csrc}/lifecycle.cpp ${_csrc}/sim_device.cpp ${_csrc}/work.cpp
+                     ${_csrc}/worker.cpp)
   set_target_properties(infiniccl_c10d PROPERTIES OUTPUT_NAME _c10d
                         INSTALL_RPATH "$ORIGIN")
   target_include_directories(infiniccl_c10d SYSTEM PRIVATE ${_torch_includes})

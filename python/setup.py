@@ -30,7 +30,8 @@ MIN_TORCH = (2, 7)  # _loader.TORCH_CPP_MIN: c10d::Backend::shutdown() is overri
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The C++ backend's sources (infiniccl/csrc; cmake/Wheel.cmake lists the same).
-CSRC = ["backend.cpp", "collectives.cpp", "p2p.cpp", "sim_device.cpp", "work.cpp"]
+CSRC = ["backend.cpp", "collectives.cpp", "lifecycle.cpp", "p2p.cpp", "sim_device.cpp",
+        "work.cpp", "worker.cpp"]
 
 
 def _include_dir():
