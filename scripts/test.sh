@@ -47,6 +47,7 @@ jobs=$(nproc)
 passed=0
 failed=0
 skipped=0
+skipped_names=()
 status=0
 
 # Tests that may skip in CI (CI=true): those that need a GPU or a vendor's
@@ -90,6 +91,7 @@ run_ctest() {  # build_dir [ctest args...]
       else
         echo "skipped: $name"
         skipped=$((skipped + 1))
+        skipped_names+=("$name")
       fi
     done < <(sed -nE 's/^[[:space:]]*[0-9]+ - (.+) \((Skipped|Disabled)\)[[:space:]]*$/\1/p' "$log")
     passed=$((passed + total - nfail - nskip))
@@ -303,5 +305,8 @@ for stage in "${stages[@]}"; do
   esac
 done
 
+if [ "$skipped" -gt 0 ]; then
+  echo "skipped: ${skipped_names[*]}"
+fi
 echo "summary: $passed passed, $failed failed, $skipped skipped"
 exit $status
