@@ -35,6 +35,15 @@ if(INFINICCL_MPI STREQUAL "openmpi" AND MPIEXEC_EXECUTABLE)
     endif()
   endif()
 endif()
+# -DINFINICCL_REQUIRE_ULFM=ON (scripts/test.sh's ompi5 stage): an MPI
+# without that support stops the configure instead of leaving the ulfm
+# tests out.
+option(INFINICCL_REQUIRE_ULFM "Stop the configure unless the MPI tolerates failures (ULFM)" OFF)
+if(INFINICCL_REQUIRE_ULFM AND NOT INFINICCL_ULFM_LAUNCH)
+  message(FATAL_ERROR "INFINICCL_REQUIRE_ULFM: ${MPIEXEC_EXECUTABLE} is not an Open MPI whose "
+                      "ompi_info says \"FT MPI support: yes\" (Open MPI 5 with ULFM): the ulfm "
+                      "tests would not be registered")
+endif()
 
 function(infiniccl_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;COMMAND;TIMEOUT" "ARGS;RANKS;ENV;LABELS" ${ARGN})

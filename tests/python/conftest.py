@@ -62,3 +62,27 @@ def pytest_sessionfinish(session, exitstatus):
     if _comm is not None:
         _comm.destroy()
         _comm = None
+
+
+@pytest.fixture(scope="module")
+def torch_pg(comm):
+    """The default torch.distributed group on the backend "infiniccl" for one
+    module (pytestmark = pytest.mark.usefixtures("torch_pg")), destroyed at
+    its end. Its store takes a fresh port, rank 0's, broadcast through the
+    library: a group of an earlier module in the same session may still
+    hold the one before."""
+    import socket
+
+    import numpy as np
+    import torch.distributed as dist
+
+    port = np.zeros(1, np.int64)
+    if comm.rank == 0:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port[0] = s.getsockname()[1]
+    comm.broadcast(port, root=0)
+    os.environ["MASTER_PORT"] = str(int(port[0]))
+    dist.init_process_group("infiniccl")
+    yield dist.group.WORLD
+    dist.destroy_process_group()

@@ -7,50 +7,22 @@ are computed here from the ranks' known inputs (small integers: exact in
 every type). Every rank runs the same calls; results are asserted after the
 last collective of a test."""
 import datetime
-import os
 import time
 
 import numpy as np
 import pytest
+from torch_needs import torch_backend
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+torch, ict = torch_backend(cpp_only=True)
 import torch.distributed as dist  # noqa: E402
-
-ict = pytest.importorskip("infiniccl.torch")
-if ict.backend_kind() != "cpp" and os.environ.get("TEST_TORCH_NEEDS_CPP") == "1":
-    raise ImportError("TEST_TORCH_NEEDS_CPP=1 but infiniccl.torch uses the Python backend "
-                      "(infiniccl._c10d was not built or does not import)")
-if ict.backend_kind() != "cpp":
-    pytest.skip("infiniccl._c10d (the C++ backend, torch 2.7+) is not built",
-                allow_module_level=True)
 from infiniccl import _c10d  # noqa: E402
 from torch_compat import monitored_barrier, sequence_number  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("torch_pg")
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
           torch.int64]
 R = dist.ReduceOp
-
-
-@pytest.fixture(scope="module", autouse=True)
-def pg(comm):
-    # A fresh store port, agreed on through the library once every rank is
-    # here: an earlier module's group (test_torch_backend.py in the same
-    # session) may still hold the first one.
-    import os
-    import socket
-
-    import numpy as np
-
-    port = np.zeros(1, np.int64)
-    if comm.rank == 0:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port[0] = s.getsockname()[1]
-    comm.broadcast(port, root=0)
-    os.environ["MASTER_PORT"] = str(int(port[0]))
-    dist.init_process_group("infiniccl")
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 def test_backend_is_cpp(comm):

@@ -6,41 +6,17 @@ its right neighbour integers derived from its rank and checks exactly what
 its left neighbour sent (exact in every type used). Runs on the backend
 infiniccl.torch picks: the C++ one on torch 2.x (TEST_TORCH_NEEDS_CPP=1
 makes its absence an error), the Python one on torch 1.13."""
-import os
 
 import pytest
+from torch_needs import torch_backend
 
-torch = pytest.importorskip("torch", reason="PyTorch (python3-torch) is not installed")
+torch, ict = torch_backend()
 import torch.distributed as dist  # noqa: E402
 
-ict = pytest.importorskip("infiniccl.torch")
-if ict.backend_kind() != "cpp" and os.environ.get("TEST_TORCH_NEEDS_CPP") == "1":
-    raise ImportError("TEST_TORCH_NEEDS_CPP=1 but infiniccl.torch uses the Python backend "
-                      "(infiniccl._c10d was not built or does not import)")
+pytestmark = pytest.mark.usefixtures("torch_pg")
 
 KIB = 1024
 SIZES = [4 * KIB, 4 * KIB * KIB, 64 * KIB * KIB]  # bytes per message
-
-
-@pytest.fixture(scope="module", autouse=True)
-def pg(comm):
-    # A fresh store port, rank 0's, broadcast through the library: a group
-    # of an earlier module in the same pytest session may still hold the
-    # first one.
-    import socket
-
-    import numpy as np
-
-    port = np.zeros(1, np.int64)
-    if comm.rank == 0:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port[0] = s.getsockname()[1]
-    comm.broadcast(port, root=0)
-    os.environ["MASTER_PORT"] = str(int(port[0]))
-    dist.init_process_group("infiniccl")
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 def payload(rank, nbytes, dtype=torch.int32):

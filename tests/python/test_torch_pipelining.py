@@ -5,7 +5,6 @@ and the last rank's losses, are equal bit for bit. The stages exchange
 activations and gradients with batch_isend_irecv (the C++ backend's
 coalesced posts), torch 2.x only."""
 import inspect
-import os
 
 import pytest
 
@@ -15,6 +14,8 @@ import torch.distributed as dist  # noqa: E402
 pipelining = pytest.importorskip("torch.distributed.pipelining")
 pytest.importorskip("infiniccl.torch")
 
+pytestmark = pytest.mark.usefixtures("torch_pg")
+
 # torch 2.7's schedules wait only for the last Work of each batch
 # (schedules._batch_p2p: batch_isend_irecv(...).pop()): gloo's batches are
 # one Work per op, and its 1F1B hangs there. On such a torch gloo's GPipe is
@@ -22,27 +23,6 @@ pytest.importorskip("infiniccl.torch")
 from torch.distributed.pipelining import schedules  # noqa: E402
 
 GLOO_1F1B_HANGS = ".pop()" in inspect.getsource(schedules._batch_p2p)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def pg(comm):
-    # A fresh store port, rank 0's, broadcast through the library: a group
-    # of an earlier module in the same pytest session may still hold the
-    # first one.
-    import socket
-
-    import numpy as np
-
-    port = np.zeros(1, np.int64)
-    if comm.rank == 0:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port[0] = s.getsockname()[1]
-    comm.broadcast(port, root=0)
-    os.environ["MASTER_PORT"] = str(int(port[0]))
-    dist.init_process_group("infiniccl")
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 def run(schedule_cls, group, rank, n):

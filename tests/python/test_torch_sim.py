@@ -7,8 +7,6 @@ allocator until the stream has passed the call.
 Needs torch 2.15+, the C++ backend and INFINICCL_DEVICE=sim; skips without
 torch 2.15. Every expected value is computed on the CPU from the ranks'
 inputs; values are small integers, exact in every type used."""
-import os
-import socket
 import time
 
 import pytest
@@ -20,27 +18,13 @@ if tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 1
     pytest.skip("infiniccl.torch_sim needs torch 2.15 or later", allow_module_level=True)
 sim = pytest.importorskip("infiniccl.torch_sim")
 
+pytestmark = pytest.mark.usefixtures("torch_pg")
+
 DTYPES = [torch.int32, torch.int64, torch.float32, torch.float64, torch.bfloat16, torch.uint8]
 KERNEL_US = 100_000  # a 100 ms emulated kernel
 # Where a check needs the stream still busy after a few host steps: long
 # enough for a loaded machine.
 LONG_US = 500_000
-
-
-@pytest.fixture(scope="module", autouse=True)
-def pg(comm):
-    import numpy as np
-
-    port = np.zeros(1, np.int64)
-    if comm.rank == 0:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port[0] = s.getsockname()[1]
-    comm.broadcast(port, root=0)
-    os.environ["MASTER_PORT"] = str(int(port[0]))
-    dist.init_process_group("infiniccl")
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 def val(rank, dt, n=12):

@@ -41,19 +41,15 @@ import random
 import subprocess
 import sys
 
+from torch_needs import torch_or_skip
+
 
 def launcher(argv):
     from against_gloo import environment, parse, report
     from sanitized import sanitized_env
 
-    try:
-        import torch
-    except ImportError:
-        print("SKIPPED: %s cannot import torch" % sys.executable)
-        return 77
-    version = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-    if version < (2, 7):
-        print("SKIPPED: torch %s: the C++ backend needs torch 2.7 or later" % torch.__version__)
+    torch = torch_or_skip()
+    if torch is None:
         return 77
     first, passed = None, []
     while argv and argv[0] in ("--pythonpath", "--seed", "--cases"):

@@ -34,6 +34,7 @@ import sys
 import time
 
 from against_gloo import environment, parse
+from torch_needs import torch_or_skip
 
 KILL_STEP = 3   # steps at 4 ranks before the one the last rank dies in
 AFTER = 4       # steps at 3 ranks after the shrink
@@ -202,12 +203,10 @@ def segments():
 def main():
     if sys.argv[1:2] == ["--worker"]:
         return worker()
-    try:
-        import torch.distributed as dist
-        import torch.distributed.distributed_c10d as c10d
-    except ImportError:
-        print("SKIPPED: %s cannot import torch" % sys.executable)
+    if torch_or_skip() is None:
         return 77
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
     if not hasattr(dist, "shrink_group") or not hasattr(c10d, "SHRINK_ABORT"):
         print("SKIPPED: this torch has no dist.shrink_group with SHRINK_ABORT")
         return 77

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from against_gloo import environment, parse
+from torch_needs import torch_or_skip
 
 
 def data(rank, step):
@@ -75,11 +76,9 @@ def worker():
 def main():
     if sys.argv[1:2] == ["--worker"]:
         return worker()
-    try:
-        import torch.distributed as dist
-    except ImportError:
-        print("SKIPPED: %s cannot import torch" % sys.executable)
+    if torch_or_skip() is None:
         return 77
+    import torch.distributed as dist
     if not hasattr(dist, "shrink_group"):
         print("SKIPPED: this torch has no dist.shrink_group")
         return 77

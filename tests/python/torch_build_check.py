@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from torch_needs import torch_or_skip
+
 
 def run(code, pythonpath, **env):
     e = {k: v for k, v in os.environ.items() if k != "INFINICCL_TORCH_BACKEND"}
@@ -35,15 +37,10 @@ def fail(msg):
 
 def main():
     lib = os.path.abspath(sys.argv[1])
-    try:
-        import torch
-    except ImportError as e:
-        print("SKIPPED: %s cannot import torch (%s)" % (sys.executable, e))
+    torch = torch_or_skip()
+    if torch is None:
         return 77
     version = str(torch.__version__)
-    if tuple(int(v) for v in version.split("+")[0].split(".")[:2]) < (2, 7):
-        print("SKIPPED: torch %s: the C++ backend needs torch 2.7 or later" % version)
-        return 77
 
     rc, out = run("import infiniccl.torch as t, infiniccl._build_info as b; "
                   "print(t.backend_kind(), b.TORCH_VERSION)", lib)

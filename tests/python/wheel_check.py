@@ -21,6 +21,8 @@ import sysconfig
 import tempfile
 import time
 
+from torch_needs import torch_or_skip
+
 SNIPPET = r"""
 import torch, torch.distributed as dist, infiniccl.torch as t
 assert t.backend_kind() == "cpp", t.backend_kind()
@@ -47,15 +49,10 @@ def run(cmd, env, cwd, timeout=600):
 
 def main():
     src, flavour = os.path.abspath(sys.argv[1]), sys.argv[2]
-    try:
-        import torch
-    except ImportError as e:
-        print("SKIPPED: %s cannot import torch (%s)" % (sys.executable, e))
+    torch = torch_or_skip()
+    if torch is None:
         return 77
     version = str(torch.__version__)
-    if tuple(int(v) for v in version.split("+")[0].split(".")[:2]) < (2, 7):
-        print("SKIPPED: torch %s: the C++ backend needs torch 2.7 or later" % version)
-        return 77
     try:
         import scikit_build_core  # noqa: F401
     except ImportError:

@@ -1,10 +1,14 @@
 // The public header compiles as C++11 (-std=c++11 -pedantic -Werror), its
 // functions have C linkage and are exported by the shared library (each is
-// referenced below). main() calls what works without infinicclInit.
+// referenced below, from a list generated from the headers, and looked up
+// by name with dlsym). main() calls what works without infinicclInit.
 #include <infiniccl/infiniccl.h>
 #include <infiniccl/infiniccl_sim.h>
 
+#include <dlfcn.h>
+
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -47,71 +51,30 @@ static_assert(std::is_same<decltype(&infinicclSimStreamWaitEvent),
 
 typedef void (*AnyFunction)();
 
+// Every function the public headers declare, listed at build time by
+// header_functions.cmake; the names again as strings for dlsym.
 static const AnyFunction kFunctions[] = {
-    reinterpret_cast<AnyFunction>(&infinicclInit),
-    reinterpret_cast<AnyFunction>(&infinicclFinalize),
-    reinterpret_cast<AnyFunction>(&infinicclGetRank),
-    reinterpret_cast<AnyFunction>(&infinicclGetSize),
-    reinterpret_cast<AnyFunction>(&infinicclGetUniqueId),
-    reinterpret_cast<AnyFunction>(&infinicclCommInitAll),
-    reinterpret_cast<AnyFunction>(&infinicclCommInitRank),
-    reinterpret_cast<AnyFunction>(&infinicclCommDestroy),
-    reinterpret_cast<AnyFunction>(&infinicclAllReduce),
-    reinterpret_cast<AnyFunction>(&infinicclBroadcast),
-    reinterpret_cast<AnyFunction>(&infinicclBcast),
-    reinterpret_cast<AnyFunction>(&infinicclReduce),
-    reinterpret_cast<AnyFunction>(&infinicclAllGather),
-    reinterpret_cast<AnyFunction>(&infinicclGather),
-    reinterpret_cast<AnyFunction>(&infinicclScatter),
-    reinterpret_cast<AnyFunction>(&infinicclReduceScatter),
-    reinterpret_cast<AnyFunction>(&infinicclAllToAll),
-    reinterpret_cast<AnyFunction>(&infinicclSend),
-    reinterpret_cast<AnyFunction>(&infinicclRecv),
-    reinterpret_cast<AnyFunction>(&infinicclGetErrorString),
-    reinterpret_cast<AnyFunction>(&infinicclGetLastError),
-    reinterpret_cast<AnyFunction>(&infinicclGetVersion),
-    reinterpret_cast<AnyFunction>(&infinicclGetDeviceRuntimes),
-    reinterpret_cast<AnyFunction>(&infinicclCommCount),
-    reinterpret_cast<AnyFunction>(&infinicclCommUserRank),
-    reinterpret_cast<AnyFunction>(&infinicclCommSplit),
-    reinterpret_cast<AnyFunction>(&infinicclCommAbort),
-    reinterpret_cast<AnyFunction>(&infinicclCommRevoke),
-    reinterpret_cast<AnyFunction>(&infinicclCommGetFailedRanks),
-    reinterpret_cast<AnyFunction>(&infinicclCommShrink),
-    reinterpret_cast<AnyFunction>(&infinicclCommGrow),
-    reinterpret_cast<AnyFunction>(&infinicclCommGetAsyncError),
-    reinterpret_cast<AnyFunction>(&infinicclCommDescribeWait),
-    reinterpret_cast<AnyFunction>(&infinicclGetStagingStats),
-    reinterpret_cast<AnyFunction>(&infinicclMemTrim),
-    reinterpret_cast<AnyFunction>(&infinicclCommInitMpi),
-    reinterpret_cast<AnyFunction>(&infinicclGroupStart),
-    reinterpret_cast<AnyFunction>(&infinicclGroupEnd),
-    reinterpret_cast<AnyFunction>(&infinicclSendTagged),
-    reinterpret_cast<AnyFunction>(&infinicclRecvTagged),
-    reinterpret_cast<AnyFunction>(&infinicclSimMalloc),
-    reinterpret_cast<AnyFunction>(&infinicclSimFree),
-    reinterpret_cast<AnyFunction>(&infinicclSimMemcpy),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamCreate),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamDestroy),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamSynchronize),
-    reinterpret_cast<AnyFunction>(&infinicclSimEventCreate),
-    reinterpret_cast<AnyFunction>(&infinicclSimEventRecord),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamWaitEvent),
-    reinterpret_cast<AnyFunction>(&infinicclSimEventDestroy),
-    reinterpret_cast<AnyFunction>(&infinicclSimKernel),
-    reinterpret_cast<AnyFunction>(&infinicclSimEventSynchronize),
-    reinterpret_cast<AnyFunction>(&infinicclSimEventQuery),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamBeginCapture),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamEndCapture),
-    reinterpret_cast<AnyFunction>(&infinicclSimStreamIsCapturing),
-    reinterpret_cast<AnyFunction>(&infinicclSimGraphNodes),
-    reinterpret_cast<AnyFunction>(&infinicclSimGraphLaunch),
-    reinterpret_cast<AnyFunction>(&infinicclSimGraphDestroy),
+#define INFINICCL_HEADER_FUNCTION(name) reinterpret_cast<AnyFunction>(&name),
+#include "header_functions.inc"
+#undef INFINICCL_HEADER_FUNCTION
 };
+static const char *const kNames[] = {
+#define INFINICCL_HEADER_FUNCTION(name) #name,
+#include "header_functions.inc"
+#undef INFINICCL_HEADER_FUNCTION
+};
+static_assert(sizeof kFunctions / sizeof kFunctions[0] == INFINICCL_HEADER_FUNCTION_COUNT,
+              "generated list");
 
 int main() {
   for (std::size_t i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; ++i) {
     if (kFunctions[i] == nullptr) return 10;
+    // Exported from the shared library under its C name (not only linkable).
+    void *dynamic = dlsym(RTLD_DEFAULT, kNames[i]);
+    if (dynamic == nullptr || reinterpret_cast<AnyFunction>(dynamic) != kFunctions[i]) {
+      std::fprintf(stderr, "%s: not exported by the library\n", kNames[i]);
+      return 11;
+    }
   }
   int version = 0;
   if (infinicclGetVersion(&version) != infinicclSuccess) return 20;
