@@ -16,6 +16,7 @@
 #include "comm/runtime.h"
 #include "core/log.h"
 #include "mpi/fault_tolerance.h"
+#include "mpi/mpi_thread.h"
 
 using namespace infiniccl;
 
@@ -27,7 +28,9 @@ namespace {
 // ends the other ranks' calls on it and this rank's call inside MPI.
 void RevokeHere(Communicator &c) {
   c.MarkRevoked();
-  if (ProgressEngine *engine = c.engine_if_started()) engine->Cancel();
+  // The library's own MPI waits on it end too (any MPI: mpi_thread.h).
+  if (c.has_mpi()) mpi::RevokeLocally(c.mpi_comm());
+  if (ProgressEngine *engine = c.engine_if_started()) engine->Cancel(/*revoked=*/true);
   if (ShmBackend *shm = c.shm_backend()) shm->Revoke();
   if (Topology *t = c.topology()) t->Revoke();
   if (Backend *ccl = c.ccl_backend()) ccl->Revoke();

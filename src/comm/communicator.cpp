@@ -64,6 +64,7 @@ Communicator::~Communicator() {
   const bool collective_free = !finalized && !aborted() && !diverged() && !revoked();
   if (topology_) topology_->Release(collective_free);
   if (comm_ != MPI_COMM_NULL && collective_free) {
+    mpi::ForgetRevoked(comm_);
     mpi::SerialLock lock;
     MPI_Comm_free(&comm_);
   }

@@ -96,7 +96,9 @@ void Topology::Release(bool free_comms) {
   if (!free_comms) return;
   mpi::SerialLock lock;
   for (MPI_Comm *c : {&group_comm, &leader_comm, &shard_comm}) {
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+    if (*c == MPI_COMM_NULL) continue;
+    mpi::ForgetRevoked(*c);
+    MPI_Comm_free(c);
   }
 }
 

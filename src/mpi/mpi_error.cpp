@@ -29,4 +29,11 @@ Status MpiError(int rc, const char *what) {
   return MakeStatus(code, "%s failed: %s (MPI error class %d)", what, text, cls);
 }
 
+Status RevokedStatus(const char *during) {
+  return MakeStatus(infinicclRemoteError,
+                    "the communicator was revoked (infinicclCommRevoke) while this rank was "
+                    "in %s; shrink it or destroy it",
+                    during);
+}
+
 }  // namespace infiniccl

@@ -15,4 +15,9 @@ inline Status MpiCheck(int rc, const char *what) {
   return MpiError(rc, what);
 }
 
+// A call on `comm` that failed after infinicclCommRevoke revoked it in this
+// process (mpi::RevokeLocally): RemoteError saying so, in place of the MPI
+// error its ended wait gave.
+Status RevokedStatus(const char *during);
+
 }  // namespace infiniccl

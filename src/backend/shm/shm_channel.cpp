@@ -202,7 +202,13 @@ Status Channel::FailedError() const {
                     failed_why_.c_str());
 }
 
-Status Channel::AbortedStatus() {
+Status Channel::CancelledStatus() const {
+  (void)aborted_.load(std::memory_order_acquire);  // the why stored before it
+  if (cancelled_why_.load(std::memory_order_relaxed) == kLeftRevoked) {
+    return Status(infinicclRemoteError,
+                  "the communicator was revoked (infinicclCommRevoke) while this rank waited "
+                  "in shared memory; shrink it or destroy it");
+  }
   return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
 }
 
@@ -212,7 +218,7 @@ Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &
   const auto reached = [&] { return Reached(c.value.load(std::memory_order_acquire), target); };
   // Checked before each wait, not only once one sleeps: a call whose peers
   // are always ahead would otherwise run to its end after an abort.
-  if (aborted_.load(std::memory_order_relaxed)) return AbortedStatus();
+  if (aborted_.load(std::memory_order_relaxed)) return CancelledStatus();
   if (SpinOnCore(reached, spin_) || SpinFor(reached, poll_)) return Status::Ok();
   auto checked = std::chrono::steady_clock::now();
   for (;;) {
@@ -223,7 +229,7 @@ Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &
     }
     c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached()) return Status::Ok();
-    if (aborted_.load(std::memory_order_relaxed)) return AbortedStatus();
+    if (aborted_.load(std::memory_order_relaxed)) return CancelledStatus();
     const auto now = std::chrono::steady_clock::now();
     const bool look = peer->left.load(std::memory_order_acquire) != 0 ||
                       now - checked >= kPeerCheckEvery;
