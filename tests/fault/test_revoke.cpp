@@ -18,7 +18,8 @@
 //   test_revoke failed_ranks                        (3 ranks)
 //       Rank 2 SIGKILLs itself after an exact AllReduce; the others' next
 //       AllReduce (shared memory) returns infinicclRemoteError naming rank 2,
-//       and infinicclCommGetFailedRanks returns exactly {2}. Needs a launcher
+//       and infinicclCommGetFailedRanks returns exactly {2} (no survivor
+//       leaves before all have asked). Needs a launcher
 //       that lets the survivors live (MPICH's -disable-auto-cleanup, Open
 //       MPI's --enable-recovery).
 //
@@ -193,6 +194,16 @@ int FailedRanks(infinicclComm_t comm, int rank, int size) {
     std::_Exit(3);
   }
   std::printf("rank %d: failed ranks {%d}\n", rank, failed[0]);
+  // No survivor leaves before every survivor has asked (a process that
+  // exited is gone too): a word to rank 0 and back, on MPI_COMM_WORLD.
+  int word = 0;
+  if (rank == 0) {
+    for (int r = 1; r < victim; ++r) MPI_Recv(&word, 1, MPI_INT, r, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int r = 1; r < victim; ++r) MPI_Send(&word, 1, MPI_INT, r, 79, MPI_COMM_WORLD);
+  } else {
+    MPI_Send(&word, 1, MPI_INT, 0, 78, MPI_COMM_WORLD);
+    MPI_Recv(&word, 1, MPI_INT, 0, 79, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
   return 0;
 }
 

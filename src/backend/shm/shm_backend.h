@@ -118,6 +118,8 @@ class ShmBackend final : public Backend {
   // (kLeftFailed), which ends its peers' waits on it. Without it a later
   // call could wait forever on a live peer stopped at another point.
   bool failed() const { return channel_->failed(); }
+  // Appends the ranks of the node whose process is gone (shm::Channel).
+  void GoneRanks(std::vector<int> *out) const { channel_->GoneRanks(out); }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
   // rank only (kind, count, dtype, settings, and `devices`: every rank of

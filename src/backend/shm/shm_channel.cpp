@@ -184,6 +184,18 @@ Status Channel::Departed(int rank, const CollArgs &a) const {
                     Name(rank), who.pid, how, Name(rank_), CollKindName(a.kind));
 }
 
+void Channel::GoneRanks(std::vector<int> *out) const {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const Control *peer = ControlOf(r);
+    ProcessIdentity who;
+    who.pid = peer->pid.load(std::memory_order_acquire);
+    who.start_time = peer->start_time.load(std::memory_order_relaxed);
+    who.pid_ns = peer->pid_ns.load(std::memory_order_relaxed);
+    if (GoneWords(Look(who)) != nullptr) out->push_back(Name(r));
+  }
+}
+
 void Channel::MarkFailed(const Status &why) {
   {
     std::lock_guard<std::mutex> lock(failed_mutex_);

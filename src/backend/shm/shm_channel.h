@@ -140,6 +140,10 @@ class Channel {
   // FailedError at once.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   Status FailedError() const;
+  // Appends the ranks (as Name gives them) whose process is gone: exited,
+  // a zombie, or its pid now another process's (not a rank that merely
+  // left the communicator).
+  void GoneRanks(std::vector<int> *out) const;
 
  private:
   struct Control;
