@@ -112,7 +112,9 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     // Queued work that has not started (queued, or waiting for its stream
     // behind a kernel) is dropped and its streams released; an operation
     // the engine has started counts as a call in flight.
-    ProgressEngine *engine = c->engine_if_started();
+    // Sealed: a call racing this abort starts no engine after this read
+    // (its engine would run on after the communicator is freed).
+    ProgressEngine *engine = c->SealEngine();
     if (engine != nullptr) engine->Cancel();
     // A call waiting in the node's shared memory sees this within a sleep
     // slice and returns InvalidUsage: it is not in flight for long.
