@@ -19,5 +19,8 @@ inline Status MpiCheck(int rc, const char *what) {
 // process (mpi::RevokeLocally): RemoteError saying so, in place of the MPI
 // error its ended wait gave.
 Status RevokedStatus(const char *during);
+// RevokedStatus, or for a communicator infinicclCommAbort marked
+// (mpi::AbortedLocally) InvalidUsage "aborted".
+Status RevokedStatus(MPI_Comm comm, const char *during);
 
 }  // namespace infiniccl

@@ -29,9 +29,20 @@ std::mutex &RevokedMutex() {
   static std::mutex *m = new std::mutex();  // usable at exit
   return *m;
 }
-std::vector<MPI_Comm> &RevokedComms() {
-  static std::vector<MPI_Comm> *v = new std::vector<MPI_Comm>();  // usable at exit
+struct RevokedComm {
+  MPI_Comm comm;
+  bool aborted;
+};
+std::vector<RevokedComm> &RevokedComms() {
+  static std::vector<RevokedComm> *v = new std::vector<RevokedComm>();  // usable at exit
   return *v;
+}
+// Under RevokedMutex.
+RevokedComm *FindRevoked(MPI_Comm comm) {
+  for (RevokedComm &r : RevokedComms()) {
+    if (r.comm == comm) return &r;
+  }
+  return nullptr;
 }
 
 // Whether a wait on `comm` ends: revoked here, or (Revocable) by any process.
@@ -95,20 +106,24 @@ int Wait(MPI_Request *req, MPI_Status *status) {
   return Polled() ? WaitPolled(req, status) : MPI_Wait(req, status);
 }
 
-void RevokeLocally(MPI_Comm comm) {
+void RevokeLocally(MPI_Comm comm, bool aborted) {
   if (comm == MPI_COMM_NULL) return;
   std::lock_guard<std::mutex> lock(RevokedMutex());
-  std::vector<MPI_Comm> &v = RevokedComms();
-  if (std::find(v.begin(), v.end(), comm) != v.end()) return;
-  v.push_back(comm);
+  if (RevokedComm *r = FindRevoked(comm)) {
+    r->aborted = r->aborted || aborted;
+    return;
+  }
+  std::vector<RevokedComm> &v = RevokedComms();
+  v.push_back({comm, aborted});
   g_revoked_count.store(static_cast<int>(v.size()), std::memory_order_release);
 }
 
 void ForgetRevoked(MPI_Comm comm) {
   if (g_revoked_count.load(std::memory_order_acquire) == 0) return;
   std::lock_guard<std::mutex> lock(RevokedMutex());
-  std::vector<MPI_Comm> &v = RevokedComms();
-  v.erase(std::remove(v.begin(), v.end(), comm), v.end());
+  std::vector<RevokedComm> &v = RevokedComms();
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const RevokedComm &r) { return r.comm == comm; }),
+          v.end());
   g_revoked_count.store(static_cast<int>(v.size()), std::memory_order_release);
 }
 
@@ -117,8 +132,16 @@ bool RevokedLocally(MPI_Comm comm) {
     return false;
   }
   std::lock_guard<std::mutex> lock(RevokedMutex());
-  const std::vector<MPI_Comm> &v = RevokedComms();
-  return std::find(v.begin(), v.end(), comm) != v.end();
+  return FindRevoked(comm) != nullptr;
+}
+
+bool AbortedLocally(MPI_Comm comm) {
+  if (g_revoked_count.load(std::memory_order_acquire) == 0 || comm == MPI_COMM_NULL) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(RevokedMutex());
+  const RevokedComm *r = FindRevoked(comm);
+  return r != nullptr && r->aborted;
 }
 
 int WaitP2p(MPI_Request *req, MPI_Status *status, MPI_Comm comm) {

@@ -76,9 +76,12 @@ class SerialLock {
 // within a few polls, with or without a fault-tolerant MPI. Kept for the
 // life of the process or until ForgetRevoked: the MPI communicator of a
 // revoked or aborted communicator is never freed.
-void RevokeLocally(MPI_Comm comm);
+// `aborted`: by infinicclCommAbort (AbortedLocally says so).
+void RevokeLocally(MPI_Comm comm, bool aborted = false);
 // One relaxed load while nothing was revoked in this process.
 bool RevokedLocally(MPI_Comm comm);
+// Whether RevokeLocally marked `comm` for infinicclCommAbort.
+bool AbortedLocally(MPI_Comm comm);
 // Before MPI_Comm_free of a communicator that may have been revoked so
 // (a failed two-level step revokes its transports, which are freed
 // afterwards): MPI may hand its handle to another communicator.

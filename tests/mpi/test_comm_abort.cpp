@@ -22,9 +22,15 @@
 //             engine by then, so the work must be refused ("aborted") and
 //             no engine may start (one would run on after the communicator
 //             is freed, unseen by the abort). The abort then succeeds.
+//   hier      (4 ranks, ranks 2 and 3 without the emulated device: two
+//             groups, INFINICCL_HIERARCHY=1): CommAbort of the two-level
+//             communicator ends the library's waits on its group and leader
+//             MPI communicators as on the top-level one (each marked
+//             revoked for this process, as aborted).
 #include <mpi.h>
 
 #include <atomic>
+#include <cstdlib>
 
 #include <chrono>
 #include <cstdint>
@@ -36,6 +42,7 @@
 #include "comm/communicator.h"
 #include "comm/runtime.h"
 #include "device/registry.h"
+#include "mpi/mpi_thread.h"
 #include "test_util.h"
 
 using namespace itest;
@@ -272,14 +279,51 @@ int FirstQueued() {
   return g_failures == 0 ? 0 : 1;
 }
 
+int Hier() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  std::shared_ptr<infiniccl::Communicator> c;
+  CHECK(infiniccl::Runtime::Lookup(comm, &c).ok(), "Lookup");
+  if (c == nullptr) return 1;
+  CHECK(c->hierarchical(), "the communicator is not two-level");
+  ExpectSum(comm, "two-level communicator before the abort");
+  CHECK_RC(infinicclCommAbort(comm), infinicclSuccess);
+  CHECK(infiniccl::mpi::RevokedLocally(c->mpi_comm()) &&
+            infiniccl::mpi::AbortedLocally(c->mpi_comm()),
+        "the top-level MPI communicator is not marked aborted");
+  int marked = 0;
+  if (const infiniccl::Topology *t = c->topology()) {
+    for (MPI_Comm sub : {t->group_comm, t->leader_comm, t->shard_comm}) {
+      if (sub == MPI_COMM_NULL) continue;
+      CHECK(infiniccl::mpi::AbortedLocally(sub),
+            "a group/leader MPI communicator is not marked aborted");
+      ++marked;
+    }
+  }
+  CHECK(marked > 0, "no group or leader MPI communicator on this rank");
+  c.reset();
+  std::printf("[rank %d/%d] test_comm_abort hier: %ld failures\n", g_rank, g_n, g_failures);
+  CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  return g_failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+  const bool hier = argc > 1 && std::strcmp(argv[1], "hier") == 0;
+  if (hier) {
+    // Ranks 2 and 3 on the host: a group of their own beside the device ranks'.
+    for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+      const char *r = std::getenv(name);
+      if (r != nullptr && std::atoi(r) >= 2) unsetenv("INFINICCL_DEVICE");
+    }
+  }
   CHECK_RC(infinicclInit(&argc, &argv), infinicclSuccess);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   if (argc > 1 && std::strcmp(argv[1], "inflight") == 0) return InFlight();
   if (argc > 1 && std::strcmp(argv[1], "inflight-shm") == 0) return InFlightShm();
   if (argc > 1 && std::strcmp(argv[1], "first-queued") == 0) return FirstQueued();
+  if (hier) return Hier();
   return Local();
 }

@@ -146,7 +146,7 @@ Status MpiP2pBatch::Complete(const std::function<void(size_t)> &waiting,
       reqs_[i] = MPI_REQUEST_NULL;
     }
   }
-  if (!first.ok() && mpi::RevokedLocally(comm_)) return RevokedStatus("a grouped Send/Recv");
+  if (!first.ok() && mpi::RevokedLocally(comm_)) return RevokedStatus(comm_, "a grouped Send/Recv");
   return first;
 }
 
