@@ -108,8 +108,9 @@ class ShmBackend final : public Backend {
   // Waits of this rank end (InvalidUsage), and the peers' waits on it end
   // (RemoteError naming it).
   void Abort() override { channel_->Cancel(shm::Channel::kLeftAborted); }
-  // The same for infinicclCommRevoke and a failed two-level step (the
-  // peers' message names the revoke): Backend::Revoke.
+  // The same for infinicclCommRevoke and a failed two-level step, this
+  // rank's waits ending with RemoteError "revoked" (the peers' message
+  // names the revoke): Backend::Revoke.
   void Revoke() override { channel_->Cancel(shm::Channel::kLeftRevoked); }
   // Set when a wait of this rank found a peer gone (exited, killed, or left
   // the communicator): the ranks then no longer agree on where their calls
