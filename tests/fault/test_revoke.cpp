@@ -15,6 +15,12 @@
 //       runs the AllReduce, which must return infinicclRemoteError naming
 //       the revoke (rank 0 left the shared memory). A call that returned only
 //       because rank 1 joined would have succeeded: the test then fails.
+//   test_revoke device_recv                         (2 ranks, INFINICCL_DEVICE=sim)
+//       The same Recv into an EMULATED device buffer: the call returns once
+//       queued, the progress engine waits in MPI for rank 1; after the
+//       revoke the stream completes, infinicclCommGetAsyncError says
+//       RemoteError, the message "revoked" (the buffer of a failed queued
+//       call is undefined: its copy out is queued behind the gate at once).
 //   test_revoke failed_ranks                        (3 ranks)
 //       Rank 2 SIGKILLs itself after an exact AllReduce; the others' next
 //       AllReduce (shared memory) returns infinicclRemoteError naming rank 2,
@@ -25,6 +31,7 @@
 // Every rank that passes prints "SHRINK PASS rank=R" (the line run_shrink.sh
 // counts).
 #include <infiniccl/infiniccl.h>
+#include <infiniccl/infiniccl_sim.h>
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -180,6 +187,44 @@ void Handshake(int rank, int survivors) {
   }
 }
 
+int RevokeQueued(infinicclComm_t comm, int rank) {
+  std::vector<int> host(kCount, -7);
+  for (size_t i = 0; i < kCount; ++i) host[i] = rank == 0 ? -7 : static_cast<int>(i % 9 + 1);
+  void *buf = nullptr, *stream = nullptr;
+  Check(infinicclSimMalloc(&buf, kCount * sizeof(int)), nullptr, "infinicclSimMalloc");
+  Check(infinicclSimStreamCreate(&stream), nullptr, "infinicclSimStreamCreate");
+  Check(infinicclSimMemcpy(buf, host.data(), kCount * sizeof(int), nullptr), nullptr,
+        "infinicclSimMemcpy");
+  if (rank == 0) {
+    Check(infinicclRecv(buf, kCount, infinicclInt32, 1, comm, stream), comm,
+          "infinicclRecv (queued)");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    Check(infinicclCommRevoke(comm, 0), comm, "infinicclCommRevoke");
+    Check(infinicclSimStreamSynchronize(stream), nullptr, "infinicclSimStreamSynchronize");
+    infinicclResult_t async = infinicclSuccess;
+    Check(infinicclCommGetAsyncError(comm, &async), comm, "infinicclCommGetAsyncError");
+    ExpectRemote(async, infinicclGetLastError(comm), "revoked", "the queued Recv");
+    int word = 1;
+    MPI_Send(&word, 1, MPI_INT, 1, 77, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::printf("rank 0: the queued Recv ended after the revoke\n");
+  } else {
+    const bool told = AwaitWord(20);
+    const infinicclResult_t rc = infinicclSend(buf, kCount, infinicclInt32, 0, comm, stream);
+    if (rc == infinicclSuccess) {
+      Check(infinicclSimStreamSynchronize(stream), nullptr, "infinicclSimStreamSynchronize");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!told) {
+      std::fprintf(stderr, "test_revoke rank 1: rank 0's queued Recv did not end within 20 s\n");
+      std::_Exit(3);
+    }
+  }
+  infinicclSimStreamDestroy(stream);
+  infinicclSimFree(buf);
+  return 0;
+}
+
 int FailedRanks(infinicclComm_t comm, int rank, int size) {
   std::vector<int> send(kCount), recv(kCount);
   for (size_t i = 0; i < kCount; ++i) send[i] = (rank + 1) * static_cast<int>(i % 5 + 1);
@@ -243,7 +288,8 @@ int main(int argc, char **argv) {
     // The survivors' communicator lost a rank: released locally.
     Check(infinicclCommAbort(comm), comm, "infinicclCommAbort");
   } else if (size == 2) {
-    rc = RevokeBlocked(comm, rank, argv[1]);
+    rc = std::strcmp(argv[1], "device_recv") == 0 ? RevokeQueued(comm, rank)
+                                                  : RevokeBlocked(comm, rank, argv[1]);
     if (rank == 0) {
       Check(infinicclCommDestroy(comm), comm, "infinicclCommDestroy (revoked)");
     } else {
