@@ -16,6 +16,7 @@
 #include "comm/runtime.h"
 #include "core/log.h"
 #include "mpi/fault_tolerance.h"
+#include "mpi/mpi_thread.h"
 
 using namespace infiniccl;
 
@@ -27,7 +28,9 @@ namespace {
 // ends the other ranks' calls on it and this rank's call inside MPI.
 void RevokeHere(Communicator &c) {
   c.MarkRevoked();
-  if (ProgressEngine *engine = c.engine_if_started()) engine->Cancel();
+  // The library's own MPI waits on it end too (any MPI: mpi_thread.h).
+  if (c.has_mpi()) mpi::RevokeLocally(c.mpi_comm());
+  if (ProgressEngine *engine = c.engine_if_started()) engine->Cancel(/*revoked=*/true);
   if (ShmBackend *shm = c.shm_backend()) shm->Revoke();
   if (Topology *t = c.topology()) t->Revoke();
   if (Backend *ccl = c.ccl_backend()) ccl->Revoke();
@@ -37,19 +40,42 @@ void RevokeHere(Communicator &c) {
   }
 }
 
-// The failed ranks this rank knows of; with a fault-tolerant MPI, the union
-// of every survivor's, agreed by MPIX_Comm_agree (a bitwise AND of "alive"
+// The ranks of this node whose process is gone, as the communicator's
+// shared memory (and its two-level group's) sees them.
+void GoneOnNode(Communicator &c, std::vector<int> *gone) {
+  if (ShmBackend *shm = c.shm_backend()) shm->GoneRanks(gone);
+  if (Topology *t = c.topology(); t != nullptr && t->group_shm) t->group_shm->GoneRanks(gone);
+}
+
+// The failed ranks this rank knows of: MPI's (a fault-tolerant MPI) and
+// shared memory's (GoneOnNode). With a fault-tolerant MPI, the union of
+// every survivor's, agreed by MPIX_Comm_agree (a bitwise AND of "alive"
 // bits, 32 ranks a call), so every survivor returns the same list. A
 // failure that MPI reports during the agreement starts it again (every
-// process gets the same report), a bounded number of times.
+// process gets the same report), a bounded number of times. Without one,
+// this rank's own view.
 Status KnownFailed(Communicator &c, std::vector<int> *failed) {
   failed->clear();
-  if (!c.has_mpi() || !mpi::FtCompiled()) return Status::Ok();
+  std::vector<int> on_node;
+  GoneOnNode(c, &on_node);
+  if (!c.has_mpi() || !mpi::FtCompiled()) {
+    std::vector<char> dead(static_cast<size_t>(c.size()), 0);
+    for (int r : on_node) {
+      if (r >= 0 && r < c.size()) dead[static_cast<size_t>(r)] = 1;
+    }
+    for (int r = 0; r < c.size(); ++r) {
+      if (dead[static_cast<size_t>(r)]) failed->push_back(r);
+    }
+    return Status::Ok();
+  }
   constexpr int kRounds = 16;
   for (int round = 0;; ++round) {
     INFINICCL_RETURN_IF_ERROR(mpi::FailedRanks(c.mpi_comm(), failed));
     std::vector<char> dead(static_cast<size_t>(c.size()), 0);
     for (int r : *failed) dead[static_cast<size_t>(r)] = 1;
+    for (int r : on_node) {
+      if (r >= 0 && r < c.size()) dead[static_cast<size_t>(r)] = 1;
+    }
     bool again = false;
     for (int base = 0; base < c.size(); base += 32) {
       unsigned alive = ~0u;

@@ -18,6 +18,7 @@
 #include "comm/runtime.h"
 #include "comm/watchdog.h"
 #include "mpi/fault_tolerance.h"
+#include "mpi/mpi_thread.h"
 
 using namespace infiniccl;
 
@@ -112,12 +113,18 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     // Queued work that has not started (queued, or waiting for its stream
     // behind a kernel) is dropped and its streams released; an operation
     // the engine has started counts as a call in flight.
-    ProgressEngine *engine = c->engine_if_started();
+    // Sealed: a call racing this abort starts no engine after this read
+    // (its engine would run on after the communicator is freed).
+    ProgressEngine *engine = c->SealEngine();
     if (engine != nullptr) engine->Cancel();
     // A call waiting in the node's shared memory sees this within a sleep
     // slice and returns InvalidUsage: it is not in flight for long.
     if (ShmBackend *shm = c->shm_backend()) shm->Abort();
     if (Topology *t = c->topology(); t != nullptr && t->group_shm) t->group_shm->Abort();
+    // The library's own MPI waits on it and on its two-level communicators
+    // end (mpi_thread.h), on any MPI.
+    if (c->has_mpi()) mpi::RevokeLocally(c->mpi_comm(), /*aborted=*/true);
+    if (Topology *t = c->topology()) t->AbortMpi(/*ft_revoke=*/false);
     // Send/Recv posted in a group that has not ended are calls in flight as
     // well: their MPI requests cannot be withdrawn either.
     auto busy = [&] {
@@ -129,7 +136,9 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (busy() > 0 && c->has_mpi() && mpi::FtCompiled() && mpi::Revoke(c->mpi_comm()).ok()) {
-      // A fault-tolerant MPI ends the calls blocked on a revoked communicator.
+      // A fault-tolerant MPI ends the calls blocked on a revoked communicator;
+      // a two-level call may be blocked in a group or leader step.
+      if (Topology *t = c->topology()) t->AbortMpi(/*ft_revoke=*/true);
       const auto revoked = std::chrono::steady_clock::now() + kAbortGrace;
       while (busy() > 0 && std::chrono::steady_clock::now() < revoked) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -64,6 +64,7 @@ Communicator::~Communicator() {
   const bool collective_free = !finalized && !aborted() && !diverged() && !revoked();
   if (topology_) topology_->Release(collective_free);
   if (comm_ != MPI_COMM_NULL && collective_free) {
+    mpi::ForgetRevoked(comm_);
     mpi::SerialLock lock;
     MPI_Comm_free(&comm_);
   }
@@ -125,17 +126,31 @@ void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
   if (board_ && call_seq != 0) board_->Enter(call_seq, static_cast<int>(a.kind));
 }
 
-ProgressEngine &Communicator::engine() {
-  if (ProgressEngine *e = engine_.load(std::memory_order_acquire)) return *e;
-  std::lock_guard<std::mutex> lock(engine_mutex_);
-  if (!engine_owner_) {
-    char name[96];
-    std::snprintf(name, sizeof name, "comm %#llx (rank %d of %d)",
-                  static_cast<unsigned long long>(handle_), rank_, size_);
-    engine_owner_ = std::make_unique<ProgressEngine>(name);
-    engine_.store(engine_owner_.get(), std::memory_order_release);
+Status Communicator::Enqueue(QueuedOp op) {
+  ProgressEngine *e = engine_.load(std::memory_order_acquire);
+  if (e == nullptr) {
+    std::lock_guard<std::mutex> lock(engine_mutex_);
+    if (!engine_owner_) {
+      if (engine_sealed_) {
+        return Status(infinicclInvalidUsage,
+                      "the communicator was aborted (infinicclCommAbort)");
+      }
+      char name[96];
+      std::snprintf(name, sizeof name, "comm %#llx (rank %d of %d)",
+                    static_cast<unsigned long long>(handle_), rank_, size_);
+      engine_owner_ = std::make_unique<ProgressEngine>(name);
+      engine_.store(engine_owner_.get(), std::memory_order_release);
+    }
+    e = engine_owner_.get();
   }
-  return *engine_owner_;
+  // A started engine that an abort cancelled skips what is queued after.
+  return e->Enqueue(std::move(op));
+}
+
+ProgressEngine *Communicator::SealEngine() {
+  std::lock_guard<std::mutex> lock(engine_mutex_);
+  engine_sealed_ = true;
+  return engine_owner_.get();
 }
 
 bool Communicator::FirstUse(int bit) {

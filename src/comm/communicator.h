@@ -124,7 +124,14 @@ class Communicator {
   // at MPI_THREAD_MULTIPLE, the runtime has gates; decided at creation),
   // and the engine itself, started by the first such call.
   bool QueuesFor(DeviceRuntime &device) { return async_ && device.GateMechanism() != nullptr; }
-  ProgressEngine &engine();
+  // Queues `op` to the engine, starting the engine at the first call; once
+  // SealEngine has run, an engine that had not started never starts and
+  // the call returns InvalidUsage "aborted".
+  Status Enqueue(QueuedOp op);
+  // infinicclCommAbort: the engine, or nullptr when none started; none
+  // starts afterwards (under the lock that starts it), so the engine the
+  // abort cancels is every engine the communicator has.
+  ProgressEngine *SealEngine();
   // Null until the first queued call.
   ProgressEngine *engine_if_started() { return engine_.load(std::memory_order_acquire); }
   // Waits for the queued work (a call that runs on this thread next must
@@ -224,6 +231,7 @@ class Communicator {
   InFlight inflight_;
   bool async_ = false;
   std::mutex engine_mutex_;
+  bool engine_sealed_ = false;  // under engine_mutex_: SealEngine ran
   std::unique_ptr<ProgressEngine> engine_owner_;  // destroyed (drained) first, see ~
   std::atomic<ProgressEngine *> engine_{nullptr};
   std::unique_ptr<SeqBoard> board_;  // null: shared memory unavailable

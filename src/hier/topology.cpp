@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/config.h"
+#include "mpi/fault_tolerance.h"
 #include "mpi/mpi_thread.h"
 
 namespace infiniccl {
@@ -86,6 +87,14 @@ void Topology::Revoke() {
   if (group_shm) group_shm->Revoke();
 }
 
+void Topology::AbortMpi(bool ft_revoke) {
+  for (MPI_Comm c : {group_comm, leader_comm, shard_comm}) {
+    if (c == MPI_COMM_NULL) continue;
+    mpi::RevokeLocally(c, /*aborted=*/true);
+    if (ft_revoke && mpi::FtCompiled()) (void)mpi::Revoke(c);
+  }
+}
+
 void Topology::Release(bool free_comms) {
   group_ccl.reset();  // first: destroying it waits for its queued work
   FreeScratch();
@@ -96,7 +105,9 @@ void Topology::Release(bool free_comms) {
   if (!free_comms) return;
   mpi::SerialLock lock;
   for (MPI_Comm *c : {&group_comm, &leader_comm, &shard_comm}) {
-    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+    if (*c == MPI_COMM_NULL) continue;
+    mpi::ForgetRevoked(*c);
+    MPI_Comm_free(c);
   }
 }
 

@@ -140,6 +140,11 @@ struct Topology {
   // What a rank does when a step of a two-level call failed on it, and what
   // infinicclCommRevoke does.
   void Revoke();
+  // infinicclCommAbort of the communicator: the library's waits on the
+  // group, leader and shard MPI communicators end (mpi::RevokeLocally,
+  // marked aborted); with `ft_revoke` and a fault-tolerant MPI they are
+  // revoked as well, which ends calls blocked inside MPI on them.
+  void AbortMpi(bool ft_revoke);
   ~Topology() { FreeScratch(); }
 
   // One line per group: "group 1: node 0, sim x2 (ranks 2,3), emulated CCL,

@@ -112,19 +112,19 @@ int ReduceScatterBlock(const void *s, void *r, size_t n, MPI_Datatype t, size_t,
   const MPI_Count k = static_cast<MPI_Count>(n);
   return Call(MPI_Reduce_scatter_block_c, MPI_Ireduce_scatter_block_c, s, r, k, t, op, c);
 }
+// Send and Recv are posted and completed by WaitP2p: a revoke ends them.
 int Send(const void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c) {
   const MPI_Count k = static_cast<MPI_Count>(n);
-  return Call(MPI_Send_c, MPI_Isend_c, b, k, t, peer, tag, c);
+  return PostAndWaitP2p(
+      [&](MPI_Request *q) { return MPI_Isend_c(b, k, t, peer, tag, c, q); },
+      MPI_STATUS_IGNORE, c);
 }
 int Recv(void *b, size_t n, MPI_Datatype t, size_t, int peer, int tag, MPI_Comm c,
          int *source) {
   const MPI_Count k = static_cast<MPI_Count>(n);
   MPI_Status status;
-  const int rc =
-      Polled() ? PostAndWait(
-                     [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); },
-                     &status, c)
-               : MPI_Recv_c(b, k, t, peer, tag, c, &status);
+  const int rc = PostAndWaitP2p(
+      [&](MPI_Request *q) { return MPI_Irecv_c(b, k, t, peer, tag, c, q); }, &status, c);
   if (rc == MPI_SUCCESS && source != nullptr) *source = status.MPI_SOURCE;
   return rc;
 }
@@ -178,15 +178,15 @@ int ReduceScatterBlock(const void *s, void *r, int k, MPI_Datatype t, MPI_Op op,
                        MPI_Comm c) {
   return Call(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, s, r, k, t, op, c);
 }
+// Send and Recv are posted and completed by WaitP2p: a revoke ends them.
 int Send(const void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c) {
-  return Call(MPI_Send, MPI_Isend, b, k, t, peer, tag, c);
+  return PostAndWaitP2p(
+      [&](MPI_Request *q) { return MPI_Isend(b, k, t, peer, tag, c, q); }, MPI_STATUS_IGNORE,
+      c);
 }
 int Recv(void *b, int k, MPI_Datatype t, int peer, int tag, MPI_Comm c, MPI_Status *status) {
-  if (Polled()) {
-    return PostAndWait(
-        [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); }, status, c);
-  }
-  return MPI_Recv(b, k, t, peer, tag, c, status);
+  return PostAndWaitP2p(
+      [&](MPI_Request *q) { return MPI_Irecv(b, k, t, peer, tag, c, q); }, status, c);
 }
 }  // namespace i32
 

@@ -1,5 +1,7 @@
 #include "mpi/mpi_error.h"
 
+#include "mpi/mpi_thread.h"
+
 // Open MPI keeps the fault-tolerance extension's error classes there.
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
@@ -27,6 +29,23 @@ Status MpiError(int rc, const char *what) {
     code = infinicclRemoteError;
   }
   return MakeStatus(code, "%s failed: %s (MPI error class %d)", what, text, cls);
+}
+
+Status RevokedStatus(const char *during) {
+  return MakeStatus(infinicclRemoteError,
+                    "the communicator was revoked (infinicclCommRevoke) while this rank was "
+                    "in %s; shrink it or destroy it",
+                    during);
+}
+
+Status RevokedStatus(MPI_Comm comm, const char *during) {
+  if (mpi::AbortedLocally(comm)) {
+    return MakeStatus(infinicclInvalidUsage,
+                      "the communicator was aborted (infinicclCommAbort) while this rank was "
+                      "in %s",
+                      during);
+  }
+  return RevokedStatus(during);
 }
 
 }  // namespace infiniccl

@@ -15,4 +15,12 @@ inline Status MpiCheck(int rc, const char *what) {
   return MpiError(rc, what);
 }
 
+// A call on `comm` that failed after infinicclCommRevoke revoked it in this
+// process (mpi::RevokeLocally): RemoteError saying so, in place of the MPI
+// error its ended wait gave.
+Status RevokedStatus(const char *during);
+// RevokedStatus, or for a communicator infinicclCommAbort marked
+// (mpi::AbortedLocally) InvalidUsage "aborted".
+Status RevokedStatus(MPI_Comm comm, const char *during);
+
 }  // namespace infiniccl

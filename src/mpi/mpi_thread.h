@@ -71,12 +71,37 @@ class SerialLock {
   bool held_ = false;
 };
 
+// infinicclCommRevoke (or CommAbort) of `comm` in this process: the
+// library's waits on it (WaitPolled, WaitP2p) end with RevokedErrorCode()
+// within a few polls, with or without a fault-tolerant MPI. Kept for the
+// life of the process or until ForgetRevoked: the MPI communicator of a
+// revoked or aborted communicator is never freed.
+// `aborted`: by infinicclCommAbort (AbortedLocally says so).
+void RevokeLocally(MPI_Comm comm, bool aborted = false);
+// One relaxed load while nothing was revoked in this process.
+bool RevokedLocally(MPI_Comm comm);
+// Whether RevokeLocally marked `comm` for infinicclCommAbort.
+bool AbortedLocally(MPI_Comm comm);
+// Before MPI_Comm_free of a communicator that may have been revoked so
+// (a failed two-level step revokes its transports, which are freed
+// afterwards): MPI may hand its handle to another communicator.
+void ForgetRevoked(MPI_Comm comm);
+
 // Completes `*req` polling MPI_Test (under the lock when serialised, released
-// between polls); `status` as MPI_Wait's. When Revocable() and `comm` is
-// given, returns MPIX_ERR_REVOKED once `comm` is revoked, leaving the
-// request to the revoked communicator.
+// between polls); `status` as MPI_Wait's. When `comm` is given, returns
+// RevokedErrorCode() once `comm` is revoked in this process (RevokeLocally)
+// or, when Revocable(), by any process; the request (a collective's: MPI
+// allows neither cancelling nor freeing it) is left to the revoked
+// communicator.
 int WaitPolled(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE,
                MPI_Comm comm = MPI_COMM_NULL);
+// The wait of a point-to-point request on `comm` (MPI_Isend, MPI_Irecv): as
+// WaitPolled when Polled(); otherwise MPI_Test polls that yield the core
+// between polls and never sleep (as MPI's own blocking wait spins). Once
+// `comm` is revoked, the request is cancelled (a receive not yet matched
+// writes nothing afterwards), or freed if the cancel does not complete
+// within a second, and RevokedErrorCode() is returned.
+int WaitP2p(MPI_Request *req, MPI_Status *status, MPI_Comm comm);
 // WaitPolled when Polled(), else MPI_Wait.
 int Wait(MPI_Request *req, MPI_Status *status = MPI_STATUS_IGNORE);
 
@@ -93,6 +118,21 @@ int PostAndWait(Start start, MPI_Status *status = MPI_STATUS_IGNORE,
   }
   if (rc != MPI_SUCCESS) return rc;
   return WaitPolled(&request, status, comm);
+}
+
+// A point-to-point call (MPI_Send, MPI_Recv and their large-count forms):
+// `start(&request)` posts its nonblocking form (under the lock when
+// serialised), and WaitP2p completes it, so that a revoke ends it.
+template <typename Start>
+int PostAndWaitP2p(Start start, MPI_Status *status, MPI_Comm comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc;
+  {
+    SerialLock lock;
+    rc = start(&request);
+  }
+  if (rc != MPI_SUCCESS) return rc;
+  return WaitP2p(&request, status, comm);
 }
 
 }  // namespace infiniccl::mpi

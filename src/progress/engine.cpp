@@ -16,6 +16,16 @@ namespace {
 
 constexpr size_t kMaxRetiring = 16;  // finished operations whose slots wait
 
+// The error of a cancelled engine's operations (Cancel).
+Status CancelledStatus(bool revoked) {
+  if (revoked) {
+    return Status(infinicclRemoteError,
+                  "the communicator was revoked (infinicclCommRevoke) before its queued call "
+                  "started; shrink it or destroy it");
+  }
+  return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
+}
+
 // Gates that are host functions (DeviceRuntime::GateIsHostFunction) where a
 // device runs its host functions one at a time (HostFunctionsSerialized,
 // as CUDA and HIP do): a closed gate of one
@@ -239,11 +249,12 @@ Status ProgressEngine::Error() const {
   return error_;
 }
 
-void ProgressEngine::Cancel() {
+void ProgressEngine::Cancel(bool revoked) {
   std::lock_guard<std::mutex> lock(mutex_);
   cancel_ = true;
   if (!failed_.load()) {
-    error_ = Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
+    error_ = CancelledStatus(revoked);
+    cancel_revoked_.store(revoked);
     failed_.store(true, std::memory_order_release);
   }
   // Queued operations are skipped by the thread (gates opened in order). An
@@ -419,8 +430,7 @@ void ProgressEngine::Loop() {
         // Aborted while it waited for the stream: not started after all.
         std::lock_guard<std::mutex> gates(gate_mutex_);
         if (cancel_.load()) {
-          if (st.ok()) st = Status(infinicclInvalidUsage,
-                                   "the communicator was aborted (infinicclCommAbort)");
+          if (st.ok()) st = CancelledStatus(cancel_revoked_.load());
         } else {
           started_ = st.ok();
         }

@@ -90,8 +90,9 @@ class ProgressEngine {
   // infinicclCommAbort: operations not yet started (queued, or waiting for
   // the caller's stream to reach them) are skipped and their gates opened;
   // the one started (past its stream wait), if any, is left to finish, and
-  // its gate opens when it ends.
-  void Cancel();
+  // its gate opens when it ends. The engine's error: InvalidUsage "aborted",
+  // or with `revoked` (infinicclCommRevoke) RemoteError "revoked".
+  void Cancel(bool revoked = false);
   // Whether an operation is running (not merely queued).
   bool running() const { return running_.load(std::memory_order_acquire); }
   // Whether an operation has started its work (MPI, copies): what an abort
@@ -169,6 +170,7 @@ class ProgressEngine {
   std::atomic<bool> waiting_stream_{false};
   Status error_;  // under mutex_
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> cancel_revoked_{false};  // Cancel(true): the error says "revoked"
   bool started_ = false;  // under gate_mutex_: an operation past its stream wait
   bool stop_ = false;
   std::thread thread_;

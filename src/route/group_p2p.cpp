@@ -115,7 +115,7 @@ Status GroupP2p::Complete() {
         return st;
       };
       q.done = [c](const Status &st) { c->NoteReturned(0, static_cast<int>(st.code())); };
-      Status st = comm.engine().Enqueue(std::move(q));
+      Status st = comm.Enqueue(std::move(q));
       if (!st.ok() && first.ok()) first = st;
       continue;
     }

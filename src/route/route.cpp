@@ -229,7 +229,7 @@ Status Enqueue(Communicator &comm, const CollArgs &a, const RoutePlan &plan,
   op.done = [c, seq = op.seq](const Status &st) {
     c->NoteReturned(seq, static_cast<int>(st.code()));
   };
-  const Status st = comm.engine().Enqueue(std::move(op));
+  const Status st = comm.Enqueue(std::move(op));
   // Not queued: the landing area is free once LandIn's copy has run.
   if (!st.ok() && lands) (void)shm->LandOut(a, device, /*copy=*/false);
   return st;

@@ -114,6 +114,9 @@ step tests.nccl 40 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$b
 step tests.capture 30 "${mpi[@]}" -np 1 "$build/tests/device/nccl_device_test" capture
 step tests.capture_refused 30 "${mpi[@]}" -np 1 "$build/tests/device/nccl_device_test" \
   capture_refused
+# CommRevoke aborts the NCCL communicator (ncclCommAbort): later calls and
+# GetAsyncError say RemoteError "revoked", CommDestroy returns.
+step tests.revoke 30 "${mpi[@]}" -np 1 "$build/tests/device/nccl_device_test" revoke
 # Staged calls in pageable memory (one-chunk calls then go to the engine's
 # thread whole: a pageable slot cannot be copied around the gate), and the
 # engine's gates as host functions with two communicators queued at once

@@ -10,8 +10,13 @@
 //   nccl_device_test capture_refused  the same call kept off NCCL
 //                               (INFINICCL_BACKEND=mpi): refused with
 //                               infinicclInvalidUsage, nothing recorded
-//   (the capture modes need a GPU: tests/device/cuda_checks.sh runs them;
-//   without one they print so and pass)
+//   nccl_device_test revoke     a Broadcast through NCCL, exact; then
+//                               infinicclCommRevoke aborts the NCCL
+//                               communicator: the next Broadcast and
+//                               GetAsyncError say RemoteError "revoked",
+//                               and CommDestroy returns; under mpirun -np 1
+//   (the capture and revoke modes need a GPU: tests/device/cuda_checks.sh
+//   runs them; without one they print so and pass)
 // Every collective and data type on cudaMalloc'ed buffers, each input
 // produced by an async copy on the same stream just before the call and the
 // result read back on that stream (stream order, no host sync in between),
@@ -383,11 +388,44 @@ int Capture(int argc, char **argv, bool refused) {
 
 }  // namespace
 
+int Revoke(int argc, char **argv) {
+  if (infinicclInit(&argc, &argv) != infinicclSuccess) return 2;
+  g_rank = 0;
+  if (DeviceCount() == 0) {
+    std::printf("no GPU: no NCCL communicator to revoke\n");
+    return infinicclFinalize() == infinicclSuccess ? 0 : 1;
+  }
+  CUDA_OK(cudaSetDevice(0));
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  if (comm == nullptr) return 2;
+  cudaStream_t st = nullptr;
+  CUDA_OK(cudaStreamCreate(&st));
+  // A Broadcast at one rank goes to NCCL (a reduction would be a copy).
+  CHECK_RC(RunOne(comm, st, 1, infinicclInt32, infinicclSum, 1021), infinicclSuccess);
+  CHECK_RC(infinicclCommRevoke(comm, 0), infinicclSuccess);
+  DeviceBuf buf(4096);
+  CHECK_RC(infinicclBroadcast(buf.p, buf.p, 1021, infinicclInt32, 0, comm, st),
+           infinicclRemoteError);
+  CHECK(std::strstr(SafeLastError(), "revoked") != nullptr, "%s", SafeLastError());
+  infinicclResult_t async = infinicclSuccess;
+  CHECK_RC(infinicclCommGetAsyncError(comm, &async), infinicclSuccess);
+  CHECK(async == infinicclRemoteError, "GetAsyncError after the revoke gave %d", int(async));
+  CUDA_OK(cudaStreamSynchronize(st));
+  CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);
+  CUDA_OK(cudaStreamDestroy(st));
+  std::printf("nccl_device_test revoke: %ld failures\n", g_failures);
+  const long failures = g_failures;
+  if (infinicclFinalize() != infinicclSuccess) return 1;
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   setenv("INFINICCL_ABORT_ON_ERROR", "0", 0);
   const std::string mode = argc > 1 ? argv[1] : "bootstrap";
   if (mode == "capture" || mode == "capture_refused") {
     return Capture(argc, argv, mode == "capture_refused");
   }
+  if (mode == "revoke") return Revoke(argc, argv);
   return mode == "mpi" ? UnderMpi(argc, argv) : Bootstrap();
 }

@@ -15,7 +15,22 @@
 //             InvalidUsage saying the communicator was aborted, returns
 //             within the abort's grace, and the job goes on: the other ranks
 //             destroy their communicator alone, a new one gives exact sums.
+//   first-queued (1 rank, INFINICCL_DEVICE=sim): a call in flight (its
+//             guard taken, as a call past its handle check) queues the
+//             communicator's first device work while another thread's
+//             CommAbort waits for that call: the abort has read the
+//             engine by then, so the work must be refused ("aborted") and
+//             no engine may start (one would run on after the communicator
+//             is freed, unseen by the abort). The abort then succeeds.
+//   hier      (4 ranks, ranks 2 and 3 without the emulated device: two
+//             groups, INFINICCL_HIERARCHY=1): CommAbort of the two-level
+//             communicator ends the library's waits on its group and leader
+//             MPI communicators as on the top-level one (each marked
+//             revoked for this process, as aborted).
 #include <mpi.h>
+
+#include <atomic>
+#include <cstdlib>
 
 #include <chrono>
 #include <cstdint>
@@ -24,6 +39,10 @@
 #include <thread>
 #include <vector>
 
+#include "comm/communicator.h"
+#include "comm/runtime.h"
+#include "device/registry.h"
+#include "mpi/mpi_thread.h"
 #include "test_util.h"
 
 using namespace itest;
@@ -214,13 +233,97 @@ int InFlightShm() {
   return g_failures == 0 && total == 0 ? 0 : 1;
 }
 
+int FirstQueued() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  std::shared_ptr<infiniccl::Communicator> c;
+  CHECK(infiniccl::Runtime::Lookup(comm, &c).ok(), "Lookup");
+  infiniccl::DeviceRuntime *sim = infiniccl::DeviceRegistry::Get(infiniccl::DeviceKind::kSim);
+  CHECK(sim != nullptr, "INFINICCL_DEVICE=sim is not on");
+  if (c == nullptr || sim == nullptr) return 1;
+  CHECK(c->engine_if_started() == nullptr, "an engine before any device call");
+  std::atomic<bool> ran{false};
+  {
+    // A call past its handle check: CommAbort waits for it (its grace).
+    auto guard = std::make_unique<infiniccl::Communicator::CallGuard>();
+    CHECK(c->Enter("first-queued", guard.get()).ok(), "Enter");
+    infinicclResult_t abort_rc = infinicclInternalError;
+    std::thread aborter([&] { abort_rc = infinicclCommAbort(comm); });
+    while (!c->aborted()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The abort reads the engine right after marking the communicator.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    infiniccl::QueuedOp op;
+    op.args.kind = infiniccl::CollKind::kAllReduce;
+    op.device = sim;
+    op.run = [&](const infiniccl::CollArgs &) {
+      ran.store(true);
+      return infiniccl::Status::Ok();
+    };
+    op.done = [](const infiniccl::Status &) {};
+    const infiniccl::Status st = c->Enqueue(std::move(op));
+    CHECK(st.code() == infinicclInvalidUsage && SaysAborted(st.message().c_str()),
+          "the first queued work after the abort began returned %d (%s)", int(st.code()),
+          st.message().c_str());
+    CHECK(c->engine_if_started() == nullptr,
+          "an engine started after the abort read it: it would run on after the "
+          "communicator is freed");
+    guard.reset();  // the call returns: the abort, waiting for it, goes on
+    aborter.join();
+    CHECK(abort_rc == infinicclSuccess, "CommAbort returned %d", int(abort_rc));
+  }
+  CHECK(!ran.load(), "the queued work ran on the aborted communicator");
+  c.reset();
+  std::printf("[rank %d/%d] test_comm_abort first-queued: %ld failures\n", g_rank, g_n,
+              g_failures);
+  CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  return g_failures == 0 ? 0 : 1;
+}
+
+int Hier() {
+  infinicclComm_t comm = nullptr;
+  CHECK_RC(infinicclCommInitAll(&comm, 0, nullptr), infinicclSuccess);
+  std::shared_ptr<infiniccl::Communicator> c;
+  CHECK(infiniccl::Runtime::Lookup(comm, &c).ok(), "Lookup");
+  if (c == nullptr) return 1;
+  CHECK(c->hierarchical(), "the communicator is not two-level");
+  ExpectSum(comm, "two-level communicator before the abort");
+  CHECK_RC(infinicclCommAbort(comm), infinicclSuccess);
+  CHECK(infiniccl::mpi::RevokedLocally(c->mpi_comm()) &&
+            infiniccl::mpi::AbortedLocally(c->mpi_comm()),
+        "the top-level MPI communicator is not marked aborted");
+  int marked = 0;
+  if (const infiniccl::Topology *t = c->topology()) {
+    for (MPI_Comm sub : {t->group_comm, t->leader_comm, t->shard_comm}) {
+      if (sub == MPI_COMM_NULL) continue;
+      CHECK(infiniccl::mpi::AbortedLocally(sub),
+            "a group/leader MPI communicator is not marked aborted");
+      ++marked;
+    }
+  }
+  CHECK(marked > 0, "no group or leader MPI communicator on this rank");
+  c.reset();
+  std::printf("[rank %d/%d] test_comm_abort hier: %ld failures\n", g_rank, g_n, g_failures);
+  CHECK_RC(infinicclFinalize(), infinicclSuccess);
+  return g_failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+  const bool hier = argc > 1 && std::strcmp(argv[1], "hier") == 0;
+  if (hier) {
+    // Ranks 2 and 3 on the host: a group of their own beside the device ranks'.
+    for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+      const char *r = std::getenv(name);
+      if (r != nullptr && std::atoi(r) >= 2) unsetenv("INFINICCL_DEVICE");
+    }
+  }
   CHECK_RC(infinicclInit(&argc, &argv), infinicclSuccess);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_n);
   if (argc > 1 && std::strcmp(argv[1], "inflight") == 0) return InFlight();
   if (argc > 1 && std::strcmp(argv[1], "inflight-shm") == 0) return InFlightShm();
+  if (argc > 1 && std::strcmp(argv[1], "first-queued") == 0) return FirstQueued();
+  if (hier) return Hier();
   return Local();
 }

@@ -29,6 +29,7 @@ struct FakeComm {
   int async_error = 0;
   bool destroyed = false;
   bool aborted = false;
+  int aborts = 0;  // CommAbort calls
   int split_color = -2, split_key = -2;  // the last CommSplit's arguments
   FakeComm *split_child = nullptr;       // what CommSplit returns
   int split_result = 0;
@@ -66,6 +67,7 @@ struct FakeApi {
   }
   static Result CommAbort(Comm c) {
     c->aborted = true;
+    ++c->aborts;
     return kSuccess;
   }
   static constexpr bool kHasSplit = true;

@@ -240,6 +240,33 @@ TEST(CclBackend, AbortAbortsInsteadOfDestroying) {
   EXPECT_FALSE(comm.destroyed);  // destroying would wait for hung work
 }
 
+TEST(CclBackend, RevokeAbortsTheCclCommunicatorAndLaterCallsSayRevoked) {
+  FakeComm comm;
+  {
+    ccl::CclBackend<FakeApi> b(&comm, 0, 2);
+    ASSERT_TRUE(b.Run(Args(CollKind::kAllReduce, infinicclFloat32, 8)).ok());
+    b.Revoke();
+    // Queued and hung work ends: the communicator is aborted, not destroyed.
+    EXPECT_TRUE(comm.aborted);
+    EXPECT_FALSE(comm.destroyed);
+    const Status run = b.Run(Args(CollKind::kAllReduce, infinicclFloat32, 8));
+    EXPECT_EQ(run.code(), infinicclRemoteError);
+    EXPECT_NE(run.message().find("revoked"), std::string::npos) << run.message();
+    EXPECT_EQ(b.AsyncError().code(), infinicclRemoteError);
+    std::unique_ptr<Backend> child;
+    int rank = -1, size = 0;
+    EXPECT_EQ(b.SplitNative(0, 0, &rank, &size, &child).code(), infinicclRemoteError);
+    EXPECT_EQ(child, nullptr);
+    b.Revoke();  // a second revoke (or the abort after it) aborts nothing twice
+    b.Abort();
+  }
+  // One call issued (before the revoke); neither destroyed nor aborted again.
+  EXPECT_EQ(comm.log.size(), 1u);
+  EXPECT_EQ(comm.aborts, 1);
+  EXPECT_FALSE(comm.destroyed);
+  EXPECT_EQ(g_group_depth, 0);
+}
+
 TEST(CclBackend, UnsupportedIsTheMappingsAnswer) {
   FakeComm comm;
   ccl::CclBackend<FakeApi> b(&comm, 0, 2);

@@ -67,8 +67,9 @@ class CclBackend final : public Backend {
   CclBackend(Comm comm, int rank, int size, int version = -1)
       : comm_(comm), rank_(rank), size_(size), version_(version) {}
   ~CclBackend() override {
-    // Waits for the communicator's outstanding work, as ncclCommDestroy does.
-    if (comm_ != nullptr) Api::CommDestroy(comm_);
+    // Waits for the communicator's outstanding work, as ncclCommDestroy does
+    // (a revoked one was aborted already).
+    if (comm_ != nullptr && !revoked_.load()) Api::CommDestroy(comm_);
   }
   CclBackend(const CclBackend &) = delete;
   CclBackend &operator=(const CclBackend &) = delete;
@@ -82,17 +83,31 @@ class CclBackend final : public Backend {
     return CclKnownBugReason(Api::kName, version_, size_, a);
   }
 
-  Status AsyncError() const override { return CheckAsync(); }
+  Status AsyncError() const override {
+    if (revoked_.load()) return RevokedStatus();
+    return CheckAsync();
+  }
 
   void Abort() override {
     // ncclCommAbort: frees the communicator without waiting for queued or
     // hung work (which CommDestroy would wait for).
-    if (comm_ != nullptr) Api::CommAbort(comm_);
+    if (comm_ != nullptr && !revoked_.load()) Api::CommAbort(comm_);
     comm_ = nullptr;
+  }
+
+  // infinicclCommRevoke and INFINICCL_SHRINK_ABORT (another thread may be in
+  // a call): the CCL communicator is aborted as by Abort, so its queued and
+  // hung work ends and releases the streams (NCCL_SHRINK_ABORT's abort of
+  // the parent's operations), and every later call, asynchronous error and
+  // split here returns RemoteError "revoked" without touching it.
+  void Revoke() override {
+    if (revoked_.exchange(true)) return;
+    if (comm_ != nullptr) Api::CommAbort(comm_);
   }
 
   Status SplitNative(int color, int key, int *rank, int *size,
                      std::unique_ptr<Backend> *out) override {
+    if (revoked_.load()) return RevokedStatus();
     if constexpr (Api::kHasSplit) {
       Comm child = nullptr;
       const Result r = Api::CommSplit(comm_, color, key, &child);
@@ -114,6 +129,7 @@ class CclBackend final : public Backend {
   }
 
   Status Run(const CollArgs &a) override {
+    if (revoked_.load()) return RevokedStatus();
     INFINICCL_RETURN_IF_ERROR(CheckAsync());
     const auto s = static_cast<typename Api::Stream>(a.stream);
     const CclElements e = MapElements(a.dtype, a.count);
@@ -172,6 +188,13 @@ class CclBackend final : public Backend {
   Status Check(const char *call, Result r) const {
     if (r == Api::kSuccess || r == Api::kInProgress) return Status::Ok();
     return CclStatus<Api>(call, r, comm_);
+  }
+
+  static Status RevokedStatus() {
+    return MakeStatus(infinicclRemoteError,
+                      "the communicator was revoked (infinicclCommRevoke, or a shrink that "
+                      "aborted it): its %s communicator was aborted",
+                      Api::kName);
   }
 
   Status CheckAsync() const {
@@ -237,6 +260,7 @@ class CclBackend final : public Backend {
   int rank_;
   int size_;
   int version_;
+  std::atomic<bool> revoked_{false};  // Revoke ran: comm_ was aborted
 };
 
 template <typename Api>

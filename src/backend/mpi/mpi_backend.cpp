@@ -64,6 +64,8 @@ std::unique_ptr<P2pBatch> MpiBackend::NewP2pBatch() {
 
 Status MpiBackend::Run(const CollArgs &a) {
   Status st = RunKind(a);
+  // Its wait ended by infinicclCommRevoke on this rank (mpi_thread.h).
+  if (!st.ok() && mpi::RevokedLocally(comm_)) return RevokedStatus(comm_, CollKindName(a.kind));
   // A process of comm_ failed during the call. MPI reports it only to the
   // processes that talked to the failed one; a peer that talks only to this
   // process, and would wait forever for a message this process will not
@@ -389,6 +391,7 @@ Status MpiBackend::CheckMatching(const CollArgs &a, bool grouped) const {
 }
 
 void MpiBackend::Revoke() {
+  mpi::RevokeLocally(comm_);
   if (mpi::FtCompiled()) (void)mpi::Revoke(comm_);
 }
 

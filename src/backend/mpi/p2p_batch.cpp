@@ -125,7 +125,7 @@ Status MpiP2pBatch::Complete(const std::function<void(size_t)> &waiting,
       // (first) request's, written before the batch completes.
       MPI_Status status;
       const bool report = op.source != nullptr && i == op.first_req;
-      const int rc = mpi::Wait(&reqs_[i], report ? &status : MPI_STATUS_IGNORE);
+      const int rc = mpi::WaitP2p(&reqs_[i], report ? &status : MPI_STATUS_IGNORE, comm_);
       if (rc == MPI_SUCCESS) {
         if (report) *op.source = status.MPI_SOURCE;
         continue;
@@ -146,6 +146,7 @@ Status MpiP2pBatch::Complete(const std::function<void(size_t)> &waiting,
       reqs_[i] = MPI_REQUEST_NULL;
     }
   }
+  if (!first.ok() && mpi::RevokedLocally(comm_)) return RevokedStatus(comm_, "a grouped Send/Recv");
   return first;
 }
 

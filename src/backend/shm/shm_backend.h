@@ -108,8 +108,9 @@ class ShmBackend final : public Backend {
   // Waits of this rank end (InvalidUsage), and the peers' waits on it end
   // (RemoteError naming it).
   void Abort() override { channel_->Cancel(shm::Channel::kLeftAborted); }
-  // The same for infinicclCommRevoke and a failed two-level step (the
-  // peers' message names the revoke): Backend::Revoke.
+  // The same for infinicclCommRevoke and a failed two-level step, this
+  // rank's waits ending with RemoteError "revoked" (the peers' message
+  // names the revoke): Backend::Revoke.
   void Revoke() override { channel_->Cancel(shm::Channel::kLeftRevoked); }
   // Set when a wait of this rank found a peer gone (exited, killed, or left
   // the communicator): the ranks then no longer agree on where their calls
@@ -118,6 +119,8 @@ class ShmBackend final : public Backend {
   // (kLeftFailed), which ends its peers' waits on it. Without it a later
   // call could wait forever on a live peer stopped at another point.
   bool failed() const { return channel_->failed(); }
+  // Appends the ranks of the node whose process is gone (shm::Channel).
+  void GoneRanks(std::vector<int> *out) const { channel_->GoneRanks(out); }
 
   // Whether the route takes `a` here rather than MPI: what is equal on every
   // rank only (kind, count, dtype, settings, and `devices`: every rank of

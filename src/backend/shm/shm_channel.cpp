@@ -184,6 +184,18 @@ Status Channel::Departed(int rank, const CollArgs &a) const {
                     Name(rank), who.pid, how, Name(rank_), CollKindName(a.kind));
 }
 
+void Channel::GoneRanks(std::vector<int> *out) const {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const Control *peer = ControlOf(r);
+    ProcessIdentity who;
+    who.pid = peer->pid.load(std::memory_order_acquire);
+    who.start_time = peer->start_time.load(std::memory_order_relaxed);
+    who.pid_ns = peer->pid_ns.load(std::memory_order_relaxed);
+    if (GoneWords(Look(who)) != nullptr) out->push_back(Name(r));
+  }
+}
+
 void Channel::MarkFailed(const Status &why) {
   {
     std::lock_guard<std::mutex> lock(failed_mutex_);
@@ -202,7 +214,13 @@ Status Channel::FailedError() const {
                     failed_why_.c_str());
 }
 
-Status Channel::AbortedStatus() {
+Status Channel::CancelledStatus() const {
+  (void)aborted_.load(std::memory_order_acquire);  // the why stored before it
+  if (cancelled_why_.load(std::memory_order_relaxed) == kLeftRevoked) {
+    return Status(infinicclRemoteError,
+                  "the communicator was revoked (infinicclCommRevoke) while this rank waited "
+                  "in shared memory; shrink it or destroy it");
+  }
   return Status(infinicclInvalidUsage, "the communicator was aborted (infinicclCommAbort)");
 }
 
@@ -212,7 +230,7 @@ Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &
   const auto reached = [&] { return Reached(c.value.load(std::memory_order_acquire), target); };
   // Checked before each wait, not only once one sleeps: a call whose peers
   // are always ahead would otherwise run to its end after an abort.
-  if (aborted_.load(std::memory_order_relaxed)) return AbortedStatus();
+  if (aborted_.load(std::memory_order_relaxed)) return CancelledStatus();
   if (SpinOnCore(reached, spin_) || SpinFor(reached, poll_)) return Status::Ok();
   auto checked = std::chrono::steady_clock::now();
   for (;;) {
@@ -223,7 +241,7 @@ Status Channel::WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &
     }
     c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (reached()) return Status::Ok();
-    if (aborted_.load(std::memory_order_relaxed)) return AbortedStatus();
+    if (aborted_.load(std::memory_order_relaxed)) return CancelledStatus();
     const auto now = std::chrono::steady_clock::now();
     const bool look = peer->left.load(std::memory_order_acquire) != 0 ||
                       now - checked >= kPeerCheckEvery;

@@ -95,9 +95,12 @@ class Channel {
   void PostAll(uint32_t value);
   // Waits until rank `rank`'s counter of `phase` has reached `target`; a
   // RemoteError naming `rank` when it left or its process is gone (and this
-  // channel is failed() from then on), InvalidUsage after this rank's Abort.
+  // channel is failed() from then on); after this rank's Cancel,
+  // CancelledStatus.
   Status WaitOne(int rank, Phase phase, uint32_t target, const CollArgs &a);
-  static Status AbortedStatus();
+  // InvalidUsage "aborted" after Cancel(kLeftAborted), RemoteError "revoked"
+  // after Cancel(kLeftRevoked).
+  Status CancelledStatus() const;
   // The same for every other rank.
   Status WaitAll(Phase phase, uint32_t target, const CollArgs &a);
   // Whether this rank's waits of the call about to run poll, yielding the
@@ -120,10 +123,12 @@ class Channel {
   // Why a rank left, in its control (0 while it stays).
   static constexpr uint32_t kLeftAborted = 1, kLeftDestroyed = 2, kLeftRevoked = 3,
                             kLeftFailed = 4;
-  // Waits of this rank end (InvalidUsage), and the peers' waits on it end
+  // Waits of this rank end (CancelledStatus), and the peers' waits on it end
   // (RemoteError naming it, with `why`).
   void Cancel(uint32_t why) {
-    aborted_.store(true, std::memory_order_relaxed);
+    uint32_t none = 0;
+    cancelled_why_.compare_exchange_strong(none, why, std::memory_order_relaxed);
+    aborted_.store(true, std::memory_order_release);
     Leave(why);
   }
   // Marks this rank gone for its peers (`why`), after its last post, with
@@ -134,6 +139,10 @@ class Channel {
   // FailedError at once.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   Status FailedError() const;
+  // Appends the ranks (as Name gives them) whose process is gone: exited,
+  // a zombie, or its pid now another process's (not a rank that merely
+  // left the communicator).
+  void GoneRanks(std::vector<int> *out) const;
 
  private:
   struct Control;
@@ -160,6 +169,7 @@ class Channel {
   } described_;
   int pid_ = 0;  // the process that made it
   std::atomic<bool> aborted_{false};
+  std::atomic<uint32_t> cancelled_why_{0};  // the first Cancel's `why`
   std::atomic<bool> failed_{false};
   mutable std::mutex failed_mutex_;
   std::string failed_why_;  // under failed_mutex_: the first peer found gone
