@@ -1,4 +1,4 @@
-// The one place communicators are made, as NCCL's init.cc: the MPI
+// How communicators are made, as NCCL's init.cc (comm/comm_*.cpp): the MPI
 // communicator (errors returned, not fatal), the device binding, the
 // agreement on INFINICCL_CHECK, the node's sequence board, the watchdog, and
 // the native CCL communicator where every rank can have one. api/ calls

@@ -30,7 +30,7 @@ namespace infiniccl {
 
 class Communicator {
  public:
-  // Made only by comm/comm_init.cpp (CommFactory).
+  // Made only by comm/comm_*.cpp (CommFactory, comm/comm_attach.h).
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
