@@ -176,6 +176,12 @@ class Communicator {
   void MarkRevoked() { revoked_.store(true); }
   bool revoked() const { return revoked_.load(); }
 
+  // infinicclCommShrink was called on it: the ranks it excluded take no
+  // part in what comes on it, so CommDestroy's check exchange (over every
+  // rank) is skipped.
+  void MarkShrunk() { shrunk_.store(true); }
+  bool shrunk() const { return shrunk_.load(); }
+
   // The process that made the communicator: the only one whose calls on it
   // are served (a child of fork() shares the parent's memory image, not its
   // place among the ranks).
@@ -219,6 +225,7 @@ class Communicator {
   bool check_ = false;
   std::atomic<bool> diverged_{false};
   std::atomic<bool> revoked_{false};
+  std::atomic<bool> shrunk_{false};
   std::string diverged_why_;  // under error_mutex_
   uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
   InFlight inflight_;

@@ -1,0 +1,162 @@
+// Shrink and grow called in ways the header refuses or must survive, on any
+// MPI, at 3 ranks, run by tests/fault/CMakeLists.txt through run_shrink.sh
+// (each rank that ends as expected prints "SHRINK PASS rank=R").
+//
+//   test_shrink_list differ   ranks 0 and 1 exclude rank 2 and rank 2 excludes
+//                             rank 1 (INFINICCL_SHRINK_DEFAULT): every rank's
+//                             Shrink returns InvalidUsage within 10 s, no new
+//                             communicator; then the parent sums exactly.
+//   test_shrink_list destroy  (INFINICCL_CHECK=1) rank 2 leaves without
+//                             destroying the parent; ranks 0 and 1 shrink it
+//                             away, sum exactly on the new communicator,
+//                             destroy it and then the parent: each call
+//                             succeeds within 10 s.
+//   test_shrink_list grow_arg rank 0 passes a NULL command to CommGrow: every
+//                             rank's Grow returns InvalidArgument within 10 s
+//                             (no process is started); then the parent sums
+//                             exactly.
+#include <infiniccl/infiniccl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+int g_rank = -1;
+
+[[noreturn]] void Die(const char *what, infinicclResult_t rc, infinicclComm_t comm) {
+  std::fprintf(stderr, "test_shrink_list rank %d: %s: %s (%s)\n", g_rank, what,
+               infinicclGetErrorString(rc), infinicclGetLastError(comm));
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
+void Check(infinicclResult_t rc, infinicclComm_t comm, const char *what) {
+  if (rc != infinicclSuccess) Die(what, rc, comm);
+}
+
+using Clock = std::chrono::steady_clock;
+
+// `what` returned `got` after `since`: it must be `want` within 10 s.
+void Expect(infinicclResult_t got, infinicclResult_t want, Clock::time_point since,
+            infinicclComm_t comm, const char *what) {
+  const double s = std::chrono::duration<double>(Clock::now() - since).count();
+  if (got != want) {
+    std::fprintf(stderr, "test_shrink_list rank %d: %s returned %s, expected %s (%s)\n",
+                 g_rank, what, infinicclGetErrorString(got), infinicclGetErrorString(want),
+                 infinicclGetLastError(comm));
+    std::_Exit(3);
+  }
+  if (s > 10.0) {
+    std::fprintf(stderr, "test_shrink_list rank %d: %s took %.1f s (bound 10 s)\n", g_rank,
+                 what, s);
+    std::_Exit(3);
+  }
+  std::printf("rank %d: %s returned %s after %.2f s (%s)\n", g_rank, what,
+              infinicclGetErrorString(got), s,
+              got == infinicclSuccess ? "" : infinicclGetLastError(comm));
+}
+
+// An AllReduce of rank+1 over `comm` of `size` ranks, whose ranks are
+// `members` of the parent: the sum of members[i]+1 in every element.
+void ExactSum(infinicclComm_t comm, const std::vector<int> &members) {
+  constexpr size_t kCount = 1000;
+  int me = -1;
+  Check(infinicclCommUserRank(comm, &me), comm, "infinicclCommUserRank");
+  std::vector<int> send(kCount, members[static_cast<size_t>(me)] + 1), recv(kCount, -1);
+  Check(infinicclAllReduce(send.data(), recv.data(), kCount, infinicclInt32, infinicclSum, comm,
+                           nullptr),
+        comm, "infinicclAllReduce");
+  int want = 0;
+  for (int m : members) want += m + 1;
+  for (size_t i = 0; i < kCount; ++i) {
+    if (recv[i] != want) {
+      std::fprintf(stderr, "test_shrink_list rank %d: element %zu is %d, expected %d\n", g_rank,
+                   i, recv[i], want);
+      std::_Exit(3);
+    }
+  }
+}
+
+int Differ(infinicclComm_t comm) {
+  ExactSum(comm, {0, 1, 2});  // every rank arrives together
+  const int list[1] = {g_rank == 2 ? 1 : 2};
+  infinicclComm_t sub = nullptr;
+  const auto t0 = Clock::now();
+  const infinicclResult_t rc =
+      infinicclCommShrink(comm, list, 1, &sub, INFINICCL_SHRINK_DEFAULT);
+  Expect(rc, infinicclInvalidUsage, t0, comm, "infinicclCommShrink (lists differ)");
+  if (sub != nullptr) Die("a new communicator after InvalidUsage", rc, comm);
+  ExactSum(comm, {0, 1, 2});
+  return 0;
+}
+
+int Destroy(infinicclComm_t comm) {
+  ExactSum(comm, {0, 1, 2});
+  if (g_rank == 2) return 0;  // leaves: no Shrink, no Destroy
+  const int list[1] = {2};
+  infinicclComm_t sub = nullptr;
+  auto t0 = Clock::now();
+  Expect(infinicclCommShrink(comm, list, 1, &sub, INFINICCL_SHRINK_DEFAULT), infinicclSuccess,
+         t0, comm, "infinicclCommShrink");
+  ExactSum(sub, {0, 1});
+  t0 = Clock::now();
+  Expect(infinicclCommDestroy(sub), infinicclSuccess, t0, nullptr,
+         "infinicclCommDestroy (new)");
+  t0 = Clock::now();
+  Expect(infinicclCommDestroy(comm), infinicclSuccess, t0, nullptr,
+         "infinicclCommDestroy (parent)");
+  return 1;  // destroyed
+}
+
+int GrowArg(infinicclComm_t comm) {
+  ExactSum(comm, {0, 1, 2});
+  char self[] = "test_shrink_list";
+  infinicclComm_t grown = nullptr;
+  const auto t0 = Clock::now();
+  const infinicclResult_t rc =
+      infinicclCommGrow(comm, 1, g_rank == 0 ? nullptr : self, nullptr, &grown);
+  Expect(rc, infinicclInvalidArgument, t0, comm, "infinicclCommGrow (NULL command on rank 0)");
+  if (grown != nullptr) Die("a grown communicator after InvalidArgument", rc, comm);
+  ExactSum(comm, {0, 1, 2});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: test_shrink_list differ|destroy|grow_arg\n");
+    return 2;
+  }
+  Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
+  infinicclComm_t comm = nullptr;
+  int size = 0;
+  Check(infinicclGetSize(&size), nullptr, "infinicclGetSize");
+  Check(infinicclCommInitAll(&comm, size, nullptr), nullptr, "infinicclCommInitAll");
+  Check(infinicclCommUserRank(comm, &g_rank), comm, "infinicclCommUserRank");
+  if (size != 3) {
+    std::fprintf(stderr, "test_shrink_list: needs 3 ranks, not %d\n", size);
+    return 2;
+  }
+  int destroyed = 0;
+  if (std::strcmp(argv[1], "differ") == 0) {
+    destroyed = Differ(comm);
+  } else if (std::strcmp(argv[1], "destroy") == 0) {
+    destroyed = Destroy(comm);
+  } else if (std::strcmp(argv[1], "grow_arg") == 0) {
+    destroyed = GrowArg(comm);
+  } else {
+    std::fprintf(stderr, "test_shrink_list: unknown mode '%s'\n", argv[1]);
+    return 2;
+  }
+  if (!destroyed && !(std::strcmp(argv[1], "destroy") == 0 && g_rank == 2))
+    Check(infinicclCommDestroy(comm), comm, "infinicclCommDestroy");
+  std::printf("SHRINK PASS rank=%d\n", g_rank);
+  std::fflush(stdout);
+  Check(infinicclFinalize(), nullptr, "infinicclFinalize");
+  return 0;
+}
