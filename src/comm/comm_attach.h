@@ -37,9 +37,23 @@ class CommFactory {
   static Status AttachShm(Communicator &c);
 };
 
+// How BindDevice chooses. `keep`: the binding of the communicator this
+// process comes from, kept as it is. `comm_local_rank`: the local rank is
+// this rank's place among the communicator's ranks on its node, not the
+// launcher's (a process MPI_Comm_spawn started is local rank 0 of its own
+// job). Collective over c's MPI communicator whatever the choice.
+struct BindAs {
+  const Communicator::Binding *keep = nullptr;
+  bool comm_local_rank = false;
+};
+
 // Binds this rank to a device of the first active device runtime (vendor
 // runtimes before the emulated one); host-only when there is none.
-Status BindDevice(Communicator &c, int ndev, const int *devlist);
+Status BindDevice(Communicator &c, int ndev, const int *devlist, const BindAs &as = BindAs());
+
+// InitUnderMpi with the device chosen as `as` says.
+Status InitUnderMpiAs(MPI_Comm parent, int ndev, const int *devlist, const BindAs &as,
+                      std::unique_ptr<Communicator> *out);
 
 // The first pinned staging slot of a communicator whose device buffers go
 // through MPI (comm_init.cpp).
@@ -54,9 +68,8 @@ void PageLockShm(Communicator &c);
 // Collective over c's MPI communicator (comm_groups.cpp).
 Status AttachGroups(Communicator &c);
 
-// InitUnderMpi over `sub` with the parent's device on every rank:
-// devlist[local rank in the new communicator], whatever that local rank
-// turns out to be (comm_create.cpp).
+// InitUnderMpi over `sub`, each rank keeping the device it has in `parent`
+// (comm_create.cpp).
 Status InitBoundAs(const Communicator &parent, MPI_Comm sub,
                    std::unique_ptr<Communicator> *out);
 

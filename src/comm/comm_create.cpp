@@ -17,6 +17,11 @@ namespace infiniccl {
 
 Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
                     std::unique_ptr<Communicator> *out) {
+  return InitUnderMpiAs(parent, ndev, devlist, BindAs(), out);
+}
+
+Status InitUnderMpiAs(MPI_Comm parent, int ndev, const int *devlist, const BindAs &as,
+                      std::unique_ptr<Communicator> *out) {
   std::unique_ptr<Communicator> c = CommFactory::New();
   {
     mpi::SerialLock lock;
@@ -32,7 +37,7 @@ Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
         MpiCheck(MPI_Comm_dup(parent, &CommFactory::mpi_comm(*c)), "MPI_Comm_dup"));
   }
   INFINICCL_RETURN_IF_ERROR(CommFactory::FinishUnderMpi(*c));
-  INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist));
+  INFINICCL_RETURN_IF_ERROR(BindDevice(*c, ndev, devlist, as));
   PageLockShm(*c);
   INFINICCL_RETURN_IF_ERROR(AttachGroups(*c));
   PrimeStaging(*c);
@@ -68,11 +73,9 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
 
 Status InitBoundAs(const Communicator &parent, MPI_Comm sub,
                    std::unique_ptr<Communicator> *out) {
-  const Communicator::Binding &b = parent.binding();
-  int n = 0;
-  MPI_Comm_size(sub, &n);
-  std::vector<int> devlist(static_cast<size_t>(n), b.device < 0 ? 0 : b.device);
-  return InitUnderMpi(sub, b.device < 0 ? 0 : n, b.device < 0 ? nullptr : devlist.data(), out);
+  BindAs as;
+  as.keep = &parent.binding();
+  return InitUnderMpiAs(sub, 0, nullptr, as, out);
 }
 
 Status InitAmong(const Communicator &parent, MPI_Comm base, const std::vector<int> &members,

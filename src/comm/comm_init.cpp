@@ -31,9 +31,24 @@ namespace infiniccl {
 
 // Binds this rank to a device of the first active device runtime (vendor
 // runtimes before the emulated one); host-only when there is none.
-Status BindDevice(Communicator &c, int ndev, const int *devlist) {
+Status BindDevice(Communicator &c, int ndev, const int *devlist, const BindAs &as) {
   Communicator::Binding b;
-  INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank));
+  INFINICCL_RETURN_IF_ERROR(DetectLocalRank(c.mpi_comm(), &b.local_rank, !as.comm_local_rank));
+  if (as.keep != nullptr) {
+    // The same process keeps its device (its current device may have
+    // changed since, with another communicator's binding).
+    const LocalRank local = b.local_rank;
+    b = *as.keep;
+    b.local_rank = local;
+    if (b.device >= 0) {
+      if (DeviceRuntime *rt = DeviceRegistry::Get(b.kind))
+        INFINICCL_RETURN_IF_ERROR(rt->SetDevice(b.device));
+    }
+    INFINICCL_INFO("keeps %s device %d of the communicator it came from", DeviceKindName(b.kind),
+                   b.device);
+    c.set_binding(b);
+    return Status::Ok();
+  }
   const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
   if (active.empty()) {
     WarnDevlistWithoutDevices(ndev, devlist);

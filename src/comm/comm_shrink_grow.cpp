@@ -333,7 +333,16 @@ Status GrowComm(Communicator *parent, int count, const char *command, char *cons
     MPI_Comm_disconnect(&inter);
     INFINICCL_RETURN_IF_ERROR(merge);
   }
-  Status s = InitUnderMpi(merged, 0, nullptr, out);
+  // The parent's ranks keep their devices; a started process takes its
+  // place among the merged communicator's ranks on its node.
+  Status s;
+  if (parent != nullptr) {
+    s = InitBoundAs(*parent, merged, out);
+  } else {
+    BindAs as;
+    as.comm_local_rank = true;
+    s = InitUnderMpiAs(merged, 0, nullptr, as, out);
+  }
   mpi::SerialLock lock;
   MPI_Comm_free(&merged);  // InitUnderMpi keeps a duplicate
   return s;

@@ -15,13 +15,24 @@
 //                             rank's Grow returns InvalidArgument within 10 s
 //                             (no process is started); then the parent sums
 //                             exactly.
+//   test_shrink_list grow_bind (INFINICCL_DEVICE=sim, 8 emulated devices) the
+//                             ranks bind devices 5, 6, 7 by devlist, and grow by
+//                             one started process (`grow_bind_child`): each old
+//                             rank keeps its device in the grown communicator,
+//                             and the started process takes device 3 (its local
+//                             rank among the four, not rank 0's device or 0);
+//                             the four sum exactly. Needs MPI_Comm_spawn.
 #include <infiniccl/infiniccl.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
+
+#include "comm/communicator.h"
+#include "comm/runtime.h"
 
 namespace {
 
@@ -125,18 +136,68 @@ int GrowArg(infinicclComm_t comm) {
   return 0;
 }
 
+// The device `comm` is bound to on this rank (the library's record).
+int BoundDevice(infinicclComm_t comm) {
+  std::shared_ptr<infiniccl::Communicator> c;
+  if (!infiniccl::Runtime::Lookup(comm, &c).ok()) Die("Runtime::Lookup", infinicclInvalidArgument, comm);
+  return c->binding().device;
+}
+
+void ExpectDevice(infinicclComm_t comm, int want, const char *which) {
+  const int got = BoundDevice(comm);
+  std::printf("rank %d: %s bound to device %d\n", g_rank, which, got);
+  if (got != want) {
+    std::fprintf(stderr, "test_shrink_list rank %d: %s is bound to device %d, expected %d\n",
+                 g_rank, which, got, want);
+    std::_Exit(3);
+  }
+}
+
+int GrowBind(infinicclComm_t comm, const char *self) {
+  ExpectDevice(comm, 5 + g_rank, "the parent");
+  char child[] = "grow_bind_child";
+  char *const args[] = {child, nullptr};
+  infinicclComm_t grown = nullptr;
+  const auto t0 = Clock::now();
+  Expect(infinicclCommGrow(comm, 1, self, args, &grown), infinicclSuccess, t0, comm,
+         "infinicclCommGrow");
+  ExpectDevice(grown, 5 + g_rank, "the grown communicator");
+  ExactSum(grown, {0, 1, 2, 3});
+  Check(infinicclCommDestroy(grown), nullptr, "infinicclCommDestroy (grown)");
+  return 0;
+}
+
+// The started process of grow_bind.
+int GrowBindChild() {
+  infinicclComm_t grown = nullptr;
+  Check(infinicclCommGrow(nullptr, 0, nullptr, nullptr, &grown), nullptr,
+        "infinicclCommGrow (started process)");
+  Check(infinicclCommUserRank(grown, &g_rank), grown, "infinicclCommUserRank");
+  ExpectDevice(grown, 3, "the grown communicator (started)");
+  ExactSum(grown, {0, 1, 2, 3});
+  Check(infinicclCommDestroy(grown), nullptr, "infinicclCommDestroy (grown)");
+  std::printf("SHRINK PASS rank=%d (started)\n", g_rank);
+  std::fflush(stdout);
+  Check(infinicclFinalize(), nullptr, "infinicclFinalize");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: test_shrink_list differ|destroy|grow_arg\n");
+    std::fprintf(stderr, "usage: test_shrink_list differ|destroy|grow_arg|grow_bind\n");
     return 2;
   }
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
+  if (std::strcmp(argv[1], "grow_bind_child") == 0) return GrowBindChild();
+  const bool bind = std::strcmp(argv[1], "grow_bind") == 0;
   infinicclComm_t comm = nullptr;
   int size = 0;
   Check(infinicclGetSize(&size), nullptr, "infinicclGetSize");
-  Check(infinicclCommInitAll(&comm, size, nullptr), nullptr, "infinicclCommInitAll");
+  const int devlist[3] = {5, 6, 7};
+  Check(infinicclCommInitAll(&comm, bind ? 3 : size, bind ? devlist : nullptr), nullptr,
+        "infinicclCommInitAll");
   Check(infinicclCommUserRank(comm, &g_rank), comm, "infinicclCommUserRank");
   if (size != 3) {
     std::fprintf(stderr, "test_shrink_list: needs 3 ranks, not %d\n", size);
@@ -149,6 +210,8 @@ int main(int argc, char **argv) {
     destroyed = Destroy(comm);
   } else if (std::strcmp(argv[1], "grow_arg") == 0) {
     destroyed = GrowArg(comm);
+  } else if (bind) {
+    destroyed = GrowBind(comm, argv[0]);
   } else {
     std::fprintf(stderr, "test_shrink_list: unknown mode '%s'\n", argv[1]);
     return 2;
