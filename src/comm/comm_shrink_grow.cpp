@@ -239,8 +239,10 @@ Status AgreeOnExcluded(Communicator &c, const std::vector<int> &exclude) {
 
 }  // namespace
 
-Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool abort_first,
-                  std::unique_ptr<Communicator> *out) {
+namespace {
+
+Status ShrinkUnwatched(Communicator &parent, const std::vector<int> &exclude, bool abort_first,
+                       std::unique_ptr<Communicator> *out) {
   // Its excluded ranks take no part in what comes on it (CommDestroy's
   // check exchange among them).
   parent.MarkShrunk();
@@ -294,8 +296,20 @@ Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool ab
   return Status::Ok();
 }
 
-Status GrowComm(Communicator *parent, int count, const char *command, char *const *argv,
-                const Status &args, std::unique_ptr<Communicator> *out) {
+}  // namespace
+
+Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool abort_first,
+                  std::unique_ptr<Communicator> *out) {
+  Communicator::CommCallGuard watched(parent, CommCall::kShrink);
+  const Status st = ShrinkUnwatched(parent, exclude, abort_first, out);
+  watched.Returned(st);
+  return st;
+}
+
+namespace {
+
+Status GrowUnwatched(Communicator *parent, int count, const char *command, char *const *argv,
+                     const Status &args, std::unique_ptr<Communicator> *out) {
   if (parent != nullptr) {
     int ok = args.ok() ? 1 : 0;
     INFINICCL_RETURN_IF_ERROR(AndOver(*parent, &ok));
@@ -346,6 +360,17 @@ Status GrowComm(Communicator *parent, int count, const char *command, char *cons
   mpi::SerialLock lock;
   MPI_Comm_free(&merged);  // InitUnderMpi keeps a duplicate
   return s;
+}
+
+}  // namespace
+
+Status GrowComm(Communicator *parent, int count, const char *command, char *const *argv,
+                const Status &args, std::unique_ptr<Communicator> *out) {
+  if (parent == nullptr) return GrowUnwatched(nullptr, count, command, argv, args, out);
+  Communicator::CommCallGuard watched(*parent, CommCall::kGrow);
+  const Status st = GrowUnwatched(parent, count, command, argv, args, out);
+  watched.Returned(st);
+  return st;
 }
 
 }  // namespace infiniccl

@@ -72,9 +72,10 @@ Status SplitWithoutMpi(Communicator &parent, int color, int key,
 
 }  // namespace
 
-Status SplitComm(Communicator &parent, int color, int key,
-                 std::unique_ptr<Communicator> *out) {
-  if (!parent.has_mpi()) return SplitWithoutMpi(parent, color, key, out);
+namespace {
+
+Status SplitUnderMpi(Communicator &parent, int color, int key,
+                     std::unique_ptr<Communicator> *out) {
   INFINICCL_RETURN_IF_ERROR(parent.CheckDrained("MPI_Comm_split"));
   std::unique_ptr<Communicator> c = CommFactory::New();
   {
@@ -105,6 +106,17 @@ Status SplitComm(Communicator &parent, int color, int key,
   }
   *out = std::move(c);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status SplitComm(Communicator &parent, int color, int key,
+                 std::unique_ptr<Communicator> *out) {
+  if (!parent.has_mpi()) return SplitWithoutMpi(parent, color, key, out);
+  Communicator::CommCallGuard watched(parent, CommCall::kSplit);
+  const Status st = SplitUnderMpi(parent, color, key, out);
+  watched.Returned(st);
+  return st;
 }
 
 }  // namespace infiniccl

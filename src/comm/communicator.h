@@ -28,6 +28,13 @@
 
 namespace infiniccl {
 
+// The calls that make or end a communicator from this one, watched as a
+// collective is (Communicator::CommCallGuard): kinds the watchdog and the
+// node's board record beside the CollKind values, above them.
+enum class CommCall { kSplit = 100, kShrink, kGrow, kDestroy };
+// "CommSplit", ...; nullptr for a value that is not a CommCall.
+const char *CommCallName(int kind);
+
 class Communicator {
  public:
   // Made only by comm/comm_*.cpp (CommFactory, comm/comm_attach.h).
@@ -118,6 +125,23 @@ class Communicator {
     if (board_) board_->Leave(why);
   }
   InFlight &inflight() { return inflight_; }
+
+  // A CommCall on this communicator, numbered and published as a collective
+  // is (every rank that takes part takes the next sequence number), so that
+  // the watchdog names the ranks that have not arrived when it waits too
+  // long; Returned records its result on the node's board.
+  class CommCallGuard {
+   public:
+    CommCallGuard(Communicator &c, CommCall call);
+    ~CommCallGuard() { c_.EndCall(); }
+    CommCallGuard(const CommCallGuard &) = delete;
+    CommCallGuard &operator=(const CommCallGuard &) = delete;
+    void Returned(const Status &st) { c_.NoteReturned(seq_, static_cast<int>(st.code())); }
+
+   private:
+    Communicator &c_;
+    uint64_t seq_;
+  };
 
   // The progress engine (progress/engine.h): whether calls on device buffers
   // of `device` that go through MPI are queued to it (INFINICCL_ASYNC, MPI

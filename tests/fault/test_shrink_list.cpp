@@ -22,7 +22,14 @@
 //                             and the started process takes device 3 (its local
 //                             rank among the four, not rank 0's device or 0);
 //                             the four sum exactly. Needs MPI_Comm_spawn.
+//   test_shrink_list skip split|shrink|grow|destroy
+//                             (under tests/fault/fault_harness.py --mode skip
+//                             --victim 1) rank 1 sleeps instead of making the
+//                             call; the others' call waits for it, and their
+//                             watchdog names the call and rank 1 only. destroy
+//                             with INFINICCL_CHECK=1 (a destroy that waits).
 #include <infiniccl/infiniccl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -182,11 +189,38 @@ int GrowBindChild() {
   return 0;
 }
 
+// Rank 1 sleeps (alive, outside the library) while the others make `call`.
+int Skip(infinicclComm_t comm, const char *call) {
+  ExactSum(comm, {0, 1, 2});
+  std::printf("READY rank=%d pid=%d\n", g_rank, static_cast<int>(getpid()));
+  std::fflush(stdout);
+  if (g_rank == 1) {
+    sleep(60);
+    return 0;
+  }
+  infinicclComm_t out = nullptr;
+  infinicclResult_t rc = infinicclSuccess;
+  if (std::strcmp(call, "split") == 0) {
+    rc = infinicclCommSplit(comm, 0, g_rank, &out);
+  } else if (std::strcmp(call, "shrink") == 0) {
+    rc = infinicclCommShrink(comm, nullptr, 0, &out, INFINICCL_SHRINK_DEFAULT);
+  } else if (std::strcmp(call, "grow") == 0) {
+    char self[] = "test_shrink_list";
+    rc = infinicclCommGrow(comm, 1, self, nullptr, &out);
+  } else {
+    rc = infinicclCommDestroy(comm);
+  }
+  // The watchdog ends the job before the call returns.
+  std::fprintf(stderr, "test_shrink_list rank %d: %s returned %s without rank 1\n", g_rank,
+               call, infinicclGetErrorString(rc));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: test_shrink_list differ|destroy|grow_arg|grow_bind\n");
+    std::fprintf(stderr, "usage: test_shrink_list differ|destroy|grow_arg|grow_bind|skip CALL\n");
     return 2;
   }
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
@@ -212,6 +246,9 @@ int main(int argc, char **argv) {
     destroyed = GrowArg(comm);
   } else if (bind) {
     destroyed = GrowBind(comm, argv[0]);
+  } else if (std::strcmp(argv[1], "skip") == 0 && argc > 2) {
+    destroyed = Skip(comm, argv[2]);
+    std::_Exit(3);
   } else {
     std::fprintf(stderr, "test_shrink_list: unknown mode '%s'\n", argv[1]);
     return 2;
