@@ -2,6 +2,7 @@
 // surviving ranks, and one of a parent's ranks with processes it started.
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <thread>
 #include <string>
 #include <utility>
@@ -174,10 +175,12 @@ class ShrinkExchange {
       if (recv_[i] == MPI_REQUEST_NULL) continue;
       MPI_Cancel(&recv_[i]);
       MPI_Status status;
-      MPI_Wait(&recv_[i], &status);
-      int cancelled = 0;
-      MPI_Test_cancelled(&status, &cancelled);
-      if (!cancelled && excluded_[i] && status.MPI_ERROR == MPI_SUCCESS) {
+      std::memset(&status, 0, sizeof status);
+      const int rc = MPI_Wait(&recv_[i], &status);
+      int cancelled = 1;
+      if (rc == MPI_SUCCESS) MPI_Test_cancelled(&status, &cancelled);
+      // A note that came before the cancel: the rank called.
+      if (!cancelled && excluded_[i]) {
         problem_ += (problem_.empty() ? "" : "; ") + std::string("rank ") + std::to_string(i) +
                     " calls the shrink and this rank excludes it";
       }
