@@ -643,8 +643,8 @@ INFINICCL_API infinicclResult_t infinicclCommGetFailedRanks(infinicclComm_t comm
  * `comm` is aborted first; a fault-tolerant MPI then shrinks the MPI
  * communicator to its live processes (MPIX_Comm_shrink), so every excluded
  * rank must have failed. The survivors must pass the same list: they check
- * it, and a list that differs returns infinicclInvalidUsage on every
- * survivor.
+ * it before making anything, and a list that differs, or that excludes a
+ * rank that calls, returns infinicclInvalidUsage on every rank that called.
  * @param comm the parent communicator.
  * @param excludeRanks the ranks to leave out, in `comm`'s numbering.
  * @param excludeCount how many; 0 is a copy of `comm`.
@@ -670,8 +670,9 @@ INFINICCL_API infinicclResult_t infinicclCommShrink(infinicclComm_t comm,
  * @param command the program to start (ignored on ranks other than 0).
  * @param argv its arguments without the program name, NULL-terminated, or NULL.
  * @param newcomm receives the grown communicator.
- * @return infinicclSuccess; infinicclInvalidArgument for a bad count, a NULL
- *         command on rank 0 or NULL newcomm; infinicclInvalidUsage for a NULL
+ * @return infinicclSuccess; infinicclInvalidArgument for a bad count or a NULL
+ *         command on rank 0 (on every rank of `comm`, nothing started) or NULL
+ *         newcomm; infinicclInvalidUsage for a NULL
  *         `comm` in a process nobody started; or another error code
  *         (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommGrow(infinicclComm_t comm, int newRanks,

@@ -223,7 +223,7 @@ infinicclResult_t infinicclCommGrow(infinicclComm_t comm, int newRanks, const ch
                           "passes 0)",
                           newRanks);
       }
-      INFINICCL_RETURN_IF_ERROR(GrowComm(nullptr, 0, nullptr, nullptr, &grown));
+      INFINICCL_RETURN_IF_ERROR(GrowComm(nullptr, 0, nullptr, nullptr, Status::Ok(), &grown));
     } else {
       INFINICCL_RETURN_IF_ERROR(Runtime::LookupUsable(comm, &ctx.comm));
       Communicator &c = *ctx.comm;
@@ -232,18 +232,20 @@ infinicclResult_t infinicclCommGrow(infinicclComm_t comm, int newRanks, const ch
                       "the communicator has no MPI communicator (made by "
                       "infinicclCommInitRank); grow needs one");
       }
+      // Checked by every rank together (GrowComm): a rank that returned
+      // alone would leave the others waiting in MPI_Comm_spawn.
+      Status args = Status::Ok();
       if (newRanks < 1) {
-        return MakeStatus(infinicclInvalidArgument, "newRanks is %d: at least 1", newRanks);
-      }
-      if (c.rank() == 0 && (command == nullptr || command[0] == '\0')) {
-        return Status(infinicclInvalidArgument, "command is NULL or empty on rank 0");
+        args = MakeStatus(infinicclInvalidArgument, "newRanks is %d: at least 1", newRanks);
+      } else if (c.rank() == 0 && (command == nullptr || command[0] == '\0')) {
+        args = Status(infinicclInvalidArgument, "command is NULL or empty on rank 0");
       }
       Communicator::CallGuard guard;
       INFINICCL_RETURN_IF_ERROR(c.Enter("infinicclCommGrow", &guard));
       // An MPI call on the parent: after its queued work.
       INFINICCL_RETURN_IF_ERROR(c.DrainQueued());
       INFINICCL_RETURN_IF_ERROR(c.CheckDrained("MPI_Comm_spawn"));
-      INFINICCL_RETURN_IF_ERROR(GrowComm(&c, newRanks, command, argv, &grown));
+      INFINICCL_RETURN_IF_ERROR(GrowComm(&c, newRanks, command, argv, args, &grown));
     }
     INFINICCL_INFO("CommGrow: rank %d of %d%s", grown->rank(), grown->size(),
                    comm == nullptr ? " (a started process)" : "");

@@ -53,12 +53,12 @@ Status CrossCheck(Communicator &comm, const CollArgs &a, uint64_t seq, bool args
   return st;
 }
 
-Status CrossCheckDestroy(Communicator &comm) {
+Status CrossCheckDestroy(Communicator &comm, uint64_t collectives) {
   if (comm.size() == 1) return Status::Ok();
   // Collectives made so far: equal on every rank unless one skipped or
   // added a call, which is what this record is there to catch.
   const int64_t mine[kNumFields] = {
-      kDestroyRecord, static_cast<int64_t>(comm.seq()), 1, 0, -1, -1, -1};
+      kDestroyRecord, static_cast<int64_t>(collectives), 1, 0, -1, -1, -1};
   bool any_destroy = true;
   Status st = Exchange(comm, mine, &any_destroy);
   if (!st.ok()) {

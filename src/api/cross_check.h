@@ -29,7 +29,8 @@ Status CrossCheck(Communicator &comm, const CollArgs &args, uint64_t seq,
 // collective. Then every rank gets InvalidUsage naming the ranks and their
 // operations with sequence numbers, and the communicator is marked diverged
 // (Communicator::MarkDiverged) on every rank. The communicator is released
-// on this rank whatever the outcome.
-Status CrossCheckDestroy(Communicator &comm);
+// on this rank whatever the outcome. `collectives`: how many the rank made
+// on `comm` before the destroy.
+Status CrossCheckDestroy(Communicator &comm, uint64_t collectives);
 
 }  // namespace infiniccl

@@ -151,15 +151,26 @@ infinicclResult_t infinicclCommDestroy(infinicclComm_t comm) {
                         "(last entered: %s); destroy it once they have returned",
                         busy, c->last_call());
     }
+    // INFINICCL_CHECK: the ranks compare this CommDestroy with what their
+    // peers are doing, which is where a skipped collective shows at the latest.
+    // Not after a shrink or a revoke: a rank that left would never join.
+    const bool exchange = c->check() && c->has_mpi() && !c->diverged() && !c->aborted() &&
+                          !c->shrunk() && !c->revoked();
+    const uint64_t collectives = c->seq();
+    // A destroy that exchanges waits for every rank: watched as a collective
+    // (Communicator::CommCallGuard), with a sequence number of its own.
+    std::unique_ptr<Communicator::CommCallGuard> watched;
+    if (exchange) watched = std::make_unique<Communicator::CommCallGuard>(*c, CommCall::kDestroy);
     // Queued work finishes first, as ncclCommDestroy's does; its failure is
     // the communicator's asynchronous error (CommGetAsyncError, the next
     // call) and does not stop the destroy.
     (void)c->DrainQueued();
-    // INFINICCL_CHECK: the ranks compare this CommDestroy with what their
-    // peers are doing, which is where a skipped collective shows at the latest.
     Status checked = Status::Ok();
-    if (c->check() && c->has_mpi() && !c->diverged() && !c->aborted())
-      checked = CrossCheckDestroy(*c);
+    if (exchange) {
+      checked = CrossCheckDestroy(*c, collectives);
+      watched->Returned(checked);
+    }
+    watched.reset();
     INFINICCL_RETURN_IF_ERROR(Runtime::Unregister(comm));
     return checked;
   });

@@ -56,9 +56,14 @@ LocalRank LocalRankFromEnvironment(const Config::Lookup &lookup,
   return r;
 }
 
-Status DetectLocalRank(MPI_Comm comm, LocalRank *out) {
-  *out = LocalRankFromEnvironment([](const char *n) { return std::getenv(n); },
-                                  GlobalConfig().local_rank);
+Status DetectLocalRank(MPI_Comm comm, LocalRank *out, bool environment) {
+  if (environment) {
+    *out = LocalRankFromEnvironment([](const char *n) { return std::getenv(n); },
+                                    GlobalConfig().local_rank);
+  } else {
+    *out = LocalRank();
+    out->rank = -1;
+  }
   // Every rank takes part in the split, even those the environment already
   // answered for: it is collective, and ranks may disagree on the env.
   MPI_Comm shared = MPI_COMM_NULL;

@@ -32,8 +32,9 @@ const char *const *LauncherLocalRankVariables(int *count);
 LocalRank LocalRankFromEnvironment(const Config::Lookup &lookup,
                                    const std::string &override_value);
 
-// Environment first, then the shared-memory split of `comm` (collective).
-Status DetectLocalRank(MPI_Comm comm, LocalRank *out);
+// Environment first (unless `environment` is false), then the shared-memory
+// split of `comm` (collective either way).
+Status DetectLocalRank(MPI_Comm comm, LocalRank *out, bool environment = true);
 
 struct DeviceChoice {
   int device = -1;

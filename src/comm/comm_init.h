@@ -1,4 +1,4 @@
-// The one place communicators are made, as NCCL's init.cc: the MPI
+// How communicators are made, as NCCL's init.cc (comm/comm_*.cpp): the MPI
 // communicator (errors returned, not fatal), the device binding, the
 // agreement on INFINICCL_CHECK, the node's sequence board, the watchdog, and
 // the native CCL communicator where every rank can have one. api/ calls
@@ -64,8 +64,11 @@ Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool ab
 // infinicclCommGrow: `parent` null in a process MPI started for a grow (it
 // joins the processes that started it); otherwise every rank of `parent`
 // starts `count` processes of `command` (argv NULL-terminated or null).
-// Collective over the merged communicator, as InitUnderMpi.
+// `args`: this rank's verdict on its arguments; the ranks of `parent` agree
+// on them before MPI_Comm_spawn, and when any rank's are bad every rank
+// returns InvalidArgument (naming them where they are bad) and nothing is
+// started. Collective over the merged communicator, as InitUnderMpi.
 Status GrowComm(Communicator *parent, int count, const char *command, char *const *argv,
-                std::unique_ptr<Communicator> *out);
+                const Status &args, std::unique_ptr<Communicator> *out);
 
 }  // namespace infiniccl

@@ -121,6 +121,25 @@ const char *Communicator::LastError() const {
   return last_error_.c_str();
 }
 
+const char *CommCallName(int kind) {
+  switch (kind) {
+    case static_cast<int>(CommCall::kSplit): return "CommSplit";
+    case static_cast<int>(CommCall::kShrink): return "CommShrink";
+    case static_cast<int>(CommCall::kGrow): return "CommGrow";
+    case static_cast<int>(CommCall::kDestroy): return "CommDestroy";
+    default: return nullptr;
+  }
+}
+
+Communicator::CommCallGuard::CommCallGuard(Communicator &c, CommCall call)
+    : c_(c), seq_(c.NextSeq()) {
+  CollArgs a{};
+  a.kind = static_cast<CollKind>(call);
+  a.dtype = infinicclInt8;
+  a.op = infinicclSum;
+  c.BeginCall(a, seq_);
+}
+
 void Communicator::BeginCall(const CollArgs &a, uint64_t call_seq) {
   inflight_.Publish(a, call_seq, ++calls_);
   if (board_ && call_seq != 0) board_->Enter(call_seq, static_cast<int>(a.kind));

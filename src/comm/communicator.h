@@ -28,9 +28,16 @@
 
 namespace infiniccl {
 
+// The calls that make or end a communicator from this one, watched as a
+// collective is (Communicator::CommCallGuard): kinds the watchdog and the
+// node's board record beside the CollKind values, above them.
+enum class CommCall { kSplit = 100, kShrink, kGrow, kDestroy };
+// "CommSplit", ...; nullptr for a value that is not a CommCall.
+const char *CommCallName(int kind);
+
 class Communicator {
  public:
-  // Made only by comm/comm_init.cpp (CommFactory).
+  // Made only by comm/comm_*.cpp (CommFactory, comm/comm_attach.h).
   ~Communicator();
   Communicator(const Communicator &) = delete;
   Communicator &operator=(const Communicator &) = delete;
@@ -119,6 +126,23 @@ class Communicator {
   }
   InFlight &inflight() { return inflight_; }
 
+  // A CommCall on this communicator, numbered and published as a collective
+  // is (every rank that takes part takes the next sequence number), so that
+  // the watchdog names the ranks that have not arrived when it waits too
+  // long; Returned records its result on the node's board.
+  class CommCallGuard {
+   public:
+    CommCallGuard(Communicator &c, CommCall call);
+    ~CommCallGuard() { c_.EndCall(); }
+    CommCallGuard(const CommCallGuard &) = delete;
+    CommCallGuard &operator=(const CommCallGuard &) = delete;
+    void Returned(const Status &st) { c_.NoteReturned(seq_, static_cast<int>(st.code())); }
+
+   private:
+    Communicator &c_;
+    uint64_t seq_;
+  };
+
   // The progress engine (progress/engine.h): whether calls on device buffers
   // of `device` that go through MPI are queued to it (INFINICCL_ASYNC, MPI
   // at MPI_THREAD_MULTIPLE, the runtime has gates; decided at creation),
@@ -183,6 +207,12 @@ class Communicator {
   void MarkRevoked() { revoked_.store(true); }
   bool revoked() const { return revoked_.load(); }
 
+  // infinicclCommShrink was called on it: the ranks it excluded take no
+  // part in what comes on it, so CommDestroy's check exchange (over every
+  // rank) is skipped.
+  void MarkShrunk() { shrunk_.store(true); }
+  bool shrunk() const { return shrunk_.load(); }
+
   // The process that made the communicator: the only one whose calls on it
   // are served (a child of fork() shares the parent's memory image, not its
   // place among the ranks).
@@ -226,6 +256,7 @@ class Communicator {
   bool check_ = false;
   std::atomic<bool> diverged_{false};
   std::atomic<bool> revoked_{false};
+  std::atomic<bool> shrunk_{false};
   std::string diverged_why_;  // under error_mutex_
   uint64_t calls_ = 0;  // InFlight tokens, collectives and Send/Recv alike
   InFlight inflight_;

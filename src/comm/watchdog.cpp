@@ -105,9 +105,12 @@ std::string Stragglers(const Communicator &c, uint64_t seq, int kind) {
       const SeqBoard::View &v = views[static_cast<size_t>(r)];
       if (v.entered != seq) continue;
       const bool valid_kind = v.kind >= 0 && v.kind < kNumCollKinds;
+      const char *comm_call = CommCallName(v.kind);
       ops += (shown++ ? ", rank " : "rank ") + std::to_string(r) + " in " +
-             (valid_kind ? CollKindName(static_cast<CollKind>(v.kind)) : "?") + " #" +
-             std::to_string(seq);
+             (valid_kind  ? CollKindName(static_cast<CollKind>(v.kind))
+              : comm_call ? comm_call
+                          : "?") +
+             " #" + std::to_string(seq);
     }
     s += "; " + ops +
          ": the ranks have called different collectives; one rank skipped or added a "
@@ -188,6 +191,12 @@ std::string DescribeCall(Communicator &c, const InFlight::Snapshot &s, bool queu
   if (!p2p)
     std::snprintf(seq, sizeof seq, "seq %llu", static_cast<unsigned long long>(s.seq));
   char what[512];
+  if (const char *comm_call = CommCallName(static_cast<int>(s.kind))) {
+    // Split, Shrink, Grow, Destroy: no buffers, no path.
+    std::snprintf(what, sizeof what, "%s %s on comm %#llx (rank %d of %d)%s", comm_call, seq,
+                  static_cast<unsigned long long>(c.handle()), c.rank(), c.size(), status);
+    return std::string(what) + "; " + Stragglers(c, s.seq, static_cast<int>(s.kind));
+  }
   std::snprintf(what, sizeof what,
                 "%s %s on comm %#llx (rank %d of %d)%s: count=%llu dtype=%s%s%s%s path=%s",
                 CollKindName(s.kind), seq, static_cast<unsigned long long>(c.handle()),

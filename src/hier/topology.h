@@ -2,7 +2,7 @@
 // (hierarchical) collectives. A group is the ranks of one node bound to one
 // device kind (host-only ranks form a group of their own kind, cpu); each
 // group may have a CCL communicator of its own; its local rank 0 is its
-// leader. Built once, at communicator creation, by comm/comm_init.cpp (the
+// leader. Built once, at communicator creation, by comm/comm_groups.cpp (the
 // one place communicators are made); read by hier/hier_collectives.cpp and
 // shown by infiniccl-info.
 #pragma once

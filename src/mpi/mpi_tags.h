@@ -13,6 +13,9 @@
 
 namespace infiniccl {
 
+// The shrink's exchange of the callers' lists over the parent
+// (comm/comm_shrink_grow.cpp).
+inline constexpr int kMpiShrinkTag = 0x1cbe;
 // MPI_Comm_create_group on the parent (api/comm_init_ranks.cpp).
 inline constexpr int kMpiCreateGroupTag = 0x1cbf;
 // The library's rings of MPI_Sendrecv (backend/mpi/rings.h), which may run
@@ -21,7 +24,8 @@ inline constexpr int kMpiRingTag = 0x1cc0;
 // Send/Recv: API tag 0.
 inline constexpr int kMpiP2pTag = 0x1cc1;
 
-static_assert(kMpiCreateGroupTag < kMpiP2pTag && kMpiRingTag < kMpiP2pTag,
+static_assert(kMpiShrinkTag < kMpiP2pTag && kMpiCreateGroupTag < kMpiP2pTag &&
+                  kMpiRingTag < kMpiP2pTag,
               "internal tags lie below the API's range");
 static_assert(INFINICCL_TAG_MAX <= INT_MAX - kMpiP2pTag, "the API's tags fit in an int");
 

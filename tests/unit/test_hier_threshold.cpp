@@ -17,7 +17,7 @@ constexpr size_t kKiB = size_t{1} << 10;
 constexpr size_t kMiB = kKiB << 10;
 constexpr size_t kNever = SIZE_MAX;
 
-// Groups as comm/comm_init.cpp leaves them: ranks ascending in each group,
+// Groups as comm/comm_groups.cpp leaves them: ranks ascending in each group,
 // the two flags worked out here independently.
 void Shape(Topology *t, const std::vector<std::vector<int>> &groups) {
   t->groups.clear();

@@ -146,7 +146,7 @@ void CollectSettings(RankReport *r) {
 }
 
 // Why this rank's communicator has no CCL communicator, in the order the
-// library decides it (comm/comm_init.cpp: AttachCcl); the last reason is that
+// library decides it (comm/comm_groups.cpp: AttachCcl); the last reason is that
 // of another rank, since the decision is collective.
 std::string WhyNoCcl(const RankReport &r, const infiniccl::Communicator::Binding &b) {
   if (r.backends.size() == 1)

@@ -30,7 +30,7 @@ struct McclApi {
   // could read it, so the raw integer is printed.
 
   // No split used on MCCL (its API is not verified): a child communicator
-  // gets a CCL communicator of its own instead (comm/comm_init.cpp: SplitCcl).
+  // gets a CCL communicator of its own instead (comm/comm_split.cpp: SplitCcl).
   static constexpr bool kHasSplit = false;
   static Result CommSplit(Comm, int, int, Comm *) { return Result{}; }
   static constexpr bool kNativeAllToAllGatherScatter = false;

@@ -1,0 +1,76 @@
+// The steps that every way of making a communicator shares, for the files
+// of comm/ that make them: CommFactory (the only code that fills in a
+// Communicator's private parts), the device binding, the groups and the CCL
+// communicator. comm_init.cpp and comm_groups.cpp define them; comm_create.cpp
+// (under MPI, by unique id, among listed ranks), comm_split.cpp and
+// comm_shrink_grow.cpp use them. Not for use outside comm/.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "core/status.h"
+
+namespace infiniccl {
+
+// Fills in a Communicator's private parts: the only code that does.
+class CommFactory {
+ public:
+  static std::unique_ptr<Communicator> New() {
+    return std::unique_ptr<Communicator>(new Communicator());
+  }
+  static MPI_Comm &mpi_comm(Communicator &c) { return c.comm_; }
+  static void SetPlace(Communicator &c, int rank, int size) {
+    c.rank_ = rank;
+    c.size_ = size;
+  }
+  // Everything after the MPI communicator exists: error handler, rank,
+  // size, the MPI backend, the check agreement, the node's sequence board,
+  // shared memory among the ranks, the watchdog. Collective over c.comm_
+  // (the board is shared memory among the node's ranks).
+  static Status FinishUnderMpi(Communicator &c);
+
+ private:
+  static Status AgreeOnSettings(Communicator &c);
+  static Status AttachShm(Communicator &c);
+};
+
+// How BindDevice chooses. `keep`: the binding of the communicator this
+// process comes from, kept as it is. `comm_local_rank`: the local rank is
+// this rank's place among the communicator's ranks on its node, not the
+// launcher's (a process MPI_Comm_spawn started is local rank 0 of its own
+// job). Collective over c's MPI communicator whatever the choice.
+struct BindAs {
+  const Communicator::Binding *keep = nullptr;
+  bool comm_local_rank = false;
+};
+
+// Binds this rank to a device of the first active device runtime (vendor
+// runtimes before the emulated one); host-only when there is none.
+Status BindDevice(Communicator &c, int ndev, const int *devlist, const BindAs &as = BindAs());
+
+// InitUnderMpi with the device chosen as `as` says.
+Status InitUnderMpiAs(MPI_Comm parent, int ndev, const int *devlist, const BindAs &as,
+                      std::unique_ptr<Communicator> *out);
+
+// The first pinned staging slot of a communicator whose device buffers go
+// through MPI (comm_init.cpp).
+void PrimeStaging(Communicator &c);
+
+// The shared-memory segment page-locked with the bound device's runtime.
+void PageLockShm(Communicator &c);
+
+// A communicator made under MPI: its groups, a CCL communicator over every
+// rank when they all can have one (unless it has one already, split from
+// its parent's), otherwise the two-level path where the groups allow it.
+// Collective over c's MPI communicator (comm_groups.cpp).
+Status AttachGroups(Communicator &c);
+
+// InitUnderMpi over `sub`, each rank keeping the device it has in `parent`
+// (comm_create.cpp).
+Status InitBoundAs(const Communicator &parent, MPI_Comm sub,
+                   std::unique_ptr<Communicator> *out);
+
+}  // namespace infiniccl
