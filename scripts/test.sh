@@ -164,8 +164,9 @@ for stage in "${stages[@]}"; do
       echo "standin stage: $((SECONDS - start)) s"
       ;;
     asan | fuzz)
-      # Leaks inside the MPI libraries themselves are suppressed (see the
-      # file); everything of ours is checked.
+      # Leaks of MPI's own start, end and progress threads are suppressed
+      # (see the file, which names MPI's entry points, not its libraries);
+      # everything of ours, MPI objects it creates included, is checked.
       export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
       # The slow unwinder and keeping Open MPI's plugins loaded give every
       # leak a full, symbolised stack, so suppressions can tell MPI's own
