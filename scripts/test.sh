@@ -11,8 +11,9 @@
 #      CPU-only), without the soak and the kills during segment creation;
 #   4. fuzz: the argument-validation fuzz target under libFuzzer (clang,
 #      ASan + UBSan) for 60 s;
-#   5. tsan: the progress engine's own tests under ThreadSanitizer (its
-#      thread is the library's first long-lived one that runs operations);
+#   5. tsan: the progress engine's own tests, and at 2 ranks the engine
+#      under MPI, the shared-memory transport, the watchdog and the threads
+#      tests, under ThreadSanitizer (Open MPI's own races suppressed);
 #   6. hip: the HIP variant (AMD GPUs, Hygon DCU) compiled against Debian's
 #      libamdhip64-dev, the library only (no AMD device here to run it on);
 #   7. standin: the Ascend (ACL + HCCL) and Cambricon (CNRT + CNCL) adapters
@@ -206,8 +207,9 @@ for stage in "${stages[@]}"; do
       echo "standin stage: $((SECONDS - start)) s"
       ;;
     asan | fuzz)
-      # Leaks inside the MPI libraries themselves are suppressed (see the
-      # file); everything of ours is checked.
+      # Leaks of MPI's own start, end and progress threads are suppressed
+      # (see the file, which names MPI's entry points, not its libraries);
+      # everything of ours, MPI objects it creates included, is checked.
       export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
       # The slow unwinder and keeping Open MPI's plugins loaded give every
       # leak a full, symbolised stack, so suppressions can tell MPI's own
@@ -291,15 +293,34 @@ for stage in "${stages[@]}"; do
       echo "ompi5 stage: $((SECONDS - start)) s"
       ;;
     tsan)
-      # Only the engine's unit test: MPI's own progress threads would drown
-      # the report in races of theirs. Without -Werror: GCC warns that TSan
-      # does not model the watchdog record's seqlock fences (-Wtsan), which
-      # this test never reads from another thread.
+      # ThreadSanitizer on the library's threads: the progress engine's own
+      # tests (unit_engine, unit_strict), and at 2 ranks under Open MPI the
+      # engine's queue (mpi_async*), the shared-memory transport (its waits,
+      # aborts and segments: mpi_shm_*, mpi_comm_abort_inflight_shm), the
+      # watchdog's thread reading the calls' records (every MPI test runs
+      # it; mpi_watchdog_board reads what it says) and calls from many
+      # threads at each MPI thread level (mpi_threads_*). Races and lock
+      # cycles inside Open MPI, which is not built with TSan, are
+      # suppressed by tests/sanitizers/tsan.supp (MPI's libraries only);
+      # keeping its plugins loaded keeps them named there. Without -Werror:
+      # GCC warns that TSan does not model atomic_thread_fence (-Wtsan),
+      # which the watchdog record's seqlock uses beside its atomics.
+      start=$SECONDS
       cmake -S . -B build-ci-tsan -DINFINICCL_MPI=openmpi -DWITH_HIP=OFF \
         -DWITH_NVIDIA=OFF -DINFINICCL_SANITIZE=thread -DINFINICCL_LARGE_COUNT_TESTS=OFF \
         -DCMAKE_BUILD_TYPE=Debug
-      cmake --build build-ci-tsan -j "$jobs" --target unit_engine unit_strict
-      TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" run_ctest build-ci-tsan -R '^unit_(engine|strict)$'
+      cmake --build build-ci-tsan -j "$jobs" --target unit_engine unit_strict test_threads \
+        test_async test_shm_life test_shm_contract test_comm_abort test_watchdog_board \
+        test_collectives
+      export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp"
+      export OMPI_MCA_mca_base_component_disable_dlclose=1
+      tests='^(unit_(engine|strict)|mpi_threads_(multiple|serialized|funneled)_np2'
+      tests+='|mpi_async(_shm|_failure|_evict)?_np2|mpi_shm_life_(abort_cycles|finalize_bound)_np2'
+      tests+='|mpi_shm_contract_(abort|destroy|mismatch)_np2|mpi_comm_abort(_inflight_shm)?_np2'
+      tests+='|mpi_watchdog_board_np2|mpi_collectives_shm_np2)$'
+      run_ctest build-ci-tsan -R "$tests"
+      unset TSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose
+      echo "tsan stage: $((SECONDS - start)) s"
       ;;
     *)
       echo "unknown stage '$stage' (openmpi, mpich, asan, fuzz, tsan, hip, standin, ompi5 or quick)" >&2

@@ -169,7 +169,7 @@ infinicclResult_t infinicclCommAbort(infinicclComm_t comm) {
     }
     INFINICCL_INFO(
         "CommAbort: comm %p aborted (rank %d of %d); its MPI communicator is "
-        "left to MPI_Finalize",
+        "left to infinicclFinalize",
         comm, c->rank(), c->size());
     // The CCL communicator is aborted (ncclCommAbort), not destroyed, which
     // would wait for queued and possibly hung work; `c` goes here: backends

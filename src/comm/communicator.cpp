@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "comm/watchdog.h"
 #include "mpi/mpi_thread.h"
@@ -19,7 +21,29 @@ namespace {
 // communicator asks (Runtime::Lookup). A child of fork() sets its own.
 std::atomic<int> g_pid{0};
 void NotePid() { g_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed); }
+
+std::mutex g_left_mutex;
+std::vector<MPI_Comm> g_left;  // Communicator::FreeLeftMpiComms
+
+void LeaveToFinalize(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return;
+  std::lock_guard<std::mutex> lock(g_left_mutex);
+  g_left.push_back(comm);
+}
 }  // namespace
+
+void Communicator::FreeLeftMpiComms() {
+  std::vector<MPI_Comm> left;
+  {
+    std::lock_guard<std::mutex> lock(g_left_mutex);
+    left.swap(g_left);
+  }
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  mpi::SerialLock lock;
+  for (MPI_Comm &c : left) MPI_Comm_free(&c);
+}
 
 int Communicator::CurrentPid() {
   static const bool registered = [] {
@@ -52,6 +76,8 @@ Communicator::~Communicator() {
                                    [topology = std::move(topology), shm = std::move(shm)] {});
     }
     ccl_backend_.reset();
+    LeaveToFinalize(comm_);
+    comm_ = MPI_COMM_NULL;
     return;  // the pool's idle buffers stay for MemTrim or Finalize to free
   }
   engine_owner_.reset();
@@ -59,14 +85,17 @@ Communicator::~Communicator() {
   StagingPool::Global().ReleaseOwner(this);
   int finalized = 1;
   MPI_Finalized(&finalized);
-  // An aborted communicator's MPI communicator is left to MPI_Finalize:
-  // freeing it is collective and its peers may never join.
+  // A diverged or revoked communicator's MPI communicator is left to
+  // infinicclFinalize (FreeLeftMpiComms): its peers may still use it.
   const bool collective_free = !finalized && !aborted() && !diverged() && !revoked();
   if (topology_) topology_->Release(collective_free);
   if (comm_ != MPI_COMM_NULL && collective_free) {
     mpi::ForgetRevoked(comm_);
     mpi::SerialLock lock;
     MPI_Comm_free(&comm_);
+  } else if (!finalized) {
+    LeaveToFinalize(comm_);
+    comm_ = MPI_COMM_NULL;
   }
 }
 

@@ -103,9 +103,9 @@ class Communicator {
   // The function of the last call entered (for the abort report).
   const char *last_call() const { return last_call_.load(); }
 
-  // infinicclCommAbort: refuse new calls, and never free the MPI
-  // communicator (MPI_Comm_free and MPI_Comm_disconnect are collective; an
-  // aborted communicator may have ranks that will never call them).
+  // infinicclCommAbort: refuse new calls, and leave the MPI communicator to
+  // infinicclFinalize (FreeLeftMpiComms): an aborted communicator may have
+  // ranks that still use it.
   void MarkAborted();
   bool aborted() const { return aborted_.load(); }
 
@@ -218,6 +218,13 @@ class Communicator {
   // place among the ranks).
   int creator_pid() const { return creator_pid_; }
   static int CurrentPid();
+  // The MPI communicators of aborted, diverged and revoked communicators:
+  // not freed when those go (their peers may still use their side), but by
+  // infinicclFinalize just before MPI_Finalize, when no call can use them.
+  // MPI_Comm_free only marks a communicator for deallocation once what is
+  // pending on it completes, and no Open MPI or MPICH implementation
+  // communicates there; left to MPI_Finalize, their memory leaks.
+  static void FreeLeftMpiComms();
 
   // The infinicclComm_t value naming this communicator (0 before Register).
   uintptr_t handle() const { return handle_; }

@@ -227,6 +227,7 @@ Status Runtime::Finalize() {
              "pinned memory waits for the device), until the process exits",
              behind.size(), static_cast<long long>(kWaitForAborted.count()), names.c_str());
   }
+  Communicator::FreeLeftMpiComms();
   MpiTypeTable::Destroy();
   mpi::SetSerialized(false);
   mpi::SetOversubscribed(false);

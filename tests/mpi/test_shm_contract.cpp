@@ -208,9 +208,9 @@ int Leave(bool abort) {
     const std::string words = "rank " + std::to_string(g_last) + " left the communicator (" +
                               (abort ? "infinicclCommAbort" : "infinicclCommDestroy") + ")";
     CHECK(Says(SafeLastError(), words), "expected '%s' in '%s'", words.c_str(), SafeLastError());
-    // 0.3 s before the peer leaves; a generous bound above that, not a
-    // timing test.
-    CHECK(took < 2.0, "the wait ended %.2f s after the call began", took);
+    // The error names the peer's leaving, so the wait ended after it; only
+    // a hang fails the bound.
+    CHECK(took < 30.0, "the wait ended %.2f s after the call began", took);
     std::printf("[rank %d] the AllReduce returned %.3f s after it began: %s\n", g_rank, took,
                 SafeLastError());
     CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);

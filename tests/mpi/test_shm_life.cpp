@@ -13,7 +13,7 @@
 //                       communicator's AllReduce behind a kernel is exact.
 //   finalize_bound    - a queued AllReduce behind a 600 s kernel, the
 //                       communicator aborted, then infinicclFinalize: it
-//                       returns successfully between 4 and 20 s later (it
+//                       returns successfully between 4 and 60 s later (it
 //                       waits 5 s for the aborted communicator's engine,
 //                       then leaves it behind), with the kernel still
 //                       running; the process then exits.
@@ -182,9 +182,9 @@ void FinalizeBound(int *exit_code) {
   const infinicclResult_t r = infinicclFinalize();
   const double s = Seconds(start);
   CHECK(r == infinicclSuccess, "infinicclFinalize: %d", static_cast<int>(r));
-  CHECK(s >= 4.0 && s < 20.0,
+  CHECK(s >= 4.0 && s < 60.0,
         "infinicclFinalize returned after %.2f s (an aborted communicator's engine behind a "
-        "600 s kernel; want 4 to 20 s)",
+        "600 s kernel; want 4 to 60 s)",
         s);
   std::printf("[rank %d] finalize_bound: infinicclFinalize returned in %.2f s with the "
               "kernel still running\n",

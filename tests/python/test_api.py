@@ -204,10 +204,28 @@ def test_revoke_then_use(comm):
 def test_version_and_stats(comm):
     v = infiniccl.version()
     assert isinstance(v, tuple) and len(v) == 3 and v >= (0, 1, 0)
-    s = infiniccl.staging_stats()
-    for k in ("allocations", "bytes_held", "staged_calls", "direct_calls", "d2h_copies"):
-        assert isinstance(s[k], int)
+    before = infiniccl.staging_stats()
+    fields = ("allocations", "frees", "bytes_held", "peak_bytes_held", "pinned",
+              "d2h_copies", "d2h_bytes", "h2d_copies", "h2d_bytes", "staged_calls",
+              "pipelined_calls", "direct_calls")
+    assert sorted(before) == sorted(fields), sorted(before)
+    # Host buffers are never staged: a host AllReduce leaves every counter
+    # of copies and calls where it was.
+    x = np.full(1000, comm.rank + 1, np.int64)
+    comm.all_reduce(x)
+    assert x.tolist() == [comm.size * (comm.size + 1) // 2] * 1000
+    after = infiniccl.staging_stats()
+    for k in ("d2h_copies", "d2h_bytes", "h2d_copies", "h2d_bytes", "staged_calls",
+              "pipelined_calls", "direct_calls", "allocations"):
+        assert after[k] == before[k], (k, before[k], after[k])
+    assert after["frees"] <= after["allocations"], after
+    assert after["peak_bytes_held"] >= after["bytes_held"], after
+    assert after["pinned"] in (0, 1), after
+    assert after["pipelined_calls"] <= after["staged_calls"], after
     infiniccl.mem_trim()
+    trimmed = infiniccl.staging_stats()
+    assert trimmed["bytes_held"] <= after["bytes_held"], (after, trimmed)
+    assert trimmed["frees"] >= after["frees"], (after, trimmed)
 
 
 def test_device_runtimes():
@@ -254,10 +272,19 @@ def test_sim_device_all_reduce_staged(comm, dtype):
     assert np.array_equal(d.numpy().astype(np.float64),
                           (np.arange(1000) % 3 + n - 1).astype(np.float64))
     after = infiniccl.staging_stats()
-    assert after["staged_calls"] + after["direct_calls"] >= \
-        before["staged_calls"] + before["direct_calls"] + 2
-    assert after["d2h_copies"] > before["d2h_copies"] or \
-        after["direct_calls"] > before["direct_calls"]
+    delta = {k: after[k] - before[k] for k in after}
+    # Each of the two device calls is counted once, staged or given to MPI
+    # directly; 1000 elements fit one chunk, so neither is pipelined.
+    assert delta["staged_calls"] + delta["direct_calls"] == 2, delta
+    assert delta["pipelined_calls"] == 0, delta
+    if delta["direct_calls"] == 0:
+        # Staged: each call copies its 1000 elements to host memory and the
+        # sum back, in one or more copies each way.
+        nbytes = 1000 * np.dtype(dtype).itemsize
+        assert delta["d2h_bytes"] == 2 * nbytes and delta["h2d_bytes"] == 2 * nbytes, delta
+        assert delta["d2h_copies"] >= 2 and delta["h2d_copies"] >= 2, delta
+    else:
+        assert delta["d2h_copies"] == delta["h2d_copies"] == 0, delta
 
 
 def test_sim_device_collectives(comm):

@@ -319,16 +319,19 @@ Status SimRuntime::MemcpyAsync(void *dst, const void *src, size_t bytes, CopyKin
     }
   };
   // Counted when queued: at each launch for a captured copy.
-  SubmitEach(s, [this, kind, bytes, work = std::move(work)] {
-    CountCopy(kind, bytes);
+  SubmitEach(s, [this, s, kind, bytes, work = std::move(work)] {
+    CountCopy(s, kind, bytes);
     return work;
   });
   if (sync_after) s->Synchronize();
   return Status::Ok();
 }
 
-void SimRuntime::CountCopy(CopyKind kind, size_t bytes) {
+void SimRuntime::CountCopy(const SimStream *s, CopyKind kind, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (kind != CopyKind::kDeviceToDevice) {
+    link_ways_[s] |= kind == CopyKind::kDeviceToHost ? 1 : 2;
+  }
   switch (kind) {
     case CopyKind::kHostToDevice:
       ++stats_.h2d_copies;
@@ -578,6 +581,10 @@ SimStats SimRuntime::stats() const {
   SimStats s = stats_;
   s.peak_link_copies = peak_link_copies_.load();
   s.link_copies_done = link_copies_done_.load();
+  for (const auto &entry : link_ways_) {
+    ++s.link_streams;
+    if (entry.second == 3) ++s.link_streams_both_ways;
+  }
   for (const auto &range : registered_mem_) s.registered_bytes += range.second;
   return s;
 }
@@ -587,6 +594,7 @@ void SimRuntime::ResetStats() {
   const uint64_t live = stats_.live_device_bytes;
   stats_ = SimStats{};
   stats_.live_device_bytes = live;
+  link_ways_.clear();
   peak_link_copies_.store(link_copies_.load());
   link_copies_done_.store(0);
 }

@@ -48,6 +48,10 @@ struct SimStats {
   // when a copy is queued): equal to d2h_copies + h2d_copies once every
   // queued copy is done.
   uint64_t link_copies_done = 0;
+  // The streams that carried copies over the host link (queued), and those
+  // among them that carried copies both ways: a pipeline whose copies in and
+  // out may overlap has them on streams of one direction each.
+  uint64_t link_streams = 0, link_streams_both_ways = 0;
   uint64_t registered_bytes = 0;  // host memory page-locked now (HostRegister)
 };
 
@@ -174,7 +178,7 @@ class SimRuntime : public DeviceRuntime {
   // `work` the same at every launch.
   void Submit(SimStream *s, std::function<void()> work);
   // The stats of one copy.
-  void CountCopy(CopyKind kind, size_t bytes);
+  void CountCopy(const SimStream *s, CopyKind kind, size_t bytes);
   bool Capturing(SimStream *s);
   // Waits for every stream (Free's implicit synchronisation).
   void SynchronizeAll();
@@ -219,6 +223,7 @@ class SimRuntime : public DeviceRuntime {
   };
   std::map<SimStream *, Capture> captures_;
   SimStats stats_;
+  std::map<const SimStream *, int> link_ways_;  // per stream: 1 device to host, 2 back
   std::atomic<uint64_t> link_copies_{0}, peak_link_copies_{0};  // running, and the most
   std::atomic<uint64_t> link_copies_done_{0};
 };
