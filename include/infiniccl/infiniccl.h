@@ -608,7 +608,12 @@ INFINICCL_API infinicclResult_t infinicclCommAbort(infinicclComm_t comm);
  * with an MPI that tolerates failures (ULFM: Open MPI 5 under
  * `mpirun --with-ft ulfm`), which revokes the MPI communicator, and
  * every rank waiting in the node's shared memory. Local and never blocking: a
- * rank blocked on a live peer that will never come returns. Afterwards
+ * rank blocked on a live peer that will never come returns, from a Send, a
+ * Recv, a group, a wait in the node's shared memory, queued device work or
+ * the native CCL. A host collective blocked inside one of MPI's own calls
+ * returns only where the library polls MPI's request: with a fault-tolerant
+ * MPI, with MPI below MPI_THREAD_MULTIPLE, or with more ranks on the node
+ * than cores. Afterwards
  * `comm` is good for infinicclCommShrink, infinicclCommGetFailedRanks,
  * infinicclCommAbort and infinicclCommDestroy only.
  * @param comm the communicator.
