@@ -82,13 +82,19 @@ run_in() {  # command...: as root in the new root, with a login shell's PATH
 }
 
 status=0
+step() {  # LOG COMMAND: runs COMMAND in the root, its output kept in LOG; status=1 on failure
+  local log=$1 rc
+  shift
+  echo "== $*"
+  set +e
+  run_in "cd /root/infiniccl && $*" 2>&1 | tee "$log" | tail -n 30
+  rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" -eq 0 ] || status=1
+}
+
 t=$SECONDS
-echo "== scripts/demo.sh"
-set +e
-run_in "cd /root/infiniccl && scripts/demo.sh" 2>&1 | tee "$root/demo.log" | tail -n 30
-rc=${PIPESTATUS[0]}
-set -e
-[ "$rc" -eq 0 ] || status=1
+step "$root/demo.log" scripts/demo.sh
 # Each example prints "Correct: YES" or "NO" for each of its checks.
 examples=$(grep -c "^==== example_" "$root/demo.log" || true)
 yes=$(grep -c "Correct: YES" "$root/demo.log" || true)
@@ -98,12 +104,7 @@ echo "demo: $((SECONDS - t)) s, $examples examples, $yes checks 'Correct: YES', 
 
 if [ "${stages[*]}" != none ]; then
   t=$SECONDS
-  echo "== scripts/test.sh ${stages[*]}"
-  set +e
-  run_in "cd /root/infiniccl && scripts/test.sh ${stages[*]}" 2>&1 | tee "$root/test.log" | tail -n 30
-  rc=${PIPESTATUS[0]}
-  set -e
-  [ "$rc" -eq 0 ] || status=1
+  step "$root/test.log" scripts/test.sh "${stages[@]}"
   echo "test.sh ${stages[*]}: $((SECONDS - t)) s"
 fi
 echo "fresh_debian.sh: $((SECONDS - start)) s in all, exit $status"

@@ -213,17 +213,7 @@ def unclosed_fence(text):
 
 def markdown_files(src):
     """The tracked .md files of `src` (relative paths)."""
-    try:
-        out = subprocess.run(["git", "-C", src, "ls-files", "-z", "*.md"], check=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
-        return sorted(p for p in out.decode().split("\0") if p)
-    except (OSError, subprocess.CalledProcessError):
-        found = []
-        for root, dirs, names in os.walk(src):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
-            found += [os.path.relpath(os.path.join(root, n), src) for n in names
-                      if n.endswith(".md")]
-        return sorted(found)
+    return [p for p in tracked_files(src) if p.endswith(".md")]
 
 
 def check_fences(src, errors):
