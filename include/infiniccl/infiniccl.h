@@ -668,7 +668,10 @@ INFINICCL_API infinicclResult_t infinicclCommShrink(infinicclComm_t comm,
  * `comm`). Each new process calls infinicclInit and then
  * infinicclCommGrow(NULL, 0, NULL, NULL, &newcomm), which joins the
  * processes that started it. The ranks of `comm` keep their numbers; the
- * new processes follow, in their own order. `comm` stays valid.
+ * new processes follow, in their own order. `comm` stays valid. A started
+ * process that has not joined within half of INFINICCL_TIMEOUT_SEC is taken
+ * as dead: every rank of `comm` returns infinicclRemoteError, and `comm`
+ * still works.
  * @param comm the communicator to grow, or NULL in a started process.
  * @param newRanks how many processes to start (at least 1), or 0 with a NULL
  *        `comm`.
@@ -678,7 +681,8 @@ INFINICCL_API infinicclResult_t infinicclCommShrink(infinicclComm_t comm,
  * @return infinicclSuccess; infinicclInvalidArgument for a bad count or a NULL
  *         command on rank 0 (on every rank of `comm`, nothing started) or NULL
  *         newcomm; infinicclInvalidUsage for a NULL
- *         `comm` in a process nobody started; or another error code
+ *         `comm` in a process nobody started; infinicclRemoteError when a
+ *         started process died before it joined; or another error code
  *         (message: infinicclGetLastError). */
 INFINICCL_API infinicclResult_t infinicclCommGrow(infinicclComm_t comm, int newRanks,
                                                   const char *command, char *const *argv,

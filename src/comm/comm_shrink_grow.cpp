@@ -10,6 +10,7 @@
 
 #include "comm/comm_attach.h"
 #include "comm/comm_init.h"
+#include "core/config.h"
 #include "core/status.h"
 #include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
@@ -311,6 +312,69 @@ Status ShrinkComm(Communicator &parent, const std::vector<int> &exclude, bool ab
 
 namespace {
 
+// A started process's word to the parent's rank 0 (GrowUnwatched).
+Status SayAlive(MPI_Comm inter) {
+  int alive = 1;
+  return MpiCheck(MPI_Send(&alive, 1, MPI_INT, 0, kMpiGrowHelloTag, inter),
+                  "MPI_Send (to the growing communicator's rank 0)");
+}
+
+// The parent's rank 0 receives every started process's word; the parent's
+// ranks then agree whether all came. Called with the MPI lock held.
+Status HearAlive(Communicator &parent, MPI_Comm inter, int count) {
+  Status heard;
+  if (parent.rank() == 0) {
+    std::vector<int> words(static_cast<size_t>(count), 0);
+    std::vector<MPI_Request> reqs(static_cast<size_t>(count), MPI_REQUEST_NULL);
+    for (int i = 0; i < count && heard.ok(); ++i) {
+      heard = MpiCheck(MPI_Irecv(&words[static_cast<size_t>(i)], 1, MPI_INT, i,
+                                 kMpiGrowHelloTag, inter, &reqs[static_cast<size_t>(i)]),
+                       "MPI_Irecv (from a started process)");
+    }
+    // MPI reports no started process's death to the parent's job (Open MPI
+    // 5 under ULFM measured): a process that has not spoken within half of
+    // INFINICCL_TIMEOUT_SEC (the watchdog's) is taken as dead. Without the
+    // watchdog the wait has no end, as MPI's own.
+    const int timeout = GlobalConfig().timeout_sec;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(
+                                                                 int64_t{timeout} * 500);
+    for (int done = 0; heard.ok() && !done;) {
+      heard = MpiCheck(MPI_Testall(count, reqs.data(), &done, MPI_STATUSES_IGNORE),
+                       "MPI_Testall (the started processes' word)");
+      if (heard.ok() && !done) {
+        if (timeout > 0 && std::chrono::steady_clock::now() > deadline) {
+          heard = Status(infinicclRemoteError,
+                         "no word from it within " + std::to_string(timeout / 2) +
+                             " s (half of INFINICCL_TIMEOUT_SEC)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    for (MPI_Request &r : reqs) {
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
+    }
+  }
+  int all = heard.ok() ? 1 : 0;
+  const Status agreed =
+      MpiCheck(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, parent.mpi_comm()),
+               "MPI_Allreduce (whether every started process is alive)");
+  if (!heard.ok()) {
+    return Status(infinicclRemoteError,
+                  "a process started by infinicclCommGrow died before it joined: " +
+                      heard.message());
+  }
+  INFINICCL_RETURN_IF_ERROR(agreed);
+  if (!all) {
+    return Status(infinicclRemoteError,
+                  "a process started by infinicclCommGrow died before it joined (rank 0 of "
+                  "the communicator saw it)");
+  }
+  return Status::Ok();
+}
+
 Status GrowUnwatched(Communicator *parent, int count, const char *command, char *const *argv,
                      const Status &args, std::unique_ptr<Communicator> *out) {
   if (parent != nullptr) {
@@ -342,12 +406,27 @@ Status GrowUnwatched(Communicator *parent, int count, const char *command, char 
           "MPI_Comm_spawn"));
     }
     MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+    // Every started process says it is alive to the parent's rank 0 before
+    // the merge, and the parent's ranks agree on it. Open MPI 5's merge, and
+    // its revoke, would wait forever for the address of a process that died
+    // before it joins (PMIx_Get): without every word the merge is not tried
+    // and the inter-communicator is only freed, which is local.
+    const Status alive = parent == nullptr ? SayAlive(inter) : HearAlive(*parent, inter, count);
+    if (!alive.ok()) {
+      MPI_Comm_free(&inter);
+      return alive;
+    }
     // The parent's ranks first (high = 0), the started processes after them.
     const Status merge =
         MpiCheck(MPI_Intercomm_merge(inter, parent == nullptr ? 1 : 0, &merged),
                  "MPI_Intercomm_merge");
     // The two jobs stay connected through the merged communicator only.
-    MPI_Comm_disconnect(&inter);
+    // MPI_Comm_free, not MPI_Comm_disconnect: the latter waits for every
+    // process of the other side, which never comes when one of them has
+    // died. After a failed merge the inter-communicator is revoked first
+    // (where the MPI tolerates failures), so nothing of it waits either.
+    if (!merge.ok()) (void)mpi::Revoke(inter);
+    MPI_Comm_free(&inter);
     INFINICCL_RETURN_IF_ERROR(merge);
   }
   // The parent's ranks keep their devices; a started process takes its

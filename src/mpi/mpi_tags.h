@@ -13,6 +13,10 @@
 
 namespace infiniccl {
 
+// A process started by infinicclCommGrow tells the parent's rank 0 it is
+// alive, over the inter-communicator, before the merge
+// (comm/comm_shrink_grow.cpp).
+inline constexpr int kMpiGrowHelloTag = 0x1cbd;
 // The shrink's exchange of the callers' lists over the parent
 // (comm/comm_shrink_grow.cpp).
 inline constexpr int kMpiShrinkTag = 0x1cbe;
@@ -24,7 +28,7 @@ inline constexpr int kMpiRingTag = 0x1cc0;
 // Send/Recv: API tag 0.
 inline constexpr int kMpiP2pTag = 0x1cc1;
 
-static_assert(kMpiShrinkTag < kMpiP2pTag && kMpiCreateGroupTag < kMpiP2pTag &&
+static_assert(kMpiGrowHelloTag < kMpiP2pTag && kMpiShrinkTag < kMpiP2pTag && kMpiCreateGroupTag < kMpiP2pTag &&
                   kMpiRingTag < kMpiP2pTag,
               "internal tags lie below the API's range");
 static_assert(INFINICCL_TAG_MAX <= INT_MAX - kMpiP2pTag, "the API's tags fit in an int");

@@ -7,6 +7,10 @@
 //                                bad arguments: each returns InvalidArgument and
 //                                leaves the communicator usable. `grow`: then a
 //                                started process joins them (CommGrow, as below).
+//                                `grow-die`: the started process SIGKILLs itself
+//                                before it joins; every survivor's CommGrow
+//                                returns an error within 60 s, and the shrunk
+//                                communicator still sums exactly (ULFM).
 //   test_shrink kill host|device|mixed [nogrow]
 //                                the last rank SIGKILLs itself in the middle of a
 //                                loop of 1 MiB AllReduces (host buffers, or
@@ -191,20 +195,38 @@ void SumsExact(infinicclComm_t comm, int expect_rank, int expect_size, bool devi
 
 // Back to `size` ranks: one started process (`test_shrink child`) joins
 // `sub`, and the grown communicator sums exactly.
-void GrowBack(infinicclComm_t sub, int rank, int size, bool device) {
+// With `dies`, the started process (`test_shrink child-die`) SIGKILLs itself
+// before it joins: CommGrow must return an error, not hang, and leave `sub`
+// as it was.
+void GrowBack(infinicclComm_t sub, int rank, int size, bool device, bool dies = false) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) std::_Exit(3);
   self[n] = '\0';
-  char child[] = "child", where[] = "device", host[] = "host";
-  char *const args[] = {child, device ? where : host, nullptr};
+  char child[] = "child", child_die[] = "child-die", where[] = "device", host[] = "host";
+  char *const args[] = {dies ? child_die : child, device ? where : host, nullptr};
   infinicclComm_t grown = nullptr;
+  if (dies) {
+    const auto start = Clock::now();
+    const infinicclResult_t r = infinicclCommGrow(sub, 1, self, args, &grown);
+    const double took = Seconds(start);
+    std::printf("rank %d: CommGrow with a started process that died: %s after %.2f s: %s\n",
+                rank, infinicclGetErrorString(r), took, infinicclGetLastError(sub));
+    if (r == infinicclSuccess || grown != nullptr || took > 60) {
+      std::fprintf(stderr, "test_shrink rank %d: CommGrow returned %s (comm %p) after %.2f s; "
+                   "an error within 60 s was expected\n", rank, infinicclGetErrorString(r),
+                   static_cast<void *>(grown), took);
+      std::_Exit(1);
+    }
+    SumsExact(sub, rank, size - 1, device);
+    return;
+  }
   Check(infinicclCommGrow(sub, 1, self, args, &grown), sub, "infinicclCommGrow");
   SumsExact(grown, rank, size, device);
   Check(infinicclCommDestroy(grown), grown, "infinicclCommDestroy (grown)");
 }
 
-int Exclude(infinicclComm_t comm, int rank, int size, bool grow) {
+int Exclude(infinicclComm_t comm, int rank, int size, bool grow, bool grow_dies) {
   const int last = size - 1;
   infinicclComm_t sub = nullptr;
   if (rank == last) {
@@ -234,7 +256,7 @@ int Exclude(infinicclComm_t comm, int rank, int size, bool grow) {
   Check(infinicclCommShrink(comm, &last, 1, &sub, INFINICCL_SHRINK_DEFAULT), comm,
         "infinicclCommShrink");
   SumsExact(sub, rank, size - 1, false);
-  if (grow) GrowBack(sub, rank, size, false);
+  if (grow || grow_dies) GrowBack(sub, rank, size, false, grow_dies);
   Check(infinicclCommDestroy(sub), sub, "infinicclCommDestroy (shrunk)");
   Check(infinicclCommDestroy(comm), comm, "infinicclCommDestroy");
   std::printf("SHRINK PASS rank=%d\n", rank);
@@ -492,7 +514,9 @@ int main(int argc, char **argv) {
   }
   Check(infinicclInit(&argc, &argv), nullptr, "infinicclInit");
   // A started process: "child host|device" joins and sums; "cycle-child
-  // host|device N" is also the next cycle's victim while N > 0.
+  // host|device N" is also the next cycle's victim while N > 0; "child-die"
+  // dies before it joins.
+  if (std::strcmp(argv[1], "child-die") == 0) raise(SIGKILL);
   const bool cycle = std::strcmp(argv[1], "cycle-child") == 0;
   if (cycle || std::strcmp(argv[1], "child") == 0) {
     const int rc = CycleChild(argc > 2 && std::strcmp(argv[2], "device") == 0,
@@ -512,7 +536,8 @@ int main(int argc, char **argv) {
   }
   int rc = 2;
   if (std::strcmp(argv[1], "exclude") == 0) {
-    rc = Exclude(comm, rank, size, argc > 2 && std::strcmp(argv[2], "grow") == 0);
+    rc = Exclude(comm, rank, size, argc > 2 && std::strcmp(argv[2], "grow") == 0,
+                 argc > 2 && std::strcmp(argv[2], "grow-die") == 0);
   } else if (std::strcmp(argv[1], "kill") == 0 && argc > 2) {
     g_mixed = std::strcmp(argv[2], "mixed") == 0;
     rc = Kill(comm, rank, size,
