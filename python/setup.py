@@ -63,20 +63,24 @@ def _torch_extension():
         raise RuntimeError("infiniccl/infiniccl.h not found under %s: set INFINICCL_INCLUDE" %
                            include)
     csrc = os.path.join("infiniccl", "csrc")
-    compile_args, link_args, ninja = ["-O2"], [], False
+    compile_args, link_args = ["-O2"], []
     sanitize = os.environ.get("INFINICCL_TORCH_SANITIZE", "")
     if sanitize:
         # A checking build: every bad access or undefined behaviour of the
         # extension ends the process with a report. It loads only into an
         # interpreter started with the sanitizers' runtimes preloaded
-        # (LD_PRELOAD); the objects compile in parallel (ninja) when
-        # ninja is installed.
+        # (LD_PRELOAD).
         flags = ["-fsanitize=" + sanitize, "-fno-sanitize-recover=all"]
         # -O0 -g1 (line tables only): the sanitized build compiles no slower
         # than the optimised one; -g would make it three times slower.
         compile_args = ["-O0", "-g1", "-fno-omit-frame-pointer"] + flags
         link_args = flags
-        ninja = cpp_extension.is_ninja_available()
+    # The objects compile in parallel when ninja is installed (MAX_JOBS at
+    # a time, the CPU count unless set; each takes about 1 GB), one after
+    # another otherwise.
+    ninja = cpp_extension.is_ninja_available()
+    if ninja:
+        os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
     ext = cpp_extension.CppExtension(
         "infiniccl._c10d", [os.path.join(csrc, f) for f in CSRC],
         include_dirs=[include], depends=[os.path.join(csrc, "backend.h")],

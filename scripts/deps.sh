@@ -7,11 +7,12 @@
 # python3-*: the Python package's tests (tests/python), run by Debian's own
 # /usr/bin/python3; pip and setuptools install it offline. python3-venv: the
 # torch and Open MPI 5 environments of test.sh (python3 -m venv);
-# python3-dev: Python.h, which the C++ torch backend compiles against.
+# python3-dev: Python.h, which the C++ torch backend compiles against;
+# ninja-build: its objects compile in parallel (torch's cpp_extension).
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
                     libgtest-dev python3-matplotlib clang valgrind nlohmann-json3-dev
                     python3-numpy python3-pytest python3-mpi4py python3-torch
-                    python3-setuptools python3-pip python3-venv python3-dev doxygen)
+                    python3-setuptools python3-pip python3-venv python3-dev ninja-build doxygen)
 
 infiniccl_install_deps() {
   local missing=()

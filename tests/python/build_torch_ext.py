@@ -13,9 +13,10 @@ is copied instead of compiled when it was built for this torch from this
 python/ after the last change of any file of python/ and include/;
 otherwise the package is built.
 --sanitize LIST (address,undefined): the extension is built with those
-sanitizers (setup.py's INFINICCL_TORCH_SANITIZE; the objects in parallel, as
-many as MAX_JOBS, 2 unless set) and the import check runs with their runtimes
-preloaded (sanitized.py).
+sanitizers (setup.py's INFINICCL_TORCH_SANITIZE) and the import check runs
+with their runtimes preloaded (sanitized.py). Either build compiles its
+objects in parallel where ninja is installed (setup.py: MAX_JOBS at a time,
+the CPU count unless set).
 """
 import glob
 import os
@@ -97,7 +98,6 @@ def main():
         env = dict(os.environ, INFINICCL_TORCH_EXTENSION="1", PYTHONDONTWRITEBYTECODE="1")
         if sanitize:
             env["INFINICCL_TORCH_SANITIZE"] = sanitize
-            env.setdefault("MAX_JOBS", "2")
         t0 = time.monotonic()
         rc = subprocess.call([sys.executable, "setup.py", "-q", "build", "--build-base",
                               os.path.join(out, "tmp"), "--build-lib", os.path.join(out, "lib")],

@@ -3,8 +3,6 @@
 // shrink_group with their options. See backend.h.
 #include "backend.h"
 
-#include <torch/extension.h>
-
 #include <algorithm>
 
 #pragma GCC visibility push(hidden)

@@ -4,7 +4,11 @@
 // turned into torch's (Capture). See backend.h.
 #include "backend.h"
 
-#include <torch/extension.h>
+// pybind11 alone (the GIL released while a call waits), not torch/extension.h:
+// each object that includes the latter compiles for half a minute more.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
 
 #pragma GCC visibility push(hidden)
 namespace infiniccl_c10d {
