@@ -186,8 +186,8 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
   if (all_mpi) return MpiCommunicator(all, rank, out);
   if (all_ccl) return CclCommunicator(ccl, all[0].ccl_id, nranks, rank, out);
   std::string text =
-      "infinicclCommInitRank needs every rank under MPI (launch with icclrun, mpirun or srun "
-      "and call infinicclInit first), or no MPI and a usable native CCL on every rank; here: " +
+      "every rank needs MPI (launch with icclrun, mpirun or srun, and call infinicclInit "
+      "first), or else no MPI and a usable native CCL on every rank; here: " +
       RanksByValue(modes);
   if (mine.mode == kNeither && !why.empty()) text += " (this rank: " + why + ")";
   return Status(infinicclInvalidUsage, text);
