@@ -206,9 +206,10 @@ INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int 
  * (NCCL's ncclCommInitRank), on the calling thread's current device.
  *
  * Every rank connects to the process that made the id, presenting the id's
- * secret, nranks and rank; each waits for the others for at most
- * INFINICCL_TIMEOUT_SEC. Then what the communicator is depends on every
- * rank alike:
+ * secret, nranks and rank. That process waits for the others for at most
+ * INFINICCL_TIMEOUT_SEC, the others for its verdict at most twice that
+ * (0: no limit). Then what the communicator is depends on every rank
+ * alike:
  * - every rank under MPI with infinicclInit called (icclrun, mpirun, srun):
  *   the ranks' MPI_COMM_WORLD processes in the order of their `rank`, with
  *   everything CommInitAll's communicator has (host buffers, the emulated

@@ -20,7 +20,7 @@ namespace infiniccl::bootstrap {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x49434248;  // "ICBH"
-constexpr int kHelloSeconds = 30;             // a connected peer's hello, at most
+constexpr int kHelloSeconds = 30;  // a connected peer's hello, and the reply to it, at most
 
 // The listeners of ids made by this process, by secret. A forked child
 // closes its copies: only the process that made an id serves it.
@@ -182,7 +182,7 @@ Status Serve(Fd listener, const IdFields &f, int nranks, int rank, const std::st
       INFINICCL_INFO("bootstrap root %s: a peer refused: %s", AddressText(f.root).c_str(),
                      hello.message().c_str());
       if (hello.code() == infinicclInvalidArgument)
-        (void)SendAll(c.get(), Reply(hello), Earlier(deadline, 1));
+        (void)SendAll(c.get(), Reply(hello), DeadlineAfter(1));
       continue;
     }
     a.fd = std::move(c);
@@ -201,8 +201,9 @@ Status Serve(Fd listener, const IdFields &f, int nranks, int rank, const std::st
     for (const std::string *b : ordered) blobs->push_back(*b);
   }
   // A peer that cannot be told fails by itself (its connection closes).
+  // Each gets its own time to take the reply, past the joining's deadline.
   for (const Arrival &a : in)
-    if (a.fd.valid()) (void)SendAll(a.fd.get(), reply, Earlier(deadline, kHelloSeconds));
+    if (a.fd.valid()) (void)SendAll(a.fd.get(), reply, DeadlineAfter(kHelloSeconds));
   return verdict;
 }
 
