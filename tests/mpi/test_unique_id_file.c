@@ -4,8 +4,10 @@
  * and each joins with its rank in REVERSED order of its world rank. Then
  * AllReduce, AllGather and Broadcast in int32 and float32, and a Send/Recv
  * ring, each checked exactly: on host buffers (`host`) or on emulated
- * device buffers (`sim`, under INFINICCL_DEVICE=sim).
- * usage: test_unique_id_file <id file> host|sim */
+ * device buffers (`sim`, under INFINICCL_DEVICE=sim). `noinit`: the
+ * program starts MPI itself and never calls infinicclInit; every rank's
+ * CommInitRank then returns infinicclInvalidUsage naming infinicclInit.
+ * usage: test_unique_id_file <id file> host|sim|noinit */
 #include <infiniccl/infiniccl.h>
 #include <infiniccl/infiniccl_sim.h>
 #include <mpi.h>
@@ -139,41 +141,68 @@ static void Collectives(infinicclComm_t comm, int rank, int n, infinicclDataType
   free(back);
 }
 
-int main(int argc, char **argv) {
-  infinicclUniqueId id;
-  infinicclComm_t comm = NULL;
-  int world_size = 0, rank, count = -1, user_rank = -1;
+/* World rank 0 makes the id and writes it to `path`; the others read it
+ * after the barrier. */
+static void ShareId(const char *path, infinicclUniqueId *id) {
   FILE *f;
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s <id file> host|sim\n", argv[0]);
-    return 2;
-  }
-  g_sim = strcmp(argv[2], "sim") == 0;
-  OK(infinicclInit(&argc, &argv));
-  OK(infinicclGetRank(&g_world));
-  OK(infinicclGetSize(&world_size));
-
   if (g_world == 0) {
     char tmp[4096];
-    OK(infinicclGetUniqueId(&id));
-    snprintf(tmp, sizeof tmp, "%s.tmp", argv[1]);
+    OK(infinicclGetUniqueId(id));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     f = fopen(tmp, "wb");
     CHECK(f != NULL, "cannot write %s", tmp);
     if (f != NULL) {
-      CHECK(fwrite(&id, sizeof id, 1, f) == 1, "short write");
+      CHECK(fwrite(id, sizeof *id, 1, f) == 1, "short write");
       fclose(f);
-      CHECK(rename(tmp, argv[1]) == 0, "rename to %s", argv[1]);
+      CHECK(rename(tmp, path) == 0, "rename to %s", path);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_world != 0) {
-    f = fopen(argv[1], "rb");
-    CHECK(f != NULL, "cannot read %s", argv[1]);
+    f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot read %s", path);
     if (f != NULL) {
-      CHECK(fread(&id, sizeof id, 1, f) == 1, "short read");
+      CHECK(fread(id, sizeof *id, 1, f) == 1, "short read");
       fclose(f);
     }
   }
+}
+
+/* MPI started by the program, no infinicclInit: refused on every rank. */
+static int WithoutInit(const char *path, int *argc, char ***argv) {
+  infinicclUniqueId id;
+  infinicclComm_t comm = NULL;
+  int size = 0;
+  MPI_Init(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_world);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ShareId(path, &id);
+  CHECK(infinicclCommInitRank(&comm, size, id, size - 1 - g_world) == infinicclInvalidUsage,
+        "CommInitRank without infinicclInit: %s", infinicclGetLastError(NULL));
+  CHECK(strstr(infinicclGetLastError(NULL), "MPI initialised but no infinicclInit") != NULL,
+        "message: %s", infinicclGetLastError(NULL));
+  CHECK(comm == NULL, "a communicator was returned");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_world == 0) remove(path);
+  printf("world rank %d without infinicclInit: %s\n", g_world, g_failures == 0 ? "PASS" : "FAIL");
+  MPI_Finalize();
+  return g_failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  infinicclUniqueId id;
+  infinicclComm_t comm = NULL;
+  int world_size = 0, rank, count = -1, user_rank = -1;
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s <id file> host|sim|noinit\n", argv[0]);
+    return 2;
+  }
+  if (strcmp(argv[2], "noinit") == 0) return WithoutInit(argv[1], &argc, &argv);
+  g_sim = strcmp(argv[2], "sim") == 0;
+  OK(infinicclInit(&argc, &argv));
+  OK(infinicclGetRank(&g_world));
+  OK(infinicclGetSize(&world_size));
+  ShareId(argv[1], &id);
 
   rank = world_size - 1 - g_world;
   OK(infinicclCommInitRank(&comm, world_size, id, rank));
