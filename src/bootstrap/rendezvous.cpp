@@ -95,26 +95,35 @@ Status ReadHello(int fd, const Secret &secret, Deadline d, Arrival *a) {
   }
   a->nranks = static_cast<int>(GetU32(head + 36));
   a->rank = static_cast<int>(GetU32(head + 40));
+  if (a->nranks < 1 || a->nranks > Rendezvous::kMaxRanks) {
+    return Status(infinicclInvalidArgument, "refused: nranks out of range");
+  }
   INFINICCL_RETURN_IF_ERROR(RecvBytes(fd, 1024, d, &a->who));
   return RecvBytes(fd, Rendezvous::kMaxBlobBytes, d, &a->blob);
 }
 
 // The root's verdict on who came: the same text reaches every rank.
 Status Judge(const std::vector<Arrival> &in, bool timed_out, int timeout_sec) {
-  std::vector<std::string> sizes;
   int largest = 0;
+  bool agree = true;
   for (const Arrival &a : in) {
-    sizes.push_back(std::to_string(a.nranks));
     largest = std::max(largest, a.nranks);
+    agree = agree && a.nranks == in.front().nranks;
   }
   std::vector<std::string> problems;
-  if (std::count(sizes.begin(), sizes.end(), sizes.front()) != static_cast<long>(sizes.size())) {
-    std::vector<int> ranks;
-    for (const Arrival &a : in) ranks.push_back(a.rank);
-    std::vector<std::string> labelled;
-    for (const Arrival &a : in)
-      labelled.push_back("nranks=" + std::to_string(a.nranks));
-    problems.push_back("the ranks disagree on nranks (" + RanksByValue(labelled) + ")");
+  if (!agree) {
+    // By rank, as RanksByValue names them.
+    std::vector<const Arrival *> by_rank;
+    for (const Arrival &a : in) by_rank.push_back(&a);
+    std::stable_sort(by_rank.begin(), by_rank.end(),
+                     [](const Arrival *x, const Arrival *y) { return x->rank < y->rank; });
+    std::vector<std::string> labels;
+    std::vector<int> names;
+    for (const Arrival *a : by_rank) {
+      labels.push_back("nranks=" + std::to_string(a->nranks));
+      names.push_back(a->rank);
+    }
+    problems.push_back("the ranks disagree on nranks (" + RanksByValue(labels, 8, &names) + ")");
   }
   std::vector<int> out_of_range;
   std::vector<int> count(static_cast<size_t>(largest), 0);
@@ -186,7 +195,7 @@ Status Serve(Fd listener, const IdFields &f, int nranks, int rank, const std::st
       continue;
     }
     a.fd = std::move(c);
-    expected = std::max(expected, static_cast<size_t>(std::clamp(a.nranks, 1, Rendezvous::kMaxRanks)));
+    expected = std::max(expected, static_cast<size_t>(a.nranks));
     in.push_back(std::move(a));
   }
   listener.reset();  // the port closes: everyone expected came, or the time is up
