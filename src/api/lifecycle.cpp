@@ -75,7 +75,9 @@ infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
     INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
     *comm = nullptr;
     // A rank out of range still joins: the root names it to every rank.
-    if (nranks < 1) return MakeStatus(infinicclInvalidArgument, "nranks %d is less than 1", nranks);
+    if (nranks < 1) {
+      return MakeStatus(infinicclInvalidArgument, "nranks %d is less than 1", nranks);
+    }
     std::unique_ptr<Communicator> c;
     INFINICCL_RETURN_IF_ERROR(InitWithUniqueId(nranks, id, rank, &c));
     *comm = Runtime::Register(std::move(c));

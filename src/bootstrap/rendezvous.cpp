@@ -20,7 +20,8 @@ namespace infiniccl::bootstrap {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x49434248;  // "ICBH"
-constexpr int kHelloSeconds = 30;  // a connected peer's hello, and the reply to it, at most
+constexpr int kHelloSeconds =
+    30;  // a connected peer's hello, and the reply to it, at most
 
 // The listeners of ids made by this process, by secret. A forked child
 // closes its copies: only the process that made an id serves it.
@@ -115,15 +116,17 @@ Status Judge(const std::vector<Arrival> &in, bool timed_out, int timeout_sec) {
     // By rank, as RanksByValue names them.
     std::vector<const Arrival *> by_rank;
     for (const Arrival &a : in) by_rank.push_back(&a);
-    std::stable_sort(by_rank.begin(), by_rank.end(),
-                     [](const Arrival *x, const Arrival *y) { return x->rank < y->rank; });
+    std::stable_sort(
+        by_rank.begin(), by_rank.end(),
+        [](const Arrival *x, const Arrival *y) { return x->rank < y->rank; });
     std::vector<std::string> labels;
     std::vector<int> names;
     for (const Arrival *a : by_rank) {
       labels.push_back("nranks=" + std::to_string(a->nranks));
       names.push_back(a->rank);
     }
-    problems.push_back("the ranks disagree on nranks (" + RanksByValue(labels, 8, &names) + ")");
+    problems.push_back("the ranks disagree on nranks (" +
+                       RanksByValue(labels, 8, &names) + ")");
   }
   std::vector<int> out_of_range;
   std::vector<int> count(static_cast<size_t>(largest), 0);
@@ -150,13 +153,13 @@ Status Judge(const std::vector<Arrival> &in, bool timed_out, int timeout_sec) {
       if (std::find(twice.begin(), twice.end(), a.rank) != twice.end())
         who += (who.empty() ? "" : "; ") + a.who;
     }
-    problems.push_back("rank " + RankList(twice) + " given by more than one process (" + who +
-                       ")");
+    problems.push_back("rank " + RankList(twice) + " given by more than one process (" +
+                       who + ")");
   }
   if (problems.empty() && missing.empty()) return Status::Ok();
-  const std::string late = "rank " + RankList(missing) + " of " + std::to_string(largest) +
-                           " did not join within " + std::to_string(timeout_sec) +
-                           " s (INFINICCL_TIMEOUT_SEC)";
+  const std::string late = "rank " + RankList(missing) + " of " +
+                           std::to_string(largest) + " did not join within " +
+                           std::to_string(timeout_sec) + " s (INFINICCL_TIMEOUT_SEC)";
   if (!missing.empty() && !problems.empty())
     problems.push_back(timed_out ? late : "no process gave rank " + RankList(missing));
   if (!problems.empty()) {
@@ -167,8 +170,8 @@ Status Judge(const std::vector<Arrival> &in, bool timed_out, int timeout_sec) {
   return Status(infinicclRemoteError, late);
 }
 
-Status Serve(Fd listener, const IdFields &f, int nranks, int rank, const std::string &blob,
-             std::vector<std::string> *blobs) {
+Status Serve(Fd listener, const IdFields &f, int nranks, int rank,
+             const std::string &blob, std::vector<std::string> *blobs) {
   const int timeout_sec = GlobalConfig().timeout_sec;
   const Deadline deadline = DeadlineAfter(timeout_sec);
   std::vector<Arrival> in(1);
@@ -186,7 +189,8 @@ Status Serve(Fd listener, const IdFields &f, int nranks, int rank, const std::st
       break;
     }
     Arrival a;
-    const Status hello = ReadHello(c.get(), f.secret, Earlier(deadline, kHelloSeconds), &a);
+    const Status hello =
+        ReadHello(c.get(), f.secret, Earlier(deadline, kHelloSeconds), &a);
     if (!hello.ok()) {
       INFINICCL_INFO("bootstrap root %s: a peer refused: %s", AddressText(f.root).c_str(),
                      hello.message().c_str());
@@ -232,14 +236,15 @@ Status Client(const IdFields &f, int nranks, int rank, const std::string &blob,
   INFINICCL_RETURN_IF_ERROR(SendAll(s.get(), hello, deadline));
   // The root's own timeout began when its process called Join, which may be
   // up to a timeout after this one: its verdict is awaited that much longer.
-  const Deadline answer = timeout_sec > 0 ? deadline + std::chrono::seconds(timeout_sec)
-                                          : Deadline::max();
+  const Deadline answer =
+      timeout_sec > 0 ? deadline + std::chrono::seconds(timeout_sec) : Deadline::max();
   unsigned char code[4];
   Status st = RecvAll(s.get(), code, sizeof code, answer);
   std::string message;
   if (st.ok()) st = RecvBytes(s.get(), 1 << 20, answer, &message);
   if (!st.ok()) {
-    return MakeStatus(infinicclRemoteError, "the bootstrap root at %s gave no verdict: %s",
+    return MakeStatus(infinicclRemoteError,
+                      "the bootstrap root at %s gave no verdict: %s",
                       AddressText(f.root).c_str(), st.message().c_str());
   }
   const auto result = static_cast<infinicclResult_t>(GetU32(code));
@@ -247,7 +252,8 @@ Status Client(const IdFields &f, int nranks, int rank, const std::string &blob,
   unsigned char n[4];
   INFINICCL_RETURN_IF_ERROR(RecvAll(s.get(), n, sizeof n, answer));
   if (static_cast<int>(GetU32(n)) != nranks) {
-    return Status(infinicclInternalError, "the bootstrap root sent another number of blobs");
+    return Status(infinicclInternalError,
+                  "the bootstrap root sent another number of blobs");
   }
   blobs->assign(static_cast<size_t>(nranks), std::string());
   for (std::string &b : *blobs)
@@ -260,15 +266,17 @@ Status Client(const IdFields &f, int nranks, int rank, const std::string &blob,
 Status Rendezvous::Create(infinicclUniqueId *id) {
   IdFields f;
   std::string ifname;
-  INFINICCL_RETURN_IF_ERROR(ChooseAddress(GlobalConfig().socket_ifname, &f.root, &ifname));
+  INFINICCL_RETURN_IF_ERROR(
+      ChooseAddress(GlobalConfig().socket_ifname, &f.root, &ifname));
   INFINICCL_RETURN_IF_ERROR(RandomBytes(f.secret.data(), f.secret.size()));
   Registry &r = Reg();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (r.listeners.size() >= static_cast<size_t>(kMaxOpenIds)) {
-    return MakeStatus(infinicclInvalidUsage,
-                      "%d ids made by this process still await infinicclCommInitRank; each "
-                      "holds a listening socket until its root's CommInitRank",
-                      kMaxOpenIds);
+    return MakeStatus(
+        infinicclInvalidUsage,
+        "%d ids made by this process still await infinicclCommInitRank; each "
+        "holds a listening socket until its root's CommInitRank",
+        kMaxOpenIds);
   }
   Fd listener;
   INFINICCL_RETURN_IF_ERROR(Listen(&f.root, &listener));
@@ -284,12 +292,12 @@ Status Rendezvous::Join(const infinicclUniqueId &id, int nranks, int rank,
   IdFields f;
   INFINICCL_RETURN_IF_ERROR(DecodeId(id, &f));
   if (nranks < 1 || nranks > kMaxRanks) {
-    return MakeStatus(infinicclInvalidArgument, "nranks %d is out of range (1 to %d)", nranks,
-                      kMaxRanks);
+    return MakeStatus(infinicclInvalidArgument, "nranks %d is out of range (1 to %d)",
+                      nranks, kMaxRanks);
   }
   if (blob.size() > kMaxBlobBytes) {
-    return MakeStatus(infinicclInvalidArgument, "a blob of %zu bytes exceeds %zu", blob.size(),
-                      kMaxBlobBytes);
+    return MakeStatus(infinicclInvalidArgument, "a blob of %zu bytes exceeds %zu",
+                      blob.size(), kMaxBlobBytes);
   }
   Fd listener = TakeListener(f.secret);
   if (listener.valid()) return Serve(std::move(listener), f, nranks, rank, blob, blobs);

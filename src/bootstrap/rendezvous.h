@@ -31,8 +31,8 @@ class Rendezvous {
   // A new id with its listener (at most kMaxOpenIds await their Join).
   static Status Create(infinicclUniqueId *id);
   // This rank's part; `blobs` receives every rank's blob, blobs[r] rank r's.
-  static Status Join(const infinicclUniqueId &id, int nranks, int rank, const std::string &blob,
-                     std::vector<std::string> *blobs);
+  static Status Join(const infinicclUniqueId &id, int nranks, int rank,
+                     const std::string &blob, std::vector<std::string> *blobs);
   // Listeners of this process whose id has not been joined yet.
   static int OpenListeners();
 

@@ -19,7 +19,8 @@ namespace {
 // Milliseconds poll() may wait before `d`; -1 for no deadline.
 int PollMs(Deadline d) {
   if (d == Deadline::max()) return -1;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
@@ -38,7 +39,9 @@ Status Errno(const char *what) {
   return MakeStatus(infinicclSystemError, "%s: %s", what, std::strerror(errno));
 }
 
-int NewSocket() { return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); }
+int NewSocket() {
+  return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
 
 // One connection attempt until `d`; the errno of the failure, 0 on success.
 int TryConnect(const sockaddr_in &addr, Deadline d, Fd *out) {
@@ -65,7 +68,9 @@ Deadline DeadlineAfter(int seconds) {
   return Clock::now() + std::chrono::seconds(seconds);
 }
 
-Deadline Earlier(Deadline d, int seconds) { return std::min(d, DeadlineAfter(seconds)); }
+Deadline Earlier(Deadline d, int seconds) {
+  return std::min(d, DeadlineAfter(seconds));
+}
 
 Fd &Fd::operator=(Fd &&o) noexcept {
   if (this != &o) {
@@ -111,8 +116,8 @@ Status ConnectRetrying(const sockaddr_in &addr, Deadline d, Fd *out) {
     const bool again = err == ECONNREFUSED || err == ETIMEDOUT || err == ENETUNREACH ||
                        err == EHOSTUNREACH || err == ECONNRESET || err == EAGAIN;
     if (!again) {
-      return MakeStatus(infinicclSystemError, "connect to %s: %s", AddressText(addr).c_str(),
-                        std::strerror(err));
+      return MakeStatus(infinicclSystemError, "connect to %s: %s",
+                        AddressText(addr).c_str(), std::strerror(err));
     }
     if (Clock::now() + pause >= d) {
       return MakeStatus(infinicclRemoteError,
@@ -135,7 +140,8 @@ Status AcceptUntil(int listener, Deadline d, Fd *out) {
       out->reset(fd);
       return Status::Ok();
     }
-    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) return Errno("accept");
+    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+      return Errno("accept");
   }
 }
 

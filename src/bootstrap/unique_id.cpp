@@ -56,9 +56,10 @@ void EncodeId(const IdFields &f, infinicclUniqueId *id) {
 Status DecodeId(const infinicclUniqueId &id, IdFields *f) {
   const auto *b = reinterpret_cast<const unsigned char *>(id.internal);
   if (std::memcmp(b, kMagic, 4) != 0) {
-    return Status(infinicclInvalidArgument,
-                  "the id was not made by infinicclGetUniqueId (its first bytes are not the "
-                  "bootstrap's mark; pass the 128 bytes unchanged)");
+    return Status(
+        infinicclInvalidArgument,
+        "the id was not made by infinicclGetUniqueId (its first bytes are not the "
+        "bootstrap's mark; pass the 128 bytes unchanged)");
   }
   if (b[4] != 0 || b[5] != 0 || b[6] != 0 || b[7] != kVersion) {
     return MakeStatus(infinicclInvalidArgument,
@@ -87,7 +88,8 @@ Status RandomBytes(void *p, size_t bytes) {
   if (done == bytes) return Status::Ok();
   const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return MakeStatus(infinicclSystemError, "no random source: getrandom and /dev/urandom: %s",
+    return MakeStatus(infinicclSystemError,
+                      "no random source: getrandom and /dev/urandom: %s",
                       std::strerror(errno));
   }
   while (done < bytes) {
@@ -111,7 +113,8 @@ bool InterfaceMatches(const std::string &spec, const std::string &name) {
     size_t comma = spec.find(',', at);
     if (comma == std::string::npos) comma = spec.size();
     const std::string item = spec.substr(at, comma - at);
-    if (!item.empty()) listed = exact ? name == item : name.compare(0, item.size(), item) == 0;
+    if (!item.empty())
+      listed = exact ? name == item : name.compare(0, item.size(), item) == 0;
     at = comma + 1;
   }
   return listed != exclude;
@@ -135,9 +138,10 @@ Status ChooseAddress(const std::string &ifname, sockaddr_in *addr, std::string *
   if (pick == nullptr && !ifname.empty()) {
     std::string names;
     for (const Interface &f : all) names += (names.empty() ? "" : ", ") + f.name;
-    return MakeStatus(infinicclInvalidUsage,
-                      "INFINICCL_SOCKET_IFNAME=%s names no up IPv4 interface (those up: %s)",
-                      ifname.c_str(), names.empty() ? "none" : names.c_str());
+    return MakeStatus(
+        infinicclInvalidUsage,
+        "INFINICCL_SOCKET_IFNAME=%s names no up IPv4 interface (those up: %s)",
+        ifname.c_str(), names.empty() ? "none" : names.c_str());
   }
   *addr = sockaddr_in{};
   addr->sin_family = AF_INET;

@@ -30,9 +30,9 @@ namespace {
 
 // What a rank can do, in its blob's first byte.
 enum Mode : char {
-  kUnderMpi = 'M',       // MPI initialised and infinicclInit called
-  kMpiWithoutInit = 'I', // MPI initialised by the program, infinicclInit not called
-  kCcl = 'C',            // no MPI; a native CCL usable
+  kUnderMpi = 'M',        // MPI initialised and infinicclInit called
+  kMpiWithoutInit = 'I',  // MPI initialised by the program, infinicclInit not called
+  kCcl = 'C',             // no MPI; a native CCL usable
   kNeither = 'N',
 };
 
@@ -90,9 +90,9 @@ Status MpiCommunicator(const std::vector<Blob> &all, int rank,
         labels.push_back("world rank " + std::to_string(x.world_rank) + " of " +
                          std::to_string(x.world_size) + " on " + x.host);
       }
-      return Status(infinicclInvalidUsage,
-                    "the ranks are not distinct processes of one MPI job: " +
-                        RanksByValue(labels));
+      return Status(
+          infinicclInvalidUsage,
+          "the ranks are not distinct processes of one MPI job: " + RanksByValue(labels));
     }
     members.push_back(b.world_rank);
   }
@@ -134,7 +134,9 @@ Status CclCommunicator(CclProvider *ccl, const std::string &ccl_id, int nranks, 
 
 }  // namespace
 
-Status NewUniqueId(infinicclUniqueId *id) { return bootstrap::Rendezvous::Create(id); }
+Status NewUniqueId(infinicclUniqueId *id) {
+  return bootstrap::Rendezvous::Create(id);
+}
 
 Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
                         std::unique_ptr<Communicator> *out) {
@@ -165,13 +167,15 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
   mine.host = host;
 
   std::vector<std::string> blobs;
-  INFINICCL_RETURN_IF_ERROR(bootstrap::Rendezvous::Join(id, nranks, rank, Encode(mine), &blobs));
+  INFINICCL_RETURN_IF_ERROR(
+      bootstrap::Rendezvous::Join(id, nranks, rank, Encode(mine), &blobs));
   std::vector<Blob> all(blobs.size());
   std::vector<std::string> modes;
   std::vector<int> on_node;
   for (size_t r = 0; r < blobs.size(); ++r) {
     if (!Decode(blobs[r], &all[r])) {
-      return MakeStatus(infinicclInternalError, "rank %zu's bootstrap blob is malformed", r);
+      return MakeStatus(infinicclInternalError, "rank %zu's bootstrap blob is malformed",
+                        r);
     }
     modes.push_back(ModeText(all[r].mode));
     if (all[r].host == mine.host) on_node.push_back(static_cast<int>(r));

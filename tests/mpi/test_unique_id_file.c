@@ -11,7 +11,6 @@
 #include <infiniccl/infiniccl.h>
 #include <infiniccl/infiniccl_sim.h>
 #include <mpi.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,23 +20,23 @@ enum { N = 1000 };
 static int g_failures = 0;
 static int g_world = 0;
 
-#define OK(call)                                                                      \
-  do {                                                                                \
-    infinicclResult_t rc_ = (call);                                                   \
-    if (rc_ != infinicclSuccess) {                                                    \
-      fprintf(stderr, "world rank %d: %s:%d: %s = %d: %s\n", g_world, __FILE__,       \
-              __LINE__, #call, (int)rc_, infinicclGetLastError(NULL));                \
-      ++g_failures;                                                                   \
-    }                                                                                 \
+#define OK(call)                                                                \
+  do {                                                                          \
+    infinicclResult_t rc_ = (call);                                             \
+    if (rc_ != infinicclSuccess) {                                              \
+      fprintf(stderr, "world rank %d: %s:%d: %s = %d: %s\n", g_world, __FILE__, \
+              __LINE__, #call, (int)rc_, infinicclGetLastError(NULL));          \
+      ++g_failures;                                                             \
+    }                                                                           \
   } while (0)
-#define CHECK(cond, ...)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define CHECK(cond, ...)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       fprintf(stderr, "world rank %d: %s:%d: %s: ", g_world, __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                                   \
-      fprintf(stderr, "\n");                                                          \
-      ++g_failures;                                                                   \
-    }                                                                                 \
+      fprintf(stderr, __VA_ARGS__);                                                      \
+      fprintf(stderr, "\n");                                                             \
+      ++g_failures;                                                                      \
+    }                                                                                    \
   } while (0)
 
 static int g_sim = 0;
@@ -76,7 +75,9 @@ static void Get(void *host, const void *src, size_t bytes) {
 }
 
 /* Element i of rank r's contribution; exact in int32 and float32. */
-static double Value(int r, int i) { return (double)((r + 1) * 3 + i % 97); }
+static double Value(int r, int i) {
+  return (double)((r + 1) * 3 + i % 97);
+}
 
 static void Store(infinicclDataType_t t, void *h, int i, double v) {
   if (t == infinicclInt32) {
@@ -86,7 +87,8 @@ static void Store(infinicclDataType_t t, void *h, int i, double v) {
   }
 }
 static double Load(infinicclDataType_t t, const void *h, int i) {
-  return t == infinicclInt32 ? (double)((const int *)h)[i] : (double)((const float *)h)[i];
+  return t == infinicclInt32 ? (double)((const int *)h)[i]
+                             : (double)((const float *)h)[i];
 }
 
 static void Collectives(infinicclComm_t comm, int rank, int n, infinicclDataType_t t) {
@@ -112,7 +114,8 @@ static void Collectives(infinicclComm_t comm, int rank, int n, infinicclDataType
   Get(back, b, el * N * (size_t)n);
   for (r = 0; r < n; ++r)
     for (i = 0; i < N; ++i) bad += Load(t, back, r * N + i) != Value(r, i);
-  CHECK(bad == 0, "AllGather %s: %d wrong elements (rank order is CommInitRank's)", name, bad);
+  CHECK(bad == 0, "AllGather %s: %d wrong elements (rank order is CommInitRank's)", name,
+        bad);
 
   bad = 0;
   for (i = 0; i < N; ++i) Store(t, h, i, rank == 0 ? 1000.0 + i : -1.0);
@@ -177,14 +180,17 @@ static int WithoutInit(const char *path, int *argc, char ***argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   ShareId(path, &id);
-  CHECK(infinicclCommInitRank(&comm, size, id, size - 1 - g_world) == infinicclInvalidUsage,
-        "CommInitRank without infinicclInit: %s", infinicclGetLastError(NULL));
-  CHECK(strstr(infinicclGetLastError(NULL), "MPI initialised but no infinicclInit") != NULL,
-        "message: %s", infinicclGetLastError(NULL));
+  CHECK(
+      infinicclCommInitRank(&comm, size, id, size - 1 - g_world) == infinicclInvalidUsage,
+      "CommInitRank without infinicclInit: %s", infinicclGetLastError(NULL));
+  CHECK(
+      strstr(infinicclGetLastError(NULL), "MPI initialised but no infinicclInit") != NULL,
+      "message: %s", infinicclGetLastError(NULL));
   CHECK(comm == NULL, "a communicator was returned");
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_world == 0) remove(path);
-  printf("world rank %d without infinicclInit: %s\n", g_world, g_failures == 0 ? "PASS" : "FAIL");
+  printf("world rank %d without infinicclInit: %s\n", g_world,
+         g_failures == 0 ? "PASS" : "FAIL");
   MPI_Finalize();
   return g_failures == 0 ? 0 : 1;
 }

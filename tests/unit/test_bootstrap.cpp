@@ -1,8 +1,6 @@
 // bootstrap/rendezvous.h with real processes: the test process makes the
 // id (it holds the listener, so its Join is the root's) and fork()ed
 // children join with it over TCP, as ranks launched apart would.
-#include "bootstrap/rendezvous.h"
-
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -17,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/rendezvous.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/unique_id.h"
 #include "core/config.h"
@@ -33,7 +32,8 @@ struct Outcome {
 // One process's part: its Join, with whatever arguments the test gives it.
 using Part = std::function<Outcome(const infinicclUniqueId &id, int index)>;
 
-Outcome JoinAs(const infinicclUniqueId &id, int nranks, int rank, const std::string &blob) {
+Outcome JoinAs(const infinicclUniqueId &id, int nranks, int rank,
+               const std::string &blob) {
   Outcome o;
   const Status st = Rendezvous::Join(id, nranks, rank, blob, &o.blobs);
   o.code = st.code();
@@ -61,7 +61,8 @@ Outcome Unpack(const std::string &in) {
     at += n;
     return s;
   };
-  if (in.size() < 4) return Outcome{infinicclInternalError, "the child wrote nothing", {}};
+  if (in.size() < 4)
+    return Outcome{infinicclInternalError, "the child wrote nothing", {}};
   o.code = static_cast<infinicclResult_t>(GetU32(p));
   at = 4;
   o.message = bytes();
@@ -90,7 +91,8 @@ std::string ReadAll(int fd) {
 
 // `procs` processes: this one runs part(id, 0) as the id's maker, children
 // 1..procs-1 get the id through a pipe once it exists. `id_out`: the id.
-std::vector<Outcome> RunProcs(int procs, const Part &part, infinicclUniqueId *id_out = nullptr) {
+std::vector<Outcome> RunProcs(int procs, const Part &part,
+                              infinicclUniqueId *id_out = nullptr) {
   std::vector<int> id_pipes, result_pipes;
   std::vector<pid_t> pids;
   for (int i = 1; i < procs; ++i) {
@@ -143,7 +145,8 @@ std::string BlobOf(int rank) {
   // the ranks apart at every offset.
   const size_t sizes[] = {0, 1 << 20, 3, 100 << 10};
   std::string b(sizes[rank % 4], '\0');
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>((i * 131 + rank * 7) & 0xff);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<char>((i * 131 + rank * 7) & 0xff);
   return b;
 }
 
@@ -162,7 +165,8 @@ bool Accepts(const infinicclUniqueId &id) {
   IdFields f;
   if (!DecodeId(id, &f).ok()) return false;
   const int s = socket(AF_INET, SOCK_STREAM, 0);
-  const bool ok = connect(s, reinterpret_cast<const sockaddr *>(&f.root), sizeof f.root) == 0;
+  const bool ok =
+      connect(s, reinterpret_cast<const sockaddr *>(&f.root), sizeof f.root) == 0;
   close(s);
   return ok;
 }
@@ -189,9 +193,11 @@ TEST_F(Bootstrap, EveryRankGetsEveryBlobExactly) {
       return JoinAs(id, n, rank, BlobOf(rank));
     });
     for (int i = 0; i < n; ++i) {
-      ASSERT_EQ(out[i].code, infinicclSuccess) << "process " << i << ": " << out[i].message;
+      ASSERT_EQ(out[i].code, infinicclSuccess)
+          << "process " << i << ": " << out[i].message;
       ASSERT_EQ(out[i].blobs.size(), static_cast<size_t>(n));
-      for (int r = 0; r < n; ++r) EXPECT_TRUE(out[i].blobs[r] == BlobOf(r)) << i << " " << r;
+      for (int r = 0; r < n; ++r)
+        EXPECT_TRUE(out[i].blobs[r] == BlobOf(r)) << i << " " << r;
     }
   }
 }
@@ -218,10 +224,12 @@ TEST_F(Bootstrap, AWrongSecretIsRefusedAndTheRanksGoOn) {
   });
   EXPECT_EQ(out[2].message.rfind(std::to_string(infinicclInvalidArgument) + "|", 0), 0u)
       << out[2].message;
-  EXPECT_NE(out[2].message.find("secret does not match"), std::string::npos) << out[2].message;
+  EXPECT_NE(out[2].message.find("secret does not match"), std::string::npos)
+      << out[2].message;
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(out[i].code, infinicclSuccess) << i << ": " << out[i].message;
-    for (int r = 0; r < 3; ++r) EXPECT_TRUE(out[i].blobs[r] == BlobOf(r)) << i << " " << r;
+    for (int r = 0; r < 3; ++r)
+      EXPECT_TRUE(out[i].blobs[r] == BlobOf(r)) << i << " " << r;
   }
 }
 
@@ -243,7 +251,8 @@ TEST_F(Bootstrap, ARankOutOfRangeFailsEveryRankNamingIt) {
   });
   for (const Outcome &o : out) {
     EXPECT_EQ(o.code, infinicclInvalidUsage);
-    EXPECT_NE(o.message.find("rank 5 out of range (nranks 3)"), std::string::npos) << o.message;
+    EXPECT_NE(o.message.find("rank 5 out of range (nranks 3)"), std::string::npos)
+        << o.message;
   }
 }
 
@@ -325,7 +334,8 @@ TEST(BootstrapInterface, LoopbackByNameAndAnUnknownNameRefused) {
   EXPECT_EQ(ntohl(a.sin_addr.s_addr) >> 24, 127u);
   const Status st = ChooseAddress("=no-such-interface", &a, &name);
   EXPECT_EQ(st.code(), infinicclInvalidUsage);
-  EXPECT_NE(st.message().find("INFINICCL_SOCKET_IFNAME"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("INFINICCL_SOCKET_IFNAME"), std::string::npos)
+      << st.message();
 }
 
 }  // namespace
