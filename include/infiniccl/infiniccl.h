@@ -168,10 +168,20 @@ INFINICCL_API infinicclResult_t infinicclGetRank(int *rank);
  * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclGetSize(int *size);
 
-/** @brief Makes the id of a new CCL communicator (NCCL's ncclGetUniqueId);
- * one rank calls it and passes the id to the others.
+/** @brief Makes the id of a new communicator (NCCL's ncclGetUniqueId) in
+ * every build; needs no infinicclInit.
+ *
+ * The id holds the address of a TCP listener that this call opens in the
+ * calling process (IPv4, interface per INFINICCL_SOCKET_IFNAME) and a random
+ * secret. One process calls it and passes the id to the others (a file, a
+ * socket, MPI_Bcast). That process must also call infinicclCommInitRank
+ * with the id, as one of the ranks: its call serves the others. The
+ * listener is closed when that call returns; an id that is never joined
+ * keeps it until the process exits (at most 64 such ids per process).
  * @param id receives the id.
- * @return infinicclSuccess; infinicclNotSupported without a CCL or device. */
+ * @return infinicclSuccess; infinicclInvalidUsage when 64 ids of this
+ * process await their CommInitRank or INFINICCL_SOCKET_IFNAME names no up
+ * interface; infinicclSystemError when the socket cannot be opened. */
 INFINICCL_API infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
 /** @brief A communicator over all ranks (MPI_COMM_WORLD duplicated), each
  * rank bound to a device.
@@ -184,27 +194,43 @@ INFINICCL_API infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id);
  * rank's own. A negative ndev or devlist entry is InvalidArgument. When every rank is bound to its own device of a kind with
  * a native CCL, CommInitAll also makes the CCL communicator (rank 0 makes
  * the id, MPI broadcasts it); otherwise device buffers go to MPI.
- * GetUniqueId/CommInitRank are NCCL's bootstrap, without MPI and without
- * Init (for launchers that exchange the id themselves): GetUniqueId wraps
- * the CCL's unique id; CommInitRank makes a communicator of the CCL only, on
- * the calling thread's current device, whose device collectives go to the
- * CCL; host buffers on it return infinicclNotSupported (they are not staged
- * through the device). Without a CCL built, or without a device of its kind,
- * both return infinicclNotSupported with the reason.
+ * GetUniqueId/CommInitRank are NCCL's way, for programs that number their
+ * ranks themselves (see infinicclCommInitRank).
  * @param comm receives the new communicator.
  * @param ndev number of entries in devlist (ignored when devlist is NULL).
  * @param devlist device per local rank, or NULL for the local rank's own.
  * @return infinicclSuccess or an error code. */
 INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int ndev,
                                        const int *devlist);
-/** @brief Joins a CCL-only communicator (NCCL's ncclCommInitRank) on the
- * calling thread's current device; needs no MPI and no Init. See
- * infinicclCommInitAll for what it supports.
+/** @brief Joins the communicator of a unique id as rank `rank` of `nranks`
+ * (NCCL's ncclCommInitRank), on the calling thread's current device.
+ *
+ * Every rank connects to the process that made the id, presenting the id's
+ * secret, nranks and rank. That process waits for the others for at most
+ * INFINICCL_TIMEOUT_SEC, the others for its verdict at most twice that
+ * (0: no limit). Then what the communicator is depends on every rank
+ * alike:
+ * - every rank under MPI with infinicclInit called (icclrun, mpirun, srun):
+ *   the ranks' MPI_COMM_WORLD processes in the order of their `rank`, with
+ *   everything CommInitAll's communicator has (host buffers, the emulated
+ *   device, a native CCL where every rank can have one);
+ * - no rank under MPI, each with a usable native CCL: a communicator of the
+ *   CCL only; host buffers on it return infinicclNotSupported;
+ * - otherwise every rank returns infinicclInvalidUsage naming what each rank
+ *   lacks (MPI initialised without infinicclInit counts as lacking it).
+ *
+ * The same verdict reaches every rank that joined. A wrong secret is refused
+ * (infinicclInvalidArgument on that process only, the others go on). Ranks
+ * given twice or out of range, or differing nranks: infinicclInvalidUsage.
+ * Ranks missing at the timeout: infinicclRemoteError naming them. A rank
+ * whose root does not answer: infinicclRemoteError. One thread joins one
+ * rank at a time; no thread or socket remains afterwards.
  * @param comm receives the new communicator.
  * @param nranks number of ranks.
  * @param id the id from infinicclGetUniqueId, the same on every rank.
  * @param rank this rank, 0 to nranks-1.
- * @return infinicclSuccess; infinicclNotSupported without a CCL or device. */
+ * @return infinicclSuccess or an error code (message: infinicclGetLastError);
+ * infinicclInvalidArgument for an id infinicclGetUniqueId did not make. */
 INFINICCL_API infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
                                         infinicclUniqueId id, int rank);
 /** @brief Extension: a communicator over the caller's own MPI communicator, given as

@@ -893,6 +893,12 @@ class _UniqueId(_ctypes.Structure):
     _fields_ = [("internal", _ctypes.c_char * 128)]  # INFINICCL_UNIQUE_ID_BYTES
 
 
+_LAUNCH_HINT = ("launched without MPI (torchrun?) and there is no native CCL to use "
+                "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
+                "python SCRIPT`: the script runs unchanged (RANK, WORLD_SIZE, LOCAL_RANK, "
+                "MASTER_ADDR and MASTER_PORT are set for it)")
+
+
 def _ccl_comm(store, rank, size):
     """Without MPI (torchrun): a communicator of the native CCL alone, its
     unique id passed through torch's store."""
@@ -913,15 +919,15 @@ def _ccl_comm(store, rank, size):
             deadline = time.monotonic() + 60
             while store.add(key + "_read", 0) < size and time.monotonic() < deadline:
                 time.sleep(0.01)
-        raise _error(_ic.NOT_SUPPORTED,
-                     "launched without MPI (torchrun?) and there is no native CCL to use "
-                     "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
-                     "python SCRIPT`: the script runs unchanged (RANK, WORLD_SIZE, LOCAL_RANK, "
-                     "MASTER_ADDR and MASTER_PORT are set for it)" %
-                     value[3:].decode(errors="replace"))
+        raise _error(_ic.NOT_SUPPORTED, _LAUNCH_HINT % value[3:].decode(errors="replace"))
     _ctypes.memmove(_ctypes.addressof(uid), value[3:], 128)
     h = _ctypes.c_void_p()
-    _check(_lib.infinicclCommInitRank(_ctypes.byref(h), size, uid, rank))
+    rc = _lib.infinicclCommInitRank(_ctypes.byref(h), size, uid, rank)
+    if rc == _ic.INVALID_USAGE:
+        # Every rank gets this verdict from the bootstrap, at once.
+        raise _error(rc, _LAUNCH_HINT % (_lib.infinicclGetLastError(None) or b"").decode(
+            errors="replace"))
+    _check(rc)
     return _ic.Comm(h.value)
 
 

@@ -61,8 +61,8 @@ infinicclResult_t infinicclGetSize(int *size) {
 }
 
 infinicclResult_t infinicclGetUniqueId(infinicclUniqueId *id) {
-  // No CheckActive: like ncclGetUniqueId this is the bootstrap, usable
-  // without infinicclInit (torchrun-style launchers exchange the id).
+  // No CheckActive: like ncclGetUniqueId this is the bootstrap's id, made
+  // without infinicclInit (launchers exchange it themselves).
   return ApiCall("infinicclGetUniqueId", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(id, "id"));
     return NewUniqueId(id);
@@ -74,9 +74,9 @@ infinicclResult_t infinicclCommInitRank(infinicclComm_t *comm, int nranks,
   return ApiCall("infinicclCommInitRank", [&](CallContext &) -> Status {
     INFINICCL_RETURN_IF_ERROR(CheckOut(comm, "comm"));
     *comm = nullptr;
-    if (nranks < 1 || rank < 0 || rank >= nranks) {
-      return MakeStatus(infinicclInvalidArgument, "rank %d / nranks %d is out of range",
-                        rank, nranks);
+    // A rank out of range still joins: the root names it to every rank.
+    if (nranks < 1) {
+      return MakeStatus(infinicclInvalidArgument, "nranks %d is less than 1", nranks);
     }
     std::unique_ptr<Communicator> c;
     INFINICCL_RETURN_IF_ERROR(InitWithUniqueId(nranks, id, rank, &c));

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "core/status.h"
@@ -42,14 +43,21 @@ class CommFactory {
 // this rank's place among the communicator's ranks on its node, not the
 // launcher's (a process MPI_Comm_spawn started is local rank 0 of its own
 // job). Collective over c's MPI communicator whatever the choice.
+// `current_device`: the calling thread's current device of the first active
+// runtime (infinicclCommInitRank, as ncclCommInitRank).
 struct BindAs {
   const Communicator::Binding *keep = nullptr;
   bool comm_local_rank = false;
+  bool current_device = false;
 };
 
 // Binds this rank to a device of the first active device runtime (vendor
 // runtimes before the emulated one); host-only when there is none.
 Status BindDevice(Communicator &c, int ndev, const int *devlist, const BindAs &as = BindAs());
+
+// The communicator of `members` (ranks of `base`, in this order), made by
+// those ranks alone (MPI_Comm_create_group); the caller frees it.
+Status CommOfMembers(MPI_Comm base, const std::vector<int> &members, MPI_Comm *sub);
 
 // InitUnderMpi with the device chosen as `as` says.
 Status InitUnderMpiAs(MPI_Comm parent, int ndev, const int *devlist, const BindAs &as,

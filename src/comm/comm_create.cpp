@@ -1,14 +1,12 @@
-// Communicators born under MPI (infinicclCommInitAll, infinicclCommInitMpi),
-// from a unique id without MPI (infinicclCommInitRank), and among listed
-// ranks of an MPI communicator (infinicclCommInitRanks, a shrink).
+// Communicators born under MPI (infinicclCommInitAll, infinicclCommInitMpi)
+// and among listed ranks of an MPI communicator (infinicclCommInitRanks, a
+// shrink, a unique id's ranks: comm_unique_id.cpp).
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "backend/ccl/ccl_provider.h"
 #include "comm/comm_attach.h"
 #include "comm/comm_init.h"
-#include "device/registry.h"
 #include "mpi/mpi_error.h"
 #include "mpi/mpi_tags.h"
 #include "mpi/mpi_thread.h"
@@ -45,32 +43,6 @@ Status InitUnderMpiAs(MPI_Comm parent, int ndev, const int *devlist, const BindA
   return Status::Ok();
 }
 
-Status NewUniqueId(infinicclUniqueId *id) {
-  std::string why;
-  CclProvider *ccl = FirstUsableCcl(&why);
-  if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
-  return ccl->GetUniqueId(id);
-}
-
-Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
-                        std::unique_ptr<Communicator> *out) {
-  std::string why;
-  CclProvider *ccl = FirstUsableCcl(&why);
-  if (ccl == nullptr) return Status(infinicclNotSupported, "unique-id bootstrap: " + why);
-  // The CCL uses the calling thread's current device, as ncclCommInitRank does.
-  Communicator::Binding b;
-  b.kind = ccl->kind();
-  INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Get(b.kind)->GetDevice(&b.device));
-  std::unique_ptr<Communicator> c = CommFactory::New();
-  CommFactory::SetPlace(*c, rank, nranks);
-  c->set_binding(b);
-  std::unique_ptr<Backend> backend;
-  INFINICCL_RETURN_IF_ERROR(ccl->CreateComm(nranks, id, rank, &backend));
-  c->set_ccl_backend(std::move(backend));
-  *out = std::move(c);
-  return Status::Ok();
-}
-
 Status InitBoundAs(const Communicator &parent, MPI_Comm sub,
                    std::unique_ptr<Communicator> *out) {
   BindAs as;
@@ -78,27 +50,29 @@ Status InitBoundAs(const Communicator &parent, MPI_Comm sub,
   return InitUnderMpiAs(sub, 0, nullptr, as, out);
 }
 
+Status CommOfMembers(MPI_Comm base, const std::vector<int> &members, MPI_Comm *sub) {
+  mpi::SerialLock lock;
+  MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+  Status s = MpiCheck(MPI_Comm_group(base, &all), "MPI_Comm_group");
+  if (s.ok()) {
+    s = MpiCheck(MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some),
+                 "MPI_Group_incl");
+  }
+  if (s.ok()) {
+    // Creations from one process are sequential, and no Send/Recv tag
+    // equals this one (mpi/mpi_tags.h).
+    s = MpiCheck(MPI_Comm_create_group(base, some, kMpiCreateGroupTag, sub),
+                 "MPI_Comm_create_group");
+  }
+  if (some != MPI_GROUP_NULL) MPI_Group_free(&some);
+  if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
+  return s;
+}
+
 Status InitAmong(const Communicator &parent, MPI_Comm base, const std::vector<int> &members,
                  std::unique_ptr<Communicator> *out) {
   MPI_Comm sub = MPI_COMM_NULL;
-  {
-    mpi::SerialLock lock;
-    MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
-    Status s = MpiCheck(MPI_Comm_group(base, &all), "MPI_Comm_group");
-    if (s.ok()) {
-      s = MpiCheck(MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some),
-                   "MPI_Group_incl");
-    }
-    if (s.ok()) {
-      // Creations from one process are sequential, and no Send/Recv tag
-      // equals this one (mpi/mpi_tags.h).
-      s = MpiCheck(MPI_Comm_create_group(base, some, kMpiCreateGroupTag, &sub),
-                   "MPI_Comm_create_group");
-    }
-    if (some != MPI_GROUP_NULL) MPI_Group_free(&some);
-    if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
-    INFINICCL_RETURN_IF_ERROR(s);
-  }
+  INFINICCL_RETURN_IF_ERROR(CommOfMembers(base, members, &sub));
   Status s = InitBoundAs(parent, sub, out);
   mpi::SerialLock lock;
   MPI_Comm_free(&sub);  // InitUnderMpi keeps a duplicate

@@ -60,6 +60,15 @@ Status BindDevice(Communicator &c, int ndev, const int *devlist, const BindAs &a
   }
   DeviceRuntime &rt = *active.front();
   DeviceChoice choice;
+  if (as.current_device) {
+    INFINICCL_RETURN_IF_ERROR(rt.GetDevice(&choice.device));
+    b.kind = rt.kind();
+    b.device = choice.device;
+    INFINICCL_INFO("bound to %s device %d, the calling thread's current device",
+                   rt.description(), b.device);
+    c.set_binding(b);
+    return Status::Ok();
+  }
   INFINICCL_RETURN_IF_ERROR(ChooseDevice(b.local_rank.rank, rt.DeviceCount(), ndev, devlist,
                                          GlobalConfig().strict_binding, &choice));
   if (choice.wrapped) {

@@ -25,7 +25,8 @@ namespace infiniccl {
 Status InitUnderMpi(MPI_Comm parent, int ndev, const int *devlist,
                     std::unique_ptr<Communicator> *out);
 
-// infinicclGetUniqueId: the first usable CCL's id (ncclGetUniqueId).
+// infinicclGetUniqueId: a bootstrap id whose listener lives in this process
+// (bootstrap/rendezvous.h), as ncclGetUniqueId's.
 Status NewUniqueId(infinicclUniqueId *id);
 
 // Whether communicators made now queue device work that goes through MPI to
@@ -33,8 +34,10 @@ Status NewUniqueId(infinicclUniqueId *id);
 // when not, `why` says why. Said once at INFO by the first communicator.
 bool AsyncAllowed(std::string *why);
 
-// infinicclCommInitRank: no MPI, only the CCL of the first active device
-// kind, on the calling thread's current device (as ncclCommInitRank).
+// infinicclCommInitRank: the ranks meet through the bootstrap; under MPI
+// (infinicclInit) an MPI communicator of their world ranks, without MPI the
+// first active device kind's CCL alone; either on the calling thread's
+// current device, as ncclCommInitRank (comm_unique_id.cpp).
 Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
                         std::unique_ptr<Communicator> *out);
 

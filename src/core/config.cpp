@@ -313,8 +313,13 @@ const std::vector<Config::Entry> &Config::Table() {
        "Watchdog: a call (collective or Send/Recv) not completed after this many seconds writes "
        "one `ERROR` line per rank (the call, its communicator and arguments, the path, the ranks "
        "of this node that have not reached it) and ends the job through `MPI_Abort`, exit code "
-       "124. `0` disables it. 30 minutes spare a rank that is legitimately late "
-       "(docs/reliability/watchdog.md)."},
+       "124. `0` disables it (docs/reliability/watchdog.md). Also how long "
+       "`infinicclCommInitRank`'s ranks wait for each other (`0`: no end)."},
+      {"INFINICCL_SOCKET_IFNAME", "", &Config::socket_ifname, {}, {},
+       "The interface whose IPv4 address `infinicclGetUniqueId` puts in the id, in "
+       "`NCCL_SOCKET_IFNAME`'s syntax: a comma-separated list of name prefixes (`eth,ib`), "
+       "`^` first to exclude them, `=` first for exact names. Unset: the first up interface "
+       "that is neither loopback nor `docker*`, else loopback."},
       {"INFINICCL_ASYNC", "auto", &Config::async, {}, kTristate,
        "Device-buffer calls through MPI (staged, direct, two-level): `auto` and `1` queue them to "
        "the communicator's progress engine and return at once, ordered on the caller's stream as "

@@ -62,6 +62,7 @@ struct Config {
   Tristate mpi_device_direct;   // INFINICCL_MPI_DEVICE_DIRECT
   BackendChoice backend;        // INFINICCL_BACKEND
   int timeout_sec;              // INFINICCL_TIMEOUT_SEC (0 = no watchdog)
+  std::string socket_ifname;    // INFINICCL_SOCKET_IFNAME ("" = the first non-loopback)
   Tristate async;               // INFINICCL_ASYNC
   bool device_wait_host_func;   // INFINICCL_DEVICE_WAIT=host_func
   double sim_copy_latency_us;   // INFINICCL_SIM_COPY_LATENCY_US

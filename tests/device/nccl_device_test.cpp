@@ -206,11 +206,13 @@ int Bootstrap() {
   infinicclUniqueId id;
   std::memset(&id, 0, sizeof id);
   if (DeviceCount() == 0) {
-    CHECK_RC(infinicclGetUniqueId(&id), infinicclNotSupported);
+    // The id is the bootstrap's; without a device NCCL is not usable, and
+    // without MPI CommInitRank has nothing to make a communicator of.
+    CHECK_RC(infinicclGetUniqueId(&id), infinicclSuccess);
+    infinicclComm_t comm = nullptr;
+    CHECK_RC(infinicclCommInitRank(&comm, 1, id, 0), infinicclInvalidUsage);
     const std::string msg = SafeLastError();
     CHECK(msg.find("no device") != std::string::npos, "message: %s", msg.c_str());
-    infinicclComm_t comm = nullptr;
-    CHECK_RC(infinicclCommInitRank(&comm, 1, id, 0), infinicclNotSupported);
     std::printf("no GPU: bootstrap refused without calling NCCL (%ld failures)\n",
                 g_failures);
     return g_failures == 0 ? 0 : 1;

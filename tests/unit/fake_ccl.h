@@ -96,11 +96,16 @@ struct FakeApi {
   static void FormatVersion(int v, char *buf, size_t size) {
     std::snprintf(buf, size, "fake %d", v);
   }
+  // The ids the fake makes are id_byte repeated; CommInitRank keeps the id
+  // it was given, so a test can see that another process's id arrived.
+  static inline char id_byte = 7;
+  static inline UniqueId last_id{};
   static Result GetUniqueId(UniqueId *id) {
-    std::memset(id->bytes, 7, sizeof id->bytes);
+    std::memset(id->bytes, id_byte, sizeof id->bytes);
     return kSuccess;
   }
-  static Result CommInitRank(Comm *c, int n, UniqueId, int rank) {
+  static Result CommInitRank(Comm *c, int n, UniqueId id, int rank) {
+    last_id = id;
     *c = NewComm(rank, n);
     return kSuccess;
   }

@@ -2,8 +2,11 @@
 // launch): error strings, version, and InvalidUsage with a last-error message
 // naming the call for everything that needs an initialised library.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <infiniccl/infiniccl.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -261,20 +264,43 @@ TEST(BeforeInit, LastErrorIsPerThreadAndOnTheCallingThread) {
             0u);
 }
 
-TEST(BeforeInit, UniqueIdBootstrapIsNotSupported) {
-  // Without a CCL built, or built (WITH_NCCL) on a machine with no device:
-  // NCCL is never called, the bootstrap says why it cannot run.
+TEST(BeforeInit, UniqueIdWithoutMpiOrCclSaysHowToLaunch) {
+  // No MPI and no usable CCL (none built, or no device): the id is made
+  // all the same, the ranks meet, and each is told how to launch.
   std::string why;
   if (infiniccl::FirstUsableCcl(&why) != nullptr) GTEST_SKIP() << "a CCL is usable here";
   infinicclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  EXPECT_EQ(infinicclGetUniqueId(&id), infinicclNotSupported);
-  const std::string msg = infinicclGetLastError(nullptr);
-  EXPECT_EQ(msg.rfind("infinicclGetUniqueId: unique-id bootstrap: ", 0), 0u) << msg;
-  EXPECT_NE(msg.find("NCCL"), std::string::npos) << msg;
+  ASSERT_EQ(infinicclGetUniqueId(&id), infinicclSuccess) << infinicclGetLastError(nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    infinicclComm_t c = nullptr;
+    _exit(static_cast<int>(infinicclCommInitRank(&c, 2, id, 1)));
+  }
   infinicclComm_t comm = nullptr;
-  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 0), infinicclNotSupported);
-  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 2), infinicclInvalidArgument);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 0), infinicclInvalidUsage);
+  const std::string msg = infinicclGetLastError(nullptr);
+  EXPECT_NE(msg.find("icclrun, mpirun or srun"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("infinicclInit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank 0,1 no MPI and no usable native CCL"), std::string::npos) << msg;
+  EXPECT_EQ(comm, nullptr);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), static_cast<int>(infinicclInvalidUsage));
+  // Both at once, not at a timeout.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            10.0);
+}
+
+TEST(BeforeInit, UniqueIdArgumentsAreChecked) {
+  infinicclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  infinicclComm_t comm = nullptr;
+  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 0), infinicclInvalidArgument);
+  EXPECT_NE(std::string(infinicclGetLastError(nullptr)).find("infinicclGetUniqueId"),
+            std::string::npos);
+  EXPECT_EQ(infinicclCommInitRank(&comm, 0, id, 0), infinicclInvalidArgument);
   EXPECT_EQ(infinicclCommInitRank(nullptr, 2, id, 0), infinicclInvalidArgument);
   EXPECT_EQ(infinicclGetUniqueId(nullptr), infinicclInvalidArgument);
 }

@@ -5,6 +5,8 @@
 // communicator returned "not initialised" on the GPU and nothing here
 // noticed.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <infiniccl/infiniccl.h>
 
 #include <cstring>
@@ -72,6 +74,40 @@ class CclApi : public ::testing::Test {
   FakeComm *fake_ = nullptr;
   std::vector<void *> allocations_;
 };
+
+// Two processes without MPI: rank 0's CCL id travels through the bootstrap
+// to rank 1, whose CCL is made with it.
+TEST(CclApiTwoProcesses, RankZerosCclIdReachesTheOtherRank) {
+  DeviceRegistry::EnableSim();
+  FakeProvider provider;
+  SetCclProviderForTesting(&provider);
+  infinicclUniqueId id;
+  ASSERT_EQ(infinicclGetUniqueId(&id), infinicclSuccess) << infinicclGetLastError(nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    infinicclComm_t c = nullptr;
+    int count = 0, rank = -1;
+    bool ok = infinicclCommInitRank(&c, 2, id, 1) == infinicclSuccess &&
+              infinicclCommCount(c, &count) == infinicclSuccess && count == 2 &&
+              infinicclCommUserRank(c, &rank) == infinicclSuccess && rank == 1;
+    for (char b : FakeApi::last_id.bytes) ok = ok && b == 42;
+    _exit(ok ? 0 : 1);
+  }
+  FakeApi::id_byte = 42;  // this process's, rank 0's, CCL id
+  infinicclComm_t comm = nullptr;
+  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 0), infinicclSuccess)
+      << infinicclGetLastError(nullptr);
+  FakeApi::id_byte = 7;
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "rank 1 did not get rank 0's CCL id, or no communicator of 2";
+  int rank = -1;
+  EXPECT_EQ(infinicclCommUserRank(comm, &rank), infinicclSuccess);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(infinicclCommDestroy(comm), infinicclSuccess);
+  SetCclProviderForTesting(nullptr);
+}
 
 TEST_F(CclApi, SplitWithoutInitIsTheCclsSplit) {
   infinicclComm_t child = nullptr;

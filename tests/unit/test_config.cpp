@@ -170,9 +170,10 @@ TEST(Config, Describe) {
 }
 
 // Every variable either takes free-form text or warns about a value it
-// cannot use and keeps its default.
+// cannot use and keeps its default. INFINICCL_SOCKET_IFNAME's names are
+// checked against the host's interfaces when an id is made.
 TEST(Config, GarbageInAnyVariableWarnsAndKeepsTheDefault) {
-  const std::set<std::string> free_form = {"INFINICCL_DEBUG_FILE"};
+  const std::set<std::string> free_form = {"INFINICCL_DEBUG_FILE", "INFINICCL_SOCKET_IFNAME"};
   FakeEnv none;
   const std::vector<std::string> defaults = none.Parse().Describe();
   for (const Config::Entry &e : Config::Table()) {
@@ -365,6 +366,7 @@ TEST(ConfigTable, EachDefaultAsShown) {
       {"INFINICCL_MPI_DEVICE_DIRECT", {"auto", "auto"}},
       {"INFINICCL_BACKEND", {"auto", "auto"}},
       {"INFINICCL_TIMEOUT_SEC", {"1800", "1800"}},
+      {"INFINICCL_SOCKET_IFNAME", {"", ""}},
       {"INFINICCL_ASYNC", {"auto", "auto"}},
       {"INFINICCL_DEVICE_WAIT", {"auto", "auto"}},
       {"INFINICCL_SIM_COPY_LATENCY_US", {"0", "0"}},

@@ -1,0 +1,200 @@
+// infinicclGetUniqueId and infinicclCommInitRank: the ranks meet through
+// the bootstrap (bootstrap/rendezvous.h), each with a blob saying what it
+// can do, and every rank reaches the same decision from the same blobs:
+// - every rank under MPI with infinicclInit: the MPI communicator of their
+//   MPI_COMM_WORLD ranks in CommInitRank's order, then InitUnderMpi's steps,
+//   each rank on its calling thread's current device;
+// - no rank under MPI, every one with a usable native CCL: rank 0's CCL id
+//   travels in its blob, and the communicator is the CCL's alone;
+// - anything else: infinicclInvalidUsage on every rank, naming the ranks.
+#include <unistd.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/ccl/ccl_provider.h"
+#include "bootstrap/rendezvous.h"
+#include "bootstrap/socket.h"
+#include "comm/comm_attach.h"
+#include "comm/comm_init.h"
+#include "comm/runtime.h"
+#include "core/log.h"
+#include "core/rank_list.h"
+#include "device/registry.h"
+#include "mpi/mpi_thread.h"
+
+namespace infiniccl {
+
+namespace {
+
+// What a rank can do, in its blob's first byte.
+enum Mode : char {
+  kUnderMpi = 'M',        // MPI initialised and infinicclInit called
+  kMpiWithoutInit = 'I',  // MPI initialised by the program, infinicclInit not called
+  kCcl = 'C',             // no MPI; a native CCL usable
+  kNeither = 'N',
+};
+
+const char *ModeText(char m) {
+  switch (m) {
+    case kUnderMpi: return "under MPI after infinicclInit";
+    case kMpiWithoutInit: return "MPI initialised but no infinicclInit";
+    case kCcl: return "no MPI, a native CCL";
+    default: return "no MPI and no usable native CCL";
+  }
+}
+
+struct Blob {
+  char mode = kNeither;
+  int world_rank = -1, world_size = 0;
+  std::string host, ccl_id;
+};
+
+std::string Encode(const Blob &b) {
+  std::string out(1, b.mode);
+  bootstrap::PutU32(&out, static_cast<uint32_t>(b.world_rank));
+  bootstrap::PutU32(&out, static_cast<uint32_t>(b.world_size));
+  bootstrap::PutBytes(&out, b.host);
+  bootstrap::PutBytes(&out, b.ccl_id);
+  return out;
+}
+
+// Reads what Encode wrote; false when the bytes are not one.
+bool Decode(const std::string &in, Blob *b) {
+  const auto *p = reinterpret_cast<const unsigned char *>(in.data());
+  size_t at = 9;
+  if (in.size() < at) return false;
+  b->mode = in[0];
+  b->world_rank = static_cast<int>(bootstrap::GetU32(p + 1));
+  b->world_size = static_cast<int>(bootstrap::GetU32(p + 5));
+  for (std::string *s : {&b->host, &b->ccl_id}) {
+    if (in.size() < at + 8) return false;
+    const uint64_t n = bootstrap::GetU64(p + at);
+    at += 8;
+    if (n > in.size() - at) return false;
+    s->assign(in, at, n);
+    at += n;
+  }
+  return at == in.size();
+}
+
+Status MpiCommunicator(const std::vector<Blob> &all, int rank,
+                       std::unique_ptr<Communicator> *out) {
+  std::vector<int> members, seen(static_cast<size_t>(all[0].world_size), 0);
+  for (const Blob &b : all) {
+    if (b.world_size != all[0].world_size || b.world_rank < 0 ||
+        b.world_rank >= b.world_size || seen[static_cast<size_t>(b.world_rank)]++ > 0) {
+      std::vector<std::string> labels;
+      for (const Blob &x : all) {
+        labels.push_back("world rank " + std::to_string(x.world_rank) + " of " +
+                         std::to_string(x.world_size) + " on " + x.host);
+      }
+      return Status(
+          infinicclInvalidUsage,
+          "the ranks are not distinct processes of one MPI job: " + RanksByValue(labels));
+    }
+    members.push_back(b.world_rank);
+  }
+  MPI_Comm sub = MPI_COMM_NULL;
+  INFINICCL_RETURN_IF_ERROR(CommOfMembers(MPI_COMM_WORLD, members, &sub));
+  BindAs as;
+  as.current_device = true;
+  Status s = InitUnderMpiAs(sub, 0, nullptr, as, out);
+  if (s.ok() && (*out)->rank() != rank) {
+    s = MakeStatus(infinicclInternalError, "rank %d of the MPI communicator, not %d",
+                   (*out)->rank(), rank);
+  }
+  mpi::SerialLock lock;
+  MPI_Comm_free(&sub);  // InitUnderMpi keeps a duplicate
+  return s;
+}
+
+Status CclCommunicator(CclProvider *ccl, const std::string &ccl_id, int nranks, int rank,
+                       std::unique_ptr<Communicator> *out) {
+  infinicclUniqueId id;
+  if (ccl_id.size() != sizeof id.internal) {
+    return MakeStatus(infinicclInternalError, "rank 0 sent a CCL id of %zu bytes",
+                      ccl_id.size());
+  }
+  ccl_id.copy(id.internal, sizeof id.internal);
+  // The CCL uses the calling thread's current device, as ncclCommInitRank does.
+  Communicator::Binding b;
+  b.kind = ccl->kind();
+  INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Get(b.kind)->GetDevice(&b.device));
+  std::unique_ptr<Communicator> c = CommFactory::New();
+  CommFactory::SetPlace(*c, rank, nranks);
+  c->set_binding(b);
+  std::unique_ptr<Backend> backend;
+  INFINICCL_RETURN_IF_ERROR(ccl->CreateComm(nranks, id, rank, &backend));
+  c->set_ccl_backend(std::move(backend));
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status NewUniqueId(infinicclUniqueId *id) {
+  return bootstrap::Rendezvous::Create(id);
+}
+
+Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
+                        std::unique_ptr<Communicator> *out) {
+  Blob mine;
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  std::string why;
+  CclProvider *ccl = nullptr;
+  if (initialised && !finalised) {
+    mine.mode = Runtime::CheckActive().ok() ? kUnderMpi : kMpiWithoutInit;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mine.world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mine.world_size);
+  } else if ((ccl = FirstUsableCcl(&why)) != nullptr) {
+    mine.mode = kCcl;
+    infinicclUniqueId ccl_id;
+    // A failure still joins, so that no rank waits for this one.
+    const Status made = rank == 0 ? ccl->GetUniqueId(&ccl_id) : Status::Ok();
+    if (!made.ok()) {
+      mine.mode = kNeither;
+      why = made.message();
+    } else if (rank == 0) {
+      mine.ccl_id.assign(ccl_id.internal, sizeof ccl_id.internal);
+    }
+  }
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  mine.host = host;
+
+  std::vector<std::string> blobs;
+  INFINICCL_RETURN_IF_ERROR(
+      bootstrap::Rendezvous::Join(id, nranks, rank, Encode(mine), &blobs));
+  std::vector<Blob> all(blobs.size());
+  std::vector<std::string> modes;
+  std::vector<int> on_node;
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    if (!Decode(blobs[r], &all[r])) {
+      return MakeStatus(infinicclInternalError, "rank %zu's bootstrap blob is malformed",
+                        r);
+    }
+    modes.push_back(ModeText(all[r].mode));
+    if (all[r].host == mine.host) on_node.push_back(static_cast<int>(r));
+  }
+  INFINICCL_INFO("bootstrap: rank %d of %d; ranks %s share host %s", rank, nranks,
+                 RankList(on_node).c_str(), mine.host.c_str());
+  bool all_mpi = true, all_ccl = true;
+  for (const Blob &b : all) {
+    all_mpi = all_mpi && b.mode == kUnderMpi;
+    all_ccl = all_ccl && b.mode == kCcl;
+  }
+  if (all_mpi) return MpiCommunicator(all, rank, out);
+  if (all_ccl) return CclCommunicator(ccl, all[0].ccl_id, nranks, rank, out);
+  std::string text =
+      "every rank needs MPI (launch with icclrun, mpirun or srun, and call infinicclInit "
+      "first), or else no MPI and a usable native CCL on every rank; here: " +
+      RanksByValue(modes);
+  if (mine.mode == kNeither && !why.empty()) text += " (this rank: " + why + ")";
+  return Status(infinicclInvalidUsage, text);
+}
+
+}  // namespace infiniccl
