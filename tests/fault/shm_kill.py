@@ -59,7 +59,7 @@ def main():
     leaks = 0
     runs = 0
     start = time.monotonic()
-    running = []  # (job, seed, piddir, started)
+    running = []  # (job, seed, piddir, started, output, session folder)
 
     def finish(job, seed, piddir, out, timed_out):
         nonlocal leaks, runs
@@ -112,17 +112,23 @@ def main():
         while len(running) < args.jobs and started < args.runs and not over:
             seed = rng.randrange(1 << 30)
             piddir = tempfile.mkdtemp(prefix="iccl-shm-kill-")
+            # Each job's launcher keeps its session files in a folder of its
+            # own: Open MPI 4.1's mpirun fails at start ("mkdir
+            # /tmp/ompi.<host>.0: File exists") when another job removes the
+            # shared one at that moment.
+            session = tempfile.mkdtemp(prefix="iccl-shm-kill-session-")
+            env = dict(os.environ, OMPI_MCA_orte_tmpdir_base=session)
             full = cmd[:at + 1] + [str(seed), piddir] + cmd[at + 1:]
             out = tempfile.TemporaryFile(mode="w+")
             job = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, text=True)
-            running.append((job, seed, piddir, time.monotonic(), out))
+                                   start_new_session=True, text=True, env=env)
+            running.append((job, seed, piddir, time.monotonic(), out, session))
             started += 1
         if not running:
             break
         time.sleep(0.01)
         for entry in list(running):
-            job, seed, piddir, t0, out = entry
+            job, seed, piddir, t0, out, session = entry
             timed_out = False
             if job.poll() is None:
                 if time.monotonic() - t0 < args.timeout:
@@ -134,6 +140,7 @@ def main():
             out.seek(0)
             finish(job, seed, piddir, out.read(), timed_out)
             out.close()
+            shutil.rmtree(session, ignore_errors=True)
     took = time.monotonic() - start
     print(f"shm_kill: {runs} runs in {took:.1f} s, {leaks} left a name in /dev/shm")
     for f in failures[:20]:
