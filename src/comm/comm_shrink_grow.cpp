@@ -45,8 +45,13 @@ constexpr auto kExcludedCallerGrace = std::chrono::milliseconds(1000);
 // The exchange over the parent that checks a shrink's list before anything
 // collective depends on it. Each caller sends its note to every other rank
 // of the parent and listens to all of them; it waits for the note of every
-// rank it keeps. A note that differs from its own, or one from a rank it
-// excludes (which is calling, so is not to be excluded), is InvalidUsage.
+// rank it keeps. A kept rank's note that differs from its own is
+// InvalidUsage at once (Start): that rank sees the difference too. A note
+// from a rank it excludes (which is calling, so is not to be excluded) is
+// InvalidUsage only after the new communicator was made (Finish), when the
+// survivors agree on it: a survivor whose Start failed on it while another
+// survivor's Start had not seen it yet would leave the other waiting in
+// MPI_Comm_create_group.
 // Point to point with a tag of its own (mpi/mpi_tags.h): the excluded
 // ranks, alive but not calling or dead, take no part. A rank it keeps that
 // has failed ends the wait with the MPI's error.
@@ -67,6 +72,7 @@ class ShrinkExchange {
   ShrinkExchange &operator=(const ShrinkExchange &) = delete;
 
   // Sends this rank's note and waits for the kept ranks' notes.
+  // InvalidUsage when one differs; an excluded rank's note waits for Finish.
   Status Start() {
     const int n = parent_.size(), me = parent_.rank();
     {
@@ -100,11 +106,12 @@ class ShrinkExchange {
     for (;;) {
       bool waiting = false;
       INFINICCL_RETURN_IF_ERROR(Poll(&waiting));
-      if (!problem_.empty() || !ListeningToExcluded()) break;
+      if (!problem_.empty() || !late_.empty() || !ListeningToExcluded()) break;
       if (std::chrono::steady_clock::now() - start_ >= kExcludedCallerGrace) break;
       std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     Close();
+    if (!late_.empty()) problem_ += (problem_.empty() ? "" : "; ") + late_;
     return problem_.empty() ? Status::Ok() : Verdict();
   }
 
@@ -141,10 +148,7 @@ class ShrinkExchange {
         continue;
       }
       if (excluded_[i]) {
-        problem_ += MakeStatus(infinicclInvalidUsage,
-                               "%srank %zu calls the shrink and this rank excludes it",
-                               problem_.empty() ? "" : "; ", i)
-                        .message();
+        NoteLate(i);
       } else if (in_[i] != *mine_) {
         problem_ += MakeStatus(infinicclInvalidUsage,
                                "%srank %zu passed a different list (%llu ranks) from this "
@@ -156,6 +160,12 @@ class ShrinkExchange {
       }
     }
     return Status::Ok();
+  }
+
+  // An excluded rank that calls (Finish reports it).
+  void NoteLate(size_t rank) {
+    late_ += (late_.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) +
+             " calls the shrink and this rank excludes it";
   }
 
   Status Verdict() const {
@@ -181,10 +191,7 @@ class ShrinkExchange {
       int cancelled = 1;
       if (rc == MPI_SUCCESS) MPI_Test_cancelled(&status, &cancelled);
       // A note that came before the cancel: the rank called.
-      if (!cancelled && excluded_[i]) {
-        problem_ += (problem_.empty() ? "" : "; ") + std::string("rank ") + std::to_string(i) +
-                    " calls the shrink and this rank excludes it";
-      }
+      if (!cancelled && excluded_[i]) NoteLate(i);
     }
     bool all_sent = true;
     for (MPI_Request &r : send_) {
@@ -205,7 +212,8 @@ class ShrinkExchange {
   std::vector<MPI_Request> recv_, send_;
   ShrinkNote *mine_ = nullptr;  // outlives a send MPI has not finished
   std::chrono::steady_clock::time_point start_;
-  std::string problem_;
+  std::string problem_;  // kept ranks' notes that differ
+  std::string late_;     // excluded ranks that called
   bool closed_ = false;
 };
 
