@@ -893,15 +893,17 @@ class _UniqueId(_ctypes.Structure):
     _fields_ = [("internal", _ctypes.c_char * 128)]  # INFINICCL_UNIQUE_ID_BYTES
 
 
-_LAUNCH_HINT = ("launched without MPI (torchrun?) and there is no native CCL to use "
-                "instead (%s). Launch with `icclrun -n N python SCRIPT` or `mpirun -n N "
-                "python SCRIPT`: the script runs unchanged (RANK, WORLD_SIZE, LOCAL_RANK, "
+_LAUNCH_HINT = ("%s. Launch with `icclrun -n N python SCRIPT` or `mpirun -n N python "
+                "SCRIPT`: the script runs unchanged (RANK, WORLD_SIZE, LOCAL_RANK, "
                 "MASTER_ADDR and MASTER_PORT are set for it)")
 
 
-def _ccl_comm(store, rank, size):
-    """Without MPI (torchrun): a communicator of the native CCL alone, its
-    unique id passed through torch's store."""
+def _bootstrap_comm(store, rank, size):
+    """Without MPI (torchrun, mp.spawn): a communicator made through the
+    library's bootstrap, its unique id passed through torch's store, as
+    ProcessGroupNCCL passes NCCL's. On one node its calls go through the
+    node's shared memory; across nodes through the native CCL, where every
+    rank has one."""
     key = "infiniccl_unique_id"
     uid = _UniqueId()
     if rank == 0:
@@ -936,7 +938,7 @@ def _comm_of(opts):
     store, rank, size = opts.store, opts.group_rank, opts.group_size
     ranks = list(getattr(opts, "global_ranks_in_group", None) or [])
     if not under_mpi() and size > 1:
-        return _ccl_comm(store, rank, size), rank, size
+        return _bootstrap_comm(store, rank, size), rank, size
     world = _world_comm()
     if not ranks:  # the default group: the whole MPI world
         if (rank, size) != (world.rank, world.size):

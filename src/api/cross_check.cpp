@@ -18,7 +18,7 @@ constexpr int kNumFields = kNumCallFields;
 // One record per rank, gathered on every rank; the first field that differs
 // (in Field order) is reported, the same on every rank. `any_destroy` is set
 // when some rank's record is a CommDestroy.
-Status Exchange(Communicator &comm, const int64_t (&mine)[kNumFields],
+Status ExchangeCheck(Communicator &comm, const int64_t (&mine)[kNumFields],
                 bool *any_destroy) {
   std::vector<int64_t> all(static_cast<size_t>(comm.size()) * kNumFields);
   INFINICCL_RETURN_IF_ERROR(
@@ -46,7 +46,7 @@ Status CrossCheck(Communicator &comm, const CollArgs &a, uint64_t seq, bool args
   int64_t mine[kNumFields];
   MakeCallRecord(a, seq, args_valid, mine);
   bool any_destroy = false;
-  Status st = Exchange(comm, mine, &any_destroy);
+  Status st = ExchangeCheck(comm, mine, &any_destroy);
   // A peer destroyed the communicator while this rank is in a collective:
   // nothing will ever match this rank's next call there.
   if (!st.ok() && any_destroy) comm.MarkDiverged(st.message());
@@ -60,7 +60,7 @@ Status CrossCheckDestroy(Communicator &comm, uint64_t collectives) {
   const int64_t mine[kNumFields] = {
       kDestroyRecord, static_cast<int64_t>(collectives), 1, 0, -1, -1, -1};
   bool any_destroy = true;
-  Status st = Exchange(comm, mine, &any_destroy);
+  Status st = ExchangeCheck(comm, mine, &any_destroy);
   if (!st.ok()) {
     comm.MarkDiverged(st.message());
     // Reworded for this side: the communicator is released all the same.

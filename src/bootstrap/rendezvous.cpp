@@ -81,6 +81,86 @@ std::string Reply(const Status &verdict) {
   return out;
 }
 
+// The connections a Join kept: the root's to every other rank (peers[r],
+// none at its own rank), another rank's to the root (peers[0]). The root
+// is the process that made the id, whatever its rank. Each
+// AllGather: every rank sends its bytes to the root, which answers every
+// rank with a verdict and, on success, every rank's bytes in rank order.
+// A failed round (a peer gone, the timeout) breaks the session: that
+// round and every later one fail on every rank that can still be told.
+class Session final : public Exchange {
+ public:
+  Session(int rank, int size, bool is_root, std::vector<Fd> peers, std::string root)
+      : rank_(rank), size_(size), is_root_(is_root), peers_(std::move(peers)),
+        root_(std::move(root)) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status AllGather(const std::string &mine, std::vector<std::string> *all) override {
+    if (!broken_.ok()) return broken_;
+    const Status st = is_root_ ? Gather(mine, all) : Ask(mine, all);
+    if (!st.ok()) broken_ = st;
+    return st;
+  }
+
+ private:
+  Status Gather(const std::string &mine, std::vector<std::string> *all) {
+    const int timeout_sec = GlobalConfig().timeout_sec;
+    const Deadline d = DeadlineAfter(timeout_sec);
+    all->assign(static_cast<size_t>(size_), std::string());
+    (*all)[static_cast<size_t>(rank_)] = mine;
+    Status verdict = Status::Ok();
+    for (int r = 0; r < size_ && verdict.ok(); ++r) {
+      if (r == rank_) continue;
+      const Status got = RecvBytes(peers_[static_cast<size_t>(r)].get(),
+                                   Rendezvous::kMaxBlobBytes, d, &(*all)[static_cast<size_t>(r)]);
+      if (!got.ok()) {
+        verdict = MakeStatus(infinicclRemoteError,
+                             "rank %d left while the communicator was being made: %s", r,
+                             got.message().c_str());
+      }
+    }
+    std::string reply = Reply(verdict);
+    if (verdict.ok()) {
+      for (const std::string &b : *all) PutBytes(&reply, b);
+    }
+    for (const Fd &p : peers_)
+      if (p.valid()) (void)SendAll(p.get(), reply, DeadlineAfter(kHelloSeconds));
+    return verdict;
+  }
+
+  Status Ask(const std::string &mine, std::vector<std::string> *all) {
+    const int timeout_sec = GlobalConfig().timeout_sec;
+    const int fd = peers_[0].get();
+    std::string msg;
+    PutBytes(&msg, mine);
+    // The root may reach this round a timeout later than this rank.
+    const Deadline d = timeout_sec > 0 ? DeadlineAfter(2 * timeout_sec) : Deadline::max();
+    Status st = SendAll(fd, msg, d);
+    unsigned char code[4];
+    if (st.ok()) st = RecvAll(fd, code, sizeof code, d);
+    std::string message;
+    if (st.ok()) st = RecvBytes(fd, 1 << 20, d, &message);
+    if (!st.ok()) {
+      return MakeStatus(infinicclRemoteError,
+                        "the bootstrap root at %s left while the communicator was being "
+                        "made: %s",
+                        root_.c_str(), st.message().c_str());
+    }
+    const auto result = static_cast<infinicclResult_t>(GetU32(code));
+    if (result != infinicclSuccess) return Status(result, message);
+    all->assign(static_cast<size_t>(size_), std::string());
+    for (std::string &b : *all)
+      INFINICCL_RETURN_IF_ERROR(RecvBytes(fd, Rendezvous::kMaxBlobBytes, d, &b));
+    return Status::Ok();
+  }
+
+  int rank_, size_;
+  bool is_root_;
+  std::vector<Fd> peers_;
+  std::string root_;
+  Status broken_ = Status::Ok();
+};
+
 // A connected peer's hello; a refusal (wrong mark or secret) is returned
 // as InvalidArgument, which the root sends back to that peer alone.
 Status ReadHello(int fd, const Secret &secret, Deadline d, Arrival *a) {
@@ -171,7 +251,8 @@ Status Judge(const std::vector<Arrival> &in, bool timed_out, int timeout_sec) {
 }
 
 Status Serve(Fd listener, const IdFields &f, int nranks, int rank,
-             const std::string &blob, std::vector<std::string> *blobs) {
+             const std::string &blob, std::vector<std::string> *blobs,
+             std::unique_ptr<Exchange> *session) {
   const int timeout_sec = GlobalConfig().timeout_sec;
   const Deadline deadline = DeadlineAfter(timeout_sec);
   std::vector<Arrival> in(1);
@@ -217,11 +298,17 @@ Status Serve(Fd listener, const IdFields &f, int nranks, int rank,
   // Each gets its own time to take the reply, past the joining's deadline.
   for (const Arrival &a : in)
     if (a.fd.valid()) (void)SendAll(a.fd.get(), reply, DeadlineAfter(kHelloSeconds));
+  if (verdict.ok() && session != nullptr) {
+    std::vector<Fd> peers(static_cast<size_t>(nranks));
+    for (Arrival &a : in)
+      if (a.fd.valid()) peers[static_cast<size_t>(a.rank)] = std::move(a.fd);
+    session->reset(new Session(rank, nranks, true, std::move(peers), AddressText(f.root)));
+  }
   return verdict;
 }
 
 Status Client(const IdFields &f, int nranks, int rank, const std::string &blob,
-              std::vector<std::string> *blobs) {
+              std::vector<std::string> *blobs, std::unique_ptr<Exchange> *session) {
   const int timeout_sec = GlobalConfig().timeout_sec;
   const Deadline deadline = DeadlineAfter(timeout_sec);
   Fd s;
@@ -258,6 +345,11 @@ Status Client(const IdFields &f, int nranks, int rank, const std::string &blob,
   blobs->assign(static_cast<size_t>(nranks), std::string());
   for (std::string &b : *blobs)
     INFINICCL_RETURN_IF_ERROR(RecvBytes(s.get(), Rendezvous::kMaxBlobBytes, answer, &b));
+  if (session != nullptr) {
+    std::vector<Fd> peers(1);
+    peers[0] = std::move(s);
+    session->reset(new Session(rank, nranks, false, std::move(peers), AddressText(f.root)));
+  }
   return Status::Ok();
 }
 
@@ -288,7 +380,8 @@ Status Rendezvous::Create(infinicclUniqueId *id) {
 }
 
 Status Rendezvous::Join(const infinicclUniqueId &id, int nranks, int rank,
-                        const std::string &blob, std::vector<std::string> *blobs) {
+                        const std::string &blob, std::vector<std::string> *blobs,
+                        std::unique_ptr<Exchange> *session) {
   IdFields f;
   INFINICCL_RETURN_IF_ERROR(DecodeId(id, &f));
   if (nranks < 1 || nranks > kMaxRanks) {
@@ -300,8 +393,10 @@ Status Rendezvous::Join(const infinicclUniqueId &id, int nranks, int rank,
                       blob.size(), kMaxBlobBytes);
   }
   Fd listener = TakeListener(f.secret);
-  if (listener.valid()) return Serve(std::move(listener), f, nranks, rank, blob, blobs);
-  return Client(f, nranks, rank, blob, blobs);
+  if (listener.valid()) {
+    return Serve(std::move(listener), f, nranks, rank, blob, blobs, session);
+  }
+  return Client(f, nranks, rank, blob, blobs, session);
 }
 
 int Rendezvous::OpenListeners() {

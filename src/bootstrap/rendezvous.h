@@ -15,13 +15,20 @@
 // range or given twice, ranks missing; every rank that joined gets the same
 // verdict, and on success every blob in rank order. The listener is closed
 // when the root's Join returns, whatever the verdict. No thread is started.
+//
+// A Join that asks for a session keeps the connections (the root one per
+// rank, every other rank its own to the root) as a core/exchange.h: more
+// allgathers through the root, while the communicator is being made. They
+// close with the session; the listener is closed already.
 #pragma once
 
 #include <infiniccl/infiniccl.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/exchange.h"
 #include "core/status.h"
 
 namespace infiniccl::bootstrap {
@@ -31,8 +38,11 @@ class Rendezvous {
   // A new id with its listener (at most kMaxOpenIds await their Join).
   static Status Create(infinicclUniqueId *id);
   // This rank's part; `blobs` receives every rank's blob, blobs[r] rank r's.
+  // `session`, when given, gets the connections on success (see above):
+  // every rank of the rendezvous must ask for one, or none.
   static Status Join(const infinicclUniqueId &id, int nranks, int rank,
-                     const std::string &blob, std::vector<std::string> *blobs);
+                     const std::string &blob, std::vector<std::string> *blobs,
+                     std::unique_ptr<Exchange> *session = nullptr);
   // Listeners of this process whose id has not been joined yet.
   static int OpenListeners();
 

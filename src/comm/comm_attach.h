@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/exchange.h"
 #include "core/status.h"
 
 namespace infiniccl {
@@ -32,9 +33,17 @@ class CommFactory {
   // shared memory among the ranks, the watchdog. Collective over c.comm_
   // (the board is shared memory among the node's ranks).
   static Status FinishUnderMpi(Communicator &c);
+  // The same for a communicator without MPI, all of whose ranks share this
+  // node (made through the bootstrap, comm_unique_id.cpp): rank and size
+  // from `ex`, the check agreement, the board and shared memory over it,
+  // the watchdog. Shared memory is not optional here: it is every call's
+  // path (InvalidUsage with INFINICCL_SHM=0, SystemError when the segment
+  // cannot be made). The binding and a CCL are the caller's. Collective
+  // over `ex`.
+  static Status FinishOnNode(Communicator &c, Exchange &ex);
 
  private:
-  static Status AgreeOnSettings(Communicator &c);
+  static Status AgreeOnSettings(Communicator &c, Exchange &ex);
   static Status AttachShm(Communicator &c);
 };
 

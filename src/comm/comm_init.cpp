@@ -22,6 +22,7 @@
 #include "device/registry.h"
 #include "mpi/fault_tolerance.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_exchange.h"
 #include "mpi/mpi_tags.h"
 #include "mpi/mpi_thread.h"
 #include "staging/pipeline.h"
@@ -105,7 +106,8 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
   INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Comm_size(comm, &c.size_), "MPI_Comm_size"));
   MPI_Comm_set_name(comm, "infiniccl");
   c.mpi_backend_ = std::make_unique<MpiBackend>(comm, c.rank_, c.size_);
-  INFINICCL_RETURN_IF_ERROR(AgreeOnSettings(c));
+  MpiExchange exchange(comm);
+  INFINICCL_RETURN_IF_ERROR(AgreeOnSettings(c, exchange));
   std::string why;
   INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(comm, &c.board_, &why));
   if (!c.board_) {
@@ -125,6 +127,40 @@ Status CommFactory::FinishUnderMpi(Communicator &c) {
                             : "synchronous, ",
                    why.c_str());
   });
+  return Status::Ok();
+}
+
+Status CommFactory::FinishOnNode(Communicator &c, Exchange &ex) {
+  c.rank_ = ex.rank();
+  c.size_ = ex.size();
+  INFINICCL_RETURN_IF_ERROR(AgreeOnSettings(c, ex));
+  if (GlobalConfig().shm == Tristate::kOff) {
+    return Status(infinicclInvalidUsage,
+                  "INFINICCL_SHM=0, and a communicator made without MPI serves its calls "
+                  "through the node's shared memory only; unset it, or launch under "
+                  "icclrun, mpirun or srun and call infinicclInit first");
+  }
+  std::string why;
+  INFINICCL_RETURN_IF_ERROR(SeqBoard::Create(ex, &c.board_, &why));
+  if (!c.board_) {
+    INFINICCL_INFO("no node-local sequence board (%s): the watchdog will not be able to "
+                   "name ranks that have not reached a call",
+                   why.c_str());
+  }
+  INFINICCL_RETURN_IF_ERROR(
+      ShmBackend::Create(ex, !DeviceRegistry::Active().empty(), &c.shm_backend_, &why));
+  if (c.shm_backend_ == nullptr) {
+    return MakeStatus(infinicclSystemError,
+                      "no shared memory among the node's ranks (%s), which a communicator "
+                      "made without MPI needs; launch under icclrun, mpirun or srun and call "
+                      "infinicclInit first",
+                      why.c_str());
+  }
+  Watchdog::Watch(&c);
+  c.async_ = AsyncAllowed(&why);
+  INFINICCL_INFO("a communicator of %d ranks on this node without MPI: every call through "
+                 "the node's shared memory%s",
+                 c.size_, c.ccl_backend_ != nullptr ? ", device buffers through the CCL" : "");
   return Status::Ok();
 }
 
@@ -242,15 +278,16 @@ std::string AgreedValues(int setting, const std::vector<int64_t> &all, int size)
 // set on some ranks only is on for the communicator on every rank, with a
 // warning that names the ranks (the checking ranks would otherwise wait in
 // an exchange the others never make).
-Status CommFactory::AgreeOnSettings(Communicator &c) {
+Status CommFactory::AgreeOnSettings(Communicator &c, Exchange &ex) {
   const Config &cfg = GlobalConfig();
-  const int64_t mine[kNumAgreed] = {
-      cfg.check ? 1 : 0, static_cast<int64_t>(cfg.shm),
-      cfg.shm_max_bytes == SIZE_MAX ? -1 : static_cast<int64_t>(cfg.shm_max_bytes)};
-  std::vector<int64_t> all(static_cast<size_t>(c.size_) * kNumAgreed, 0);
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Allgather(mine, kNumAgreed, MPI_INT64_T, all.data(),
-                                                   kNumAgreed, MPI_INT64_T, c.comm_),
-                                     "MPI_Allgather"));
+  struct Mine {
+    int64_t v[kNumAgreed];
+  } mine = {{cfg.check ? 1 : 0, static_cast<int64_t>(cfg.shm),
+             cfg.shm_max_bytes == SIZE_MAX ? -1 : static_cast<int64_t>(cfg.shm_max_bytes)}};
+  std::vector<Mine> each;
+  INFINICCL_RETURN_IF_ERROR(ex.AllGatherOf(mine, &each));
+  std::vector<int64_t> all;
+  for (const Mine &m : each) all.insert(all.end(), m.v, m.v + kNumAgreed);
   const auto differs = [&](int setting) {
     for (int r = 1; r < c.size_; ++r) {
       if (all[static_cast<size_t>(r) * kNumAgreed + setting] != all[setting]) return true;

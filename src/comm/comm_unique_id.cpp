@@ -4,10 +4,16 @@
 // - every rank under MPI with infinicclInit: the MPI communicator of their
 //   MPI_COMM_WORLD ranks in CommInitRank's order, then InitUnderMpi's steps,
 //   each rank on its calling thread's current device;
-// - no rank under MPI, every one with a usable native CCL: rank 0's CCL id
-//   travels in its blob, and the communicator is the CCL's alone;
+// - no rank under MPI, all on this node: a communicator of the node's
+//   shared memory, its segments made over the bootstrap's session
+//   (CommFactory::FinishOnNode), with the CCL's communicator beside it
+//   where every rank has a usable one (rank 0's CCL id in its blob);
+// - no rank under MPI, on several nodes, every one with a usable native
+//   CCL: the communicator is the CCL's alone;
 // - anything else: infinicclInvalidUsage on every rank, naming the ranks.
 #include <unistd.h>
+
+#include <fstream>
 
 #include <string>
 #include <utility>
@@ -48,8 +54,19 @@ const char *ModeText(char m) {
 struct Blob {
   char mode = kNeither;
   int world_rank = -1, world_size = 0;
-  std::string host, ccl_id;
+  std::string host, ccl_id, node;  // node: the host's name and its kernel's boot id
 };
+
+// What tells this node from others: ranks with the same host name and boot
+// id share a kernel, and so its shared memory. A host name alone would
+// join two machines of one name; the boot id alone, the emulated nodes of
+// one machine (tests/nodes: a host name each, one kernel).
+std::string NodeKey(const std::string &host) {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  std::getline(in, boot);
+  return host + "/" + boot;
+}
 
 std::string Encode(const Blob &b) {
   std::string out(1, b.mode);
@@ -57,6 +74,7 @@ std::string Encode(const Blob &b) {
   bootstrap::PutU32(&out, static_cast<uint32_t>(b.world_size));
   bootstrap::PutBytes(&out, b.host);
   bootstrap::PutBytes(&out, b.ccl_id);
+  bootstrap::PutBytes(&out, b.node);
   return out;
 }
 
@@ -68,7 +86,7 @@ bool Decode(const std::string &in, Blob *b) {
   b->mode = in[0];
   b->world_rank = static_cast<int>(bootstrap::GetU32(p + 1));
   b->world_size = static_cast<int>(bootstrap::GetU32(p + 5));
-  for (std::string *s : {&b->host, &b->ccl_id}) {
+  for (std::string *s : {&b->host, &b->ccl_id, &b->node}) {
     if (in.size() < at + 8) return false;
     const uint64_t n = bootstrap::GetU64(p + at);
     at += 8;
@@ -110,24 +128,61 @@ Status MpiCommunicator(const std::vector<Blob> &all, int rank,
   return s;
 }
 
-Status CclCommunicator(CclProvider *ccl, const std::string &ccl_id, int nranks, int rank,
-                       std::unique_ptr<Communicator> *out) {
+// The CCL's communicator of rank 0's id, on `c`.
+Status AttachCcl(CclProvider *ccl, const std::string &ccl_id, int nranks, int rank,
+                 Communicator &c) {
   infinicclUniqueId id;
   if (ccl_id.size() != sizeof id.internal) {
     return MakeStatus(infinicclInternalError, "rank 0 sent a CCL id of %zu bytes",
                       ccl_id.size());
   }
   ccl_id.copy(id.internal, sizeof id.internal);
-  // The CCL uses the calling thread's current device, as ncclCommInitRank does.
-  Communicator::Binding b;
-  b.kind = ccl->kind();
-  INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Get(b.kind)->GetDevice(&b.device));
-  std::unique_ptr<Communicator> c = CommFactory::New();
-  CommFactory::SetPlace(*c, rank, nranks);
-  c->set_binding(b);
   std::unique_ptr<Backend> backend;
   INFINICCL_RETURN_IF_ERROR(ccl->CreateComm(nranks, id, rank, &backend));
-  c->set_ccl_backend(std::move(backend));
+  c.set_ccl_backend(std::move(backend));
+  return Status::Ok();
+}
+
+// The calling thread's current device of `kind`'s runtime, as
+// ncclCommInitRank takes it; kCpu: host memory only.
+Status BindCurrent(DeviceKind kind, int local_rank, Communicator &c) {
+  Communicator::Binding b;
+  b.local_rank.rank = local_rank;
+  b.local_rank.source = "the bootstrap";
+  if (kind != DeviceKind::kCpu) {
+    b.kind = kind;
+    INFINICCL_RETURN_IF_ERROR(DeviceRegistry::Get(kind)->GetDevice(&b.device));
+    INFINICCL_INFO("bound to %s device %d, the calling thread's current device",
+                   DeviceKindName(kind), b.device);
+  }
+  c.set_binding(b);
+  return Status::Ok();
+}
+
+Status CclCommunicator(CclProvider *ccl, const std::string &ccl_id, int nranks, int rank,
+                       std::unique_ptr<Communicator> *out) {
+  std::unique_ptr<Communicator> c = CommFactory::New();
+  CommFactory::SetPlace(*c, rank, nranks);
+  INFINICCL_RETURN_IF_ERROR(BindCurrent(ccl->kind(), -1, *c));
+  INFINICCL_RETURN_IF_ERROR(AttachCcl(ccl, ccl_id, nranks, rank, *c));
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+// Every rank on this node, none under MPI: shared memory for every call,
+// and the CCL beside it when every rank has one (`ccl` non-null).
+Status NodeCommunicator(Exchange &session, CclProvider *ccl, const std::string &ccl_id,
+                        std::unique_ptr<Communicator> *out) {
+  std::unique_ptr<Communicator> c = CommFactory::New();
+  const int rank = session.rank(), nranks = session.size();
+  CommFactory::SetPlace(*c, rank, nranks);
+  const std::vector<DeviceRuntime *> active = DeviceRegistry::Active();
+  const DeviceKind kind =
+      ccl != nullptr ? ccl->kind() : active.empty() ? DeviceKind::kCpu : active.front()->kind();
+  INFINICCL_RETURN_IF_ERROR(BindCurrent(kind, rank, *c));
+  if (ccl != nullptr) INFINICCL_RETURN_IF_ERROR(AttachCcl(ccl, ccl_id, nranks, rank, *c));
+  INFINICCL_RETURN_IF_ERROR(CommFactory::FinishOnNode(*c, session));
+  PageLockShm(*c);
   *out = std::move(c);
   return Status::Ok();
 }
@@ -165,10 +220,12 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
   mine.host = host;
+  mine.node = NodeKey(mine.host);
 
   std::vector<std::string> blobs;
+  std::unique_ptr<Exchange> session;
   INFINICCL_RETURN_IF_ERROR(
-      bootstrap::Rendezvous::Join(id, nranks, rank, Encode(mine), &blobs));
+      bootstrap::Rendezvous::Join(id, nranks, rank, Encode(mine), &blobs, &session));
   std::vector<Blob> all(blobs.size());
   std::vector<std::string> modes;
   std::vector<int> on_node;
@@ -182,17 +239,31 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
   }
   INFINICCL_INFO("bootstrap: rank %d of %d; ranks %s share host %s", rank, nranks,
                  RankList(on_node).c_str(), mine.host.c_str());
-  bool all_mpi = true, all_ccl = true;
+  bool all_mpi = true, all_ccl = true, none_mpi = true, one_node = true;
   for (const Blob &b : all) {
     all_mpi = all_mpi && b.mode == kUnderMpi;
     all_ccl = all_ccl && b.mode == kCcl;
+    none_mpi = none_mpi && (b.mode == kCcl || b.mode == kNeither);
+    one_node = one_node && b.node == all[0].node;
   }
   if (all_mpi) return MpiCommunicator(all, rank, out);
+  if (none_mpi && one_node) {
+    return NodeCommunicator(*session, all_ccl ? ccl : nullptr, all[0].ccl_id, out);
+  }
   if (all_ccl) return CclCommunicator(ccl, all[0].ccl_id, nranks, rank, out);
-  std::string text =
-      "every rank needs MPI (launch with icclrun, mpirun or srun, and call infinicclInit "
-      "first), or else no MPI and a usable native CCL on every rank; here: " +
-      RanksByValue(modes);
+  std::string text;
+  if (none_mpi) {
+    std::vector<std::string> hosts;
+    for (const Blob &b : all) hosts.push_back(b.host);
+    text = "the ranks are on more than one node (" + RanksByValue(hosts) +
+           ") and not every one has a usable native CCL; across nodes host buffers need "
+           "MPI: launch under icclrun, mpirun or srun and call infinicclInit first; here: " +
+           RanksByValue(modes);
+  } else {
+    text = "every rank needs MPI (launch with icclrun, mpirun or srun, and call "
+           "infinicclInit first), or else none may run under MPI; here: " +
+           RanksByValue(modes);
+  }
   if (mine.mode == kNeither && !why.empty()) text += " (this rank: " + why + ")";
   return Status(infinicclInvalidUsage, text);
 }

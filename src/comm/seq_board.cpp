@@ -8,6 +8,18 @@ Status SeqBoard::Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::stri
   out->reset();
   std::unique_ptr<NodeSegment> segment;
   INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kSlotBytes, kSlotBytes, "seq", &segment, why));
+  return Adopt(std::move(segment), out);
+}
+
+Status SeqBoard::Create(Exchange &ex, std::unique_ptr<SeqBoard> *out, std::string *why) {
+  out->reset();
+  std::unique_ptr<NodeSegment> segment;
+  INFINICCL_RETURN_IF_ERROR(
+      NodeSegment::CreateOn(ex, kSlotBytes, kSlotBytes, "seq", &segment, why));
+  return Adopt(std::move(segment), out);
+}
+
+Status SeqBoard::Adopt(std::unique_ptr<NodeSegment> segment, std::unique_ptr<SeqBoard> *out) {
   if (segment == nullptr) return Status::Ok();
   std::unique_ptr<SeqBoard> board(new SeqBoard());
   board->my_slot_ = segment->node_rank();

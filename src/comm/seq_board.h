@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/exchange.h"
 #include "mpi/node_segment.h"
 
 namespace infiniccl {
@@ -32,6 +33,8 @@ class SeqBoard {
   // *why set when shared memory is unavailable (the watchdog then reports
   // every peer as unknown); an error status only for a failed MPI call.
   static Status Create(MPI_Comm comm, std::unique_ptr<SeqBoard> *out, std::string *why);
+  // The same over `ex`, every rank of which is on this node; no MPI call.
+  static Status Create(Exchange &ex, std::unique_ptr<SeqBoard> *out, std::string *why);
   ~SeqBoard() = default;
   SeqBoard(const SeqBoard &) = delete;
   SeqBoard &operator=(const SeqBoard &) = delete;
@@ -91,6 +94,7 @@ class SeqBoard {
 
  private:
   SeqBoard() = default;
+  static Status Adopt(std::unique_ptr<NodeSegment> segment, std::unique_ptr<SeqBoard> *out);
   // One slot per rank's region of the segment (and the claim in its tail),
   // so ranks do not false-share on every call: entered seq (8 bytes),
   // returned seq (8), kind, result, pid, left (4 each).

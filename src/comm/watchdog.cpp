@@ -227,11 +227,16 @@ std::string DescribeCall(Communicator &c, const InFlight::Snapshot &s, bool queu
   char status[96];
   std::snprintf(status, sizeof status,
                 " has not completed after %.0f s (INFINICCL_TIMEOUT_SEC=%d)", seconds, timeout);
-  LogError("watchdog: %s; aborting the job (MPI_Abort, exit code %d)",
-           DescribeCall(c, s, queued, status).c_str(), kWatchdogExitCode);
+  LogError("watchdog: %s; %s, exit code %d)", DescribeCall(c, s, queued, status).c_str(),
+           c.has_mpi() ? "aborting the job (MPI_Abort" : "ending this process (_exit",
+           kWatchdogExitCode);
   // Peers stuck in the same call detect it within a poll period or so; give
   // them that long to write their own line before the job is torn down.
   std::this_thread::sleep_for(grace);
+  // Without MPI (a communicator made through the bootstrap) there is no job
+  // to abort: this process ends, and its peers' waits in shared memory see
+  // it gone (RemoteError), or their own watchdogs fire.
+  if (!c.has_mpi()) _exit(kWatchdogExitCode);
   // Exactly one rank per node calls MPI_Abort. Open MPI 4.1's mpirun was
   // seen to stay 60 s and more after MPI_Abort (fault_skip_np3: two ranks
   // fired, the first aborted, the second was to abort 5 s later, the rank

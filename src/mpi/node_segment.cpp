@@ -17,6 +17,7 @@
 
 #include "core/log.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_exchange.h"
 
 // Headers older than Linux 5.6 lack the numbers; they are the same on
 // every architecture but alpha (the unified system call table).
@@ -90,7 +91,7 @@ enum class Sharing { kNone, kMemfd, kNamed };
 // pidfd_getfd needs Linux 5.6 and the right to ptrace the leader (same
 // user, a dumpable process, Yama's ptrace_scope, a seccomp filter that
 // allows it); where any rank lacks it, false and every rank agrees.
-Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
+Status ShareByMemfd(Exchange &node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
                     bool *all_opened, std::string *why) {
   struct Offer {
     int64_t pid = 0, fd = -1;
@@ -115,8 +116,14 @@ Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag,
     }
   }
   Step(tag, "memfd made");
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Bcast(&offer, sizeof offer, MPI_BYTE, 0, node), "MPI_Bcast"));
+  {
+    std::string bytes_of(reinterpret_cast<const char *>(&offer), sizeof offer);
+    INFINICCL_RETURN_IF_ERROR(node.Bcast(0, &bytes_of));
+    if (bytes_of.size() != sizeof offer) {
+      return Status(infinicclInternalError, "the node's first rank sent no segment offer");
+    }
+    std::memcpy(&offer, bytes_of.data(), sizeof offer);
+  }
   if (node_rank != 0 && offer.fd >= 0) {
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(offer.pid), 0));
     if (pidfd < 0) {
@@ -138,9 +145,8 @@ Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag,
     }
   }
   Step(tag, "memfd taken");
-  int opened = fd->fd >= 0 ? 1 : 0, all = 0;
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce"));
+  int64_t all = 0;
+  INFINICCL_RETURN_IF_ERROR(node.Min(fd->fd >= 0 ? 1 : 0, &all));
   *all_opened = all != 0;
   if (!*all_opened) {
     if (!local_why.empty()) *why = local_why;
@@ -153,7 +159,7 @@ Status ShareByMemfd(MPI_Comm node, int node_rank, size_t bytes, const char *tag,
 // The named path: the leader makes "/infiniccl-<tag>-<pid>-<random>" with
 // O_EXCL, every rank opens it, the leader unlinks it once all did. A rank
 // killed between the leader's shm_open and the unlink leaves the name.
-Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
+Status ShareByName(Exchange &node, int node_rank, size_t bytes, const char *tag, FdGuard *fd,
                    bool *all_opened, std::string *made, std::string *why) {
   char name[kNameBytes] = "";
   std::string local_why;
@@ -180,8 +186,15 @@ Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, 
     }
   }
   Step(tag, "name made");
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Bcast(name, kNameBytes, MPI_CHAR, 0, node), "MPI_Bcast"));
+  {
+    std::string sent(name, kNameBytes);
+    INFINICCL_RETURN_IF_ERROR(node.Bcast(0, &sent));
+    if (sent.size() != static_cast<size_t>(kNameBytes)) {
+      return Status(infinicclInternalError, "the node's first rank sent no segment name");
+    }
+    sent.copy(name, kNameBytes);
+    name[kNameBytes - 1] = '\0';
+  }
   if (name[0] != '\0' && node_rank != 0) {
     fd->fd = shm_open(name, O_RDWR, 0600);
     if (fd->fd < 0) local_why = std::string("shm_open ") + name + ": " + std::strerror(errno);
@@ -192,9 +205,8 @@ Status ShareByName(MPI_Comm node, int node_rank, size_t bytes, const char *tag, 
   // the leader's shm_open to the slowest rank's, every rank already inside
   // Create (MPI_Comm_split_type there), not through the reservation and
   // the mapping.
-  int opened = fd->fd >= 0 ? 1 : 0, all = 0;
-  const Status agreed_open =
-      MpiCheck(MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  int64_t all = 0;
+  const Status agreed_open = node.Min(fd->fd >= 0 ? 1 : 0, &all);
   if (node_rank == 0 && name[0] != '\0') shm_unlink(name);
   INFINICCL_RETURN_IF_ERROR(agreed_open);
   *all_opened = all != 0;
@@ -221,12 +233,35 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
   INFINICCL_RETURN_IF_ERROR(MpiCheck(
       MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node.comm),
       "MPI_Comm_split_type"));
-  std::unique_ptr<NodeSegment> seg(new NodeSegment());
+  MpiExchange node_exchange(node.comm);
+  std::unique_ptr<NodeSegment> seg;
+  INFINICCL_RETURN_IF_ERROR(CreateOn(node_exchange, region_bytes, tail_bytes, tag, &seg, why));
+  if (seg == nullptr) return Status::Ok();
   int size = 1;
-  MPI_Comm_rank(node.comm, &seg->node_rank_);
-  MPI_Comm_size(node.comm, &seg->node_size_);
   MPI_Comm_size(comm, &size);
+  GroupGuard comm_group, node_group;
+  MPI_Comm_group(comm, &comm_group.group);
+  MPI_Comm_group(node.comm, &node_group.group);
+  std::vector<int> ranks(static_cast<size_t>(size)), of(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) ranks[static_cast<size_t>(r)] = r;
+  INFINICCL_RETURN_IF_ERROR(
+      MpiCheck(MPI_Group_translate_ranks(comm_group.group, size, ranks.data(),
+                                         node_group.group, of.data()),
+               "MPI_Group_translate_ranks"));
+  for (int &s : of)
+    if (s == MPI_UNDEFINED) s = -1;
+  seg->node_rank_of_ = std::move(of);
+  *out = std::move(seg);
+  return Status::Ok();
+}
 
+Status NodeSegment::CreateOn(Exchange &node, size_t region_bytes, size_t tail_bytes,
+                             const char *tag, std::unique_ptr<NodeSegment> *out,
+                             std::string *why) {
+  out->reset();
+  std::unique_ptr<NodeSegment> seg(new NodeSegment());
+  seg->node_rank_ = node.rank();
+  seg->node_size_ = node.size();
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   seg->region_bytes_ = (region_bytes + page - 1) / page * page;
   seg->bytes_ = (static_cast<size_t>(seg->node_size_) * seg->region_bytes_ + tail_bytes +
@@ -239,7 +274,7 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
   Sharing sharing = Sharing::kNone;
   std::string memfd_why, name = std::string("memfd:infiniccl-") + tag;
   if (!g_force_named) {
-    INFINICCL_RETURN_IF_ERROR(ShareByMemfd(node.comm, seg->node_rank_, seg->bytes_, tag, &fd,
+    INFINICCL_RETURN_IF_ERROR(ShareByMemfd(node, seg->node_rank_, seg->bytes_, tag, &fd,
                                            &all_opened, &memfd_why));
     if (all_opened) sharing = Sharing::kMemfd;
   }
@@ -253,7 +288,7 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
                        memfd_why.c_str());
       }
     }
-    INFINICCL_RETURN_IF_ERROR(ShareByName(node.comm, seg->node_rank_, seg->bytes_, tag, &fd,
+    INFINICCL_RETURN_IF_ERROR(ShareByName(node, seg->node_rank_, seg->bytes_, tag, &fd,
                                           &all_opened, &name, why));
     if (!all_opened) return Status::Ok();
     sharing = Sharing::kNamed;
@@ -288,9 +323,8 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
     seg->base_ = static_cast<char *>(p);  // unmapped by ~NodeSegment from here on
   }
   // Every rank of the node holds a view, or none uses the segment.
-  int ok = seg->base_ != nullptr ? 1 : 0, all_ok = 0;
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(
-      MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node.comm), "MPI_Allreduce"));
+  int64_t all_ok = 0;
+  INFINICCL_RETURN_IF_ERROR(node.Min(seg->base_ != nullptr ? 1 : 0, &all_ok));
   if (!all_ok) {
     *why = local_why.empty() ? "another rank on this node could not reserve or map the "
                                "segment"
@@ -298,18 +332,7 @@ Status NodeSegment::Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes
     return Status::Ok();
   }
 
-  GroupGuard comm_group, node_group;
-  MPI_Comm_group(comm, &comm_group.group);
-  MPI_Comm_group(node.comm, &node_group.group);
-  std::vector<int> ranks(static_cast<size_t>(size)), of(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) ranks[static_cast<size_t>(r)] = r;
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Group_translate_ranks(comm_group.group, size, ranks.data(),
-                                         node_group.group, of.data()),
-               "MPI_Group_translate_ranks"));
-  for (int &s : of)
-    if (s == MPI_UNDEFINED) s = -1;
-  seg->node_rank_of_ = std::move(of);
+  for (int r = 0; r < seg->node_size_; ++r) seg->node_rank_of_.push_back(r);
   *out = std::move(seg);
   return Status::Ok();
 }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exchange.h"
 #include "core/status.h"
 
 namespace infiniccl {
@@ -47,6 +48,12 @@ class NodeSegment {
   // EEXIST).
   static Status Create(MPI_Comm comm, size_t region_bytes, size_t tail_bytes, const char *tag,
                        std::unique_ptr<NodeSegment> *out, std::string *why);
+  // The same over `node`, whose ranks the caller knows to share this node
+  // (a communicator made through the bootstrap): node rank r is rank r of
+  // `node`. No MPI call.
+  static Status CreateOn(Exchange &node, size_t region_bytes, size_t tail_bytes,
+                         const char *tag, std::unique_ptr<NodeSegment> *out,
+                         std::string *why);
   ~NodeSegment();
   // Tests only: `hook` is called on every rank at each step of Create with
   // the tag and the step ("memfd made", "memfd taken", "name made", "name

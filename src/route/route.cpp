@@ -120,9 +120,12 @@ Status GatherFacts(Communicator &comm, const CollArgs &a, CallFacts *out) {
   facts.hierarchical =
       comm.hierarchical() && !facts.grouped &&
       bytes >= HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
+  // Every size where MPI could not do better: devices without a CCL (their
+  // buffers go through host memory either way), or no MPI at all.
   facts.shm = comm.shm_backend() != nullptr && !facts.grouped &&
-              comm.shm_backend()->Takes(a, comm.topology() != nullptr &&
-                                               comm.topology()->DevicesWithoutCcl());
+              comm.shm_backend()->Takes(a, !comm.has_mpi() ||
+                                               (comm.topology() != nullptr &&
+                                                comm.topology()->DevicesWithoutCcl()));
   facts.uniform_staging = comm.topology() != nullptr && comm.topology()->uniform_staging;
   facts.fits_on_stream_shm = bytes <= kOnStreamShmBytes;
   return Status::Ok();

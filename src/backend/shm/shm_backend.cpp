@@ -16,14 +16,28 @@ Status ShmBackend::Create(MPI_Comm comm, int rank, int size, bool devices,
   std::unique_ptr<shm::Channel> channel;
   INFINICCL_RETURN_IF_ERROR(
       shm::Channel::Create(comm, rank, size, std::move(names), devices, &channel, why));
-  if (channel == nullptr) return Status::Ok();
+  Wrap(std::move(channel), out);
+  return Status::Ok();
+}
+
+Status ShmBackend::Create(Exchange &ex, bool devices, std::unique_ptr<ShmBackend> *out,
+                          std::string *why) {
+  out->reset();
+  std::unique_ptr<shm::Channel> channel;
+  INFINICCL_RETURN_IF_ERROR(shm::Channel::Create(ex, {}, devices, &channel, why));
+  Wrap(std::move(channel), out);
+  return Status::Ok();
+}
+
+void ShmBackend::Wrap(std::unique_ptr<shm::Channel> channel, std::unique_ptr<ShmBackend> *out) {
+  if (channel == nullptr) return;
   std::unique_ptr<ShmBackend> b(new ShmBackend());
+  const int rank = channel->rank(), size = channel->size();
   b->landing_.reset(new shm::Landing(channel->Landing(rank)));
   b->scratch_.sources.resize(static_cast<size_t>(size));
   b->scratch_.in_landing.resize(static_cast<size_t>(size));
   b->channel_ = std::move(channel);
   *out = std::move(b);
-  return Status::Ok();
 }
 
 ShmBackend::~ShmBackend() {

@@ -71,6 +71,10 @@ class ShmBackend final : public Backend {
   static Status Create(MPI_Comm comm, int rank, int size, bool devices,
                        std::unique_ptr<ShmBackend> *out, std::string *why,
                        std::vector<int> names = {});
+  // The same over `ex`, every rank of which is on this node (a
+  // communicator made through the bootstrap); no MPI call.
+  static Status Create(Exchange &ex, bool devices, std::unique_ptr<ShmBackend> *out,
+                       std::string *why);
 
   ~ShmBackend() override;
   const char *Name() const override { return "shared memory"; }
@@ -144,6 +148,8 @@ class ShmBackend final : public Backend {
 
  private:
   ShmBackend() = default;
+  // Both Creates, once the channel is made (null: none).
+  static void Wrap(std::unique_ptr<shm::Channel> channel, std::unique_ptr<ShmBackend> *out);
   // One call, its buffers where `send` and `recv` say.
   Status RunAt(const CollArgs &a, shm::Place send, shm::Place recv, DeviceRuntime *device,
                CopyCounts *counts);

@@ -11,6 +11,7 @@
 #include "core/process_identity.h"
 #include "device/spin_wait.h"
 #include "mpi/mpi_error.h"
+#include "mpi/mpi_exchange.h"
 #include "mpi/mpi_thread.h"
 
 namespace infiniccl {
@@ -59,20 +60,40 @@ namespace {
 constexpr size_t kControlBytes = 4 * kLine;
 }  // namespace
 
-Status Channel::Create(MPI_Comm comm, int rank, int size, std::vector<int> names, bool devices,
+Status Channel::Create(MPI_Comm comm, int /*rank*/, int /*size*/, std::vector<int> names,
+                       bool devices, std::unique_ptr<Channel> *out, std::string *why) {
+  MpiExchange ex(comm);
+  return CreateWith(
+      ex,
+      [comm](size_t region, std::unique_ptr<NodeSegment> *seg, std::string *w) {
+        return NodeSegment::Create(comm, region, 0, "shm", seg, w);
+      },
+      std::move(names), devices, out, why);
+}
+
+Status Channel::Create(Exchange &ex, std::vector<int> names, bool devices,
                        std::unique_ptr<Channel> *out, std::string *why) {
+  return CreateWith(
+      ex,
+      [&ex](size_t region, std::unique_ptr<NodeSegment> *seg, std::string *w) {
+        return NodeSegment::CreateOn(ex, region, 0, "shm", seg, w);
+      },
+      std::move(names), devices, out, why);
+}
+
+Status Channel::CreateWith(Exchange &ex, const MakeSegment &make, std::vector<int> names,
+                           bool devices, std::unique_ptr<Channel> *out, std::string *why) {
+  const int rank = ex.rank(), size = ex.size();
   static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
   static_assert(sizeof(Control::Counter) == kLine, "a counter and its descriptors: one line");
   out->reset();
   // Every rank's region has the same layout: the stages are large where
   // any rank drives a device.
-  int drives = devices ? 1 : 0, any = 0;
-  INFINICCL_RETURN_IF_ERROR(
-      MpiCheck(MPI_Allreduce(&drives, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce"));
+  int64_t any = 0;
+  INFINICCL_RETURN_IF_ERROR(ex.Max(devices ? 1 : 0, &any));
   const size_t stage = any != 0 ? kDeviceStageBytes : kStageBytes;
   std::unique_ptr<NodeSegment> segment;
-  INFINICCL_RETURN_IF_ERROR(NodeSegment::Create(comm, kControlBytes + 2 * stage + kStageBytes, 0,
-                                                "shm", &segment, why));
+  INFINICCL_RETURN_IF_ERROR(make(kControlBytes + 2 * stage + kStageBytes, &segment, why));
   if (segment == nullptr) return Status::Ok();
   if (segment->node_size() != size) {
     *why = "the communicator's ranks are on more than one node";
@@ -104,7 +125,7 @@ Status Channel::Create(MPI_Comm comm, int rank, int size, std::vector<int> names
   mine->pid_ns.store(me.pid_ns, std::memory_order_relaxed);
   mine->pid.store(static_cast<int32_t>(me.pid), std::memory_order_release);
   // Every rank's control is constructed before any rank posts to one.
-  INFINICCL_RETURN_IF_ERROR(MpiCheck(MPI_Barrier(comm), "MPI_Barrier"));
+  INFINICCL_RETURN_IF_ERROR(ex.Barrier());
   *out = std::move(ch);
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,7 @@
 #include "core/coll_args.h"
 #include "backend/shm/shm_wait.h"
 #include "core/status.h"
+#include "core/exchange.h"
 #include "mpi/node_segment.h"
 
 namespace infiniccl {
@@ -51,6 +53,10 @@ class Channel {
   // are kDeviceStageBytes where any rank does, agreed). An error status
   // only for a failed MPI call.
   static Status Create(MPI_Comm comm, int rank, int size, std::vector<int> names, bool devices,
+                       std::unique_ptr<Channel> *out, std::string *why);
+  // The same over `ex`, whose every rank the caller knows to be on this
+  // node (a communicator made through the bootstrap); no MPI call.
+  static Status Create(Exchange &ex, std::vector<int> names, bool devices,
                        std::unique_ptr<Channel> *out, std::string *why);
 
   int rank() const { return rank_; }
@@ -147,6 +153,11 @@ class Channel {
  private:
   struct Control;
   Channel() = default;
+  // Both Creates: `make` makes the segment of regions of the given bytes.
+  using MakeSegment =
+      std::function<Status(size_t region, std::unique_ptr<NodeSegment> *, std::string *)>;
+  static Status CreateWith(Exchange &ex, const MakeSegment &make, std::vector<int> names,
+                           bool devices, std::unique_ptr<Channel> *out, std::string *why);
   Control *ControlOf(int rank) const;
   char *Region(int rank) const;
   // RemoteError naming `rank` when it left, or its process is gone (exited,

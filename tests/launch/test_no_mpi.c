@@ -1,0 +1,260 @@
+/* A program in upstream's style started without any MPI launcher: a shell
+ * loop (run_ranks.sh) starts one process per rank and gives each its rank
+ * in argv. Rank 0 makes the id (infinicclGetUniqueId) and writes it to a
+ * FILE; the others wait for the file and read it; each joins with
+ * infinicclCommInitRank. No infinicclInit, no MPI. Then each collective
+ * named on the command line at 1 MiB per rank in int32 and float32 and at
+ * 16 MiB in int32, checked exactly against values computed here: on host
+ * buffers (`host`) or emulated device buffers (`sim`, under
+ * INFINICCL_DEVICE=sim).
+ *   badrank: the last rank gives rank = nranks; every rank must fail at once
+ *            (InvalidUsage from the root's verdict, naming the rank).
+ *   missing: the last rank never joins; the others must fail (RemoteError
+ *            naming it) within INFINICCL_TIMEOUT_SEC.
+ * usage: test_no_mpi <id file> <nranks> <rank> host|sim|badrank|missing
+ *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
+ *                     Gather Scatter AllToAll ...] */
+#include <infiniccl/infiniccl.h>
+#include <infiniccl/infiniccl_sim.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int g_failures = 0;
+static int g_rank = 0;
+static int g_sim = 0;
+
+#define OK(call)                                                                     \
+  do {                                                                               \
+    infinicclResult_t rc_ = (call);                                                  \
+    if (rc_ != infinicclSuccess) {                                                   \
+      fprintf(stderr, "rank %d: %s:%d: %s = %d: %s\n", g_rank, __FILE__, __LINE__, \
+              #call, (int)rc_, infinicclGetLastError(NULL));                         \
+      ++g_failures;                                                                  \
+    }                                                                                \
+  } while (0)
+#define CHECK(cond, ...)                                                           \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      fprintf(stderr, "rank %d: %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                                \
+      fprintf(stderr, "\n");                                                       \
+      ++g_failures;                                                                \
+    }                                                                              \
+  } while (0)
+
+static void *Alloc(size_t bytes) {
+  void *p = NULL;
+  if (g_sim) {
+    OK(infinicclSimMalloc(&p, bytes));
+  } else {
+    p = malloc(bytes);
+  }
+  return p;
+}
+static void Free(void *p) {
+  if (g_sim) {
+    OK(infinicclSimFree(p));
+  } else {
+    free(p);
+  }
+}
+static void Put(void *dst, const void *host, size_t bytes) {
+  if (g_sim) {
+    OK(infinicclSimMemcpy(dst, host, bytes, NULL));
+  } else {
+    memcpy(dst, host, bytes);
+  }
+}
+static void Get(void *host, const void *src, size_t bytes) {
+  if (g_sim) {
+    OK(infinicclSimStreamSynchronize(NULL));
+    OK(infinicclSimMemcpy(host, src, bytes, NULL));
+  } else {
+    memcpy(host, src, bytes);
+  }
+}
+
+/* Element i of rank r's contribution; small integers, exact in float32. */
+static double Value(int r, size_t i) { return (double)((r + 1) * 3 + (int)(i % 97)); }
+static void Store(infinicclDataType_t t, void *h, size_t i, double v) {
+  if (t == infinicclInt32) {
+    ((int *)h)[i] = (int)v;
+  } else {
+    ((float *)h)[i] = (float)v;
+  }
+}
+static double Load(infinicclDataType_t t, const void *h, size_t i) {
+  return t == infinicclInt32 ? (double)((const int *)h)[i] : (double)((const float *)h)[i];
+}
+static double Sum(int n, size_t i) {
+  double s = 0;
+  int r;
+  for (r = 0; r < n; ++r) s += Value(r, i);
+  return s;
+}
+
+/* One collective, `count` elements per rank (per block for the calls of
+ * n blocks). */
+static void Run(const char *coll, infinicclComm_t comm, int rank, int n, size_t count,
+                infinicclDataType_t t) {
+  const size_t el = 4, all = count * (size_t)n;
+  char *h = malloc(el * all), *back = malloc(el * all);
+  void *a = Alloc(el * all), *b = Alloc(el * all);
+  const int root = n - 1;
+  size_t i, bad = 0;
+  int r;
+  for (i = 0; i < all; ++i) Store(t, h, i, Value(rank, i));
+  for (i = 0; i < all; ++i) Store(t, back, i, -1);
+  Put(a, h, el * all);
+  Put(b, back, el * all);
+  if (strcmp(coll, "AllReduce") == 0) {
+    OK(infinicclAllReduce(a, b, count, t, infinicclSum, comm, NULL));
+    Get(back, b, el * count);
+    for (i = 0; i < count; ++i) bad += Load(t, back, i) != Sum(n, i);
+  } else if (strcmp(coll, "Reduce") == 0) {
+    OK(infinicclReduce(a, b, count, t, infinicclSum, root, comm, NULL));
+    Get(back, b, el * count);
+    for (i = 0; i < count; ++i) bad += Load(t, back, i) != (rank == root ? Sum(n, i) : -1);
+  } else if (strcmp(coll, "Broadcast") == 0) {
+    OK(infinicclBroadcast(a, b, count, t, root, comm, NULL));
+    Get(back, b, el * count);
+    for (i = 0; i < count; ++i) bad += Load(t, back, i) != Value(root, i);
+  } else if (strcmp(coll, "AllGather") == 0) {
+    OK(infinicclAllGather(a, b, count, t, comm, NULL));
+    Get(back, b, el * all);
+    for (r = 0; r < n; ++r)
+      for (i = 0; i < count; ++i) bad += Load(t, back, (size_t)r * count + i) != Value(r, i);
+  } else if (strcmp(coll, "ReduceScatter") == 0) {
+    OK(infinicclReduceScatter(a, b, count, t, infinicclSum, comm, NULL));
+    Get(back, b, el * count);
+    for (i = 0; i < count; ++i) bad += Load(t, back, i) != Sum(n, (size_t)rank * count + i);
+  } else if (strcmp(coll, "Gather") == 0) {
+    OK(infinicclGather(a, b, count, t, root, comm, NULL));
+    Get(back, b, el * all);
+    for (r = 0; r < n; ++r)
+      for (i = 0; i < count; ++i)
+        bad += Load(t, back, (size_t)r * count + i) != (rank == root ? Value(r, i) : -1);
+  } else if (strcmp(coll, "Scatter") == 0) {
+    OK(infinicclScatter(a, b, count, t, root, comm, NULL));
+    Get(back, b, el * count);
+    for (i = 0; i < count; ++i) bad += Load(t, back, i) != Value(root, (size_t)rank * count + i);
+  } else if (strcmp(coll, "AllToAll") == 0) {
+    /* Block j of rank r's input goes to rank j, at block r. */
+    OK(infinicclAllToAll(a, b, count, t, comm, NULL));
+    Get(back, b, el * all);
+    for (r = 0; r < n; ++r)
+      for (i = 0; i < count; ++i)
+        bad += Load(t, back, (size_t)r * count + i) != Value(r, (size_t)rank * count + i);
+  } else if (strcmp(coll, "SendRecv") == 0) {
+    /* A ring: to rank+1, from rank-1, in a group. */
+    OK(infinicclGroupStart());
+    OK(infinicclSend(a, count, t, (rank + 1) % n, comm, NULL));
+    OK(infinicclRecv(b, count, t, (rank + n - 1) % n, comm, NULL));
+    OK(infinicclGroupEnd());
+    Get(back, b, el * count);
+    for (i = 0; i < count; ++i) bad += Load(t, back, i) != Value((rank + n - 1) % n, i);
+  } else {
+    CHECK(0, "unknown collective %s", coll);
+  }
+  CHECK(bad == 0, "%s %s of %zu elements: %zu wrong", coll,
+        t == infinicclInt32 ? "int32" : "float32", count, bad);
+  Free(a);
+  Free(b);
+  free(h);
+  free(back);
+}
+
+/* Rank 0 writes the id to `path` (through a rename, so a reader never sees
+ * half of it); the others wait for the file, at most 60 s. */
+static int ShareId(const char *path, infinicclUniqueId *id) {
+  FILE *f;
+  int tries;
+  if (g_rank == 0) {
+    char tmp[4096];
+    OK(infinicclGetUniqueId(id));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "wb");
+    if (f == NULL || fwrite(id, sizeof *id, 1, f) != 1) return -1;
+    fclose(f);
+    return rename(tmp, path);
+  }
+  for (tries = 0; tries < 6000; ++tries) {
+    f = fopen(path, "rb");
+    if (f != NULL) {
+      const size_t got = fread(id, sizeof *id, 1, f);
+      fclose(f);
+      if (got == 1) return 0;
+    }
+    usleep(10000);
+  }
+  return -1;
+}
+
+static double Now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  infinicclUniqueId id;
+  infinicclComm_t comm = NULL;
+  int n, rank, count = -1, user_rank = -1, a;
+  const char *mode;
+  if (argc < 5) {
+    fprintf(stderr,
+            "usage: %s <id file> <nranks> <rank> host|sim|badrank|missing [collective...]\n",
+            argv[0]);
+    return 2;
+  }
+  n = atoi(argv[2]);
+  g_rank = rank = atoi(argv[3]);
+  mode = argv[4];
+  g_sim = strcmp(mode, "sim") == 0;
+  if (ShareId(argv[1], &id) != 0) {
+    fprintf(stderr, "rank %d: the id file %s could not be shared\n", rank, argv[1]);
+    return 1;
+  }
+  if (strcmp(mode, "missing") == 0 && rank == n - 1) {
+    printf("rank %d: does not join (missing)\n", rank);
+    return 0;
+  }
+  if (strcmp(mode, "badrank") == 0 || strcmp(mode, "missing") == 0) {
+    const int given = strcmp(mode, "badrank") == 0 && rank == n - 1 ? n : rank;
+    const double start = Now();
+    const infinicclResult_t rc = infinicclCommInitRank(&comm, n, id, given);
+    const char *msg = infinicclGetLastError(NULL);
+    const double took = Now() - start;
+    printf("rank %d (gave rank %d): %d after %.1f s: %s\n", rank, given, (int)rc, took, msg);
+    if (strcmp(mode, "badrank") == 0) {
+      CHECK(rc == infinicclInvalidUsage, "CommInitRank returned %d", (int)rc);
+      CHECK(strstr(msg, "out of range") != NULL, "message: %s", msg);
+    } else {
+      char want[64];
+      snprintf(want, sizeof want, "rank %d of %d did not join", n - 1, n);
+      CHECK(rc == infinicclRemoteError, "CommInitRank returned %d", (int)rc);
+      CHECK(strstr(msg, want) != NULL, "message: %s", msg);
+    }
+    CHECK(comm == NULL, "a communicator was returned");
+  } else {
+    OK(infinicclCommInitRank(&comm, n, id, rank));
+    if (comm != NULL) {
+      OK(infinicclCommCount(comm, &count));
+      OK(infinicclCommUserRank(comm, &user_rank));
+      CHECK(count == n && user_rank == rank, "count %d rank %d, want %d %d", count, user_rank,
+            n, rank);
+      for (a = 5; a < argc; ++a) {
+        Run(argv[a], comm, rank, n, (size_t)1 << 18, infinicclInt32);
+        Run(argv[a], comm, rank, n, (size_t)1 << 18, infinicclFloat32);
+        Run(argv[a], comm, rank, n, (size_t)1 << 22, infinicclInt32);
+      }
+      OK(infinicclCommDestroy(comm));
+    }
+  }
+  if (rank == 0) remove(argv[1]);
+  printf("rank %d of %d (%s): %s\n", rank, n, mode, g_failures == 0 ? "PASS" : "FAIL");
+  return g_failures == 0 ? 0 : 1;
+}
