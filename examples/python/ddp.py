@@ -1,10 +1,14 @@
 """DistributedDataParallel over torch.distributed with --backend infiniccl
-(or gloo, to compare): the same script, launched by mpirun or icclrun.
+(or gloo, to compare): the same script, launched by mpirun, icclrun or
+torchrun, or started by itself with torch.multiprocessing.spawn (--spawn N,
+with --init-method tcp://... or file://...; no MPI on one node).
 --device cuda puts each rank on its local rank's GPU (NCCL at one rank per
 GPU, staged through MPI otherwise; not yet run on a GPU).
 
     mpirun -np 2 python3 examples/python/ddp.py --backend infiniccl
     mpirun -np 2 python3 examples/python/ddp.py --backend gloo
+    torchrun --standalone --nproc-per-node 2 examples/python/ddp.py
+    python3 examples/python/ddp.py --spawn 2 --init-method tcp://127.0.0.1:29511
 
 Each rank trains the same small model on its own data for --steps steps
 (SGD with momentum) and, with --out DIR, writes its final weights to
@@ -33,6 +37,15 @@ def model_for(grad_kib):
 
 
 def main():
+    args = parse()
+    if args.spawn:
+        import torch.multiprocessing as mp
+        mp.spawn(worker, args=(args,), nprocs=args.spawn)  # raises if a rank fails
+        return 0
+    return worker(None, args)
+
+
+def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="infiniccl", choices=["infiniccl", "gloo"])
     ap.add_argument("--steps", type=int, default=20)
@@ -41,9 +54,20 @@ def main():
     ap.add_argument("--grad-kib", type=float, default=16)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="cuda: each rank on the GPU of its local rank")
-    args = ap.parse_args()
+    ap.add_argument("--spawn", type=int, default=0,
+                    help="start this many ranks with torch.multiprocessing.spawn")
+    ap.add_argument("--init-method", default="env://",
+                    help="with --spawn: tcp://HOST:PORT or file://PATH")
+    return ap.parse_args()
 
-    dist.init_process_group(args.backend)  # env://: RANK, WORLD_SIZE, MASTER_*
+
+def worker(spawned_rank, args):
+    if spawned_rank is None:
+        dist.init_process_group(args.backend)  # env://: RANK, WORLD_SIZE, MASTER_*
+    else:
+        os.environ["LOCAL_RANK"] = str(spawned_rank)
+        dist.init_process_group(args.backend, init_method=args.init_method,
+                                rank=spawned_rank, world_size=args.spawn)
     rank, size = dist.get_rank(), dist.get_world_size()
     device = torch.device("cpu")
     if args.device == "cuda":
@@ -94,6 +118,8 @@ def main():
         w = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()
         torch.save(w, os.path.join(args.out, "weights_%s_%d.pt" % (args.backend, rank)))
     dist.destroy_process_group()
+    if spawned_rank is not None and not last < first:
+        raise RuntimeError("rank %d: the loss did not fall" % rank)
     return 0 if last < first else 1
 
 

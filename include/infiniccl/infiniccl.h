@@ -214,10 +214,24 @@ INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int 
  *   the ranks' MPI_COMM_WORLD processes in the order of their `rank`, with
  *   everything CommInitAll's communicator has (host buffers, the emulated
  *   device, a native CCL where every rank can have one);
- * - no rank under MPI, each with a usable native CCL: a communicator of the
- *   CCL only; host buffers on it return infinicclNotSupported;
+ * - no rank under MPI, every rank on this node (one host name and kernel;
+ *   torchrun, a shell loop): a communicator of the node's shared memory,
+ *   made without MPI (MPI is never initialised). AllReduce, ReduceScatter,
+ *   Reduce, AllGather and Broadcast on host buffers and on device buffers
+ *   run through it at every size; device buffers go through the native
+ *   CCL instead where every rank has one. Other calls return
+ *   infinicclNotSupported naming the launch that serves them. The id's
+ *   connections stay open until the communicator exists, to make its
+ *   segments. With INFINICCL_SHM=0 every rank returns
+ *   infinicclInvalidUsage, and where shared memory cannot be had,
+ *   infinicclSystemError;
+ * - no rank under MPI, on more than one node, each with a usable native
+ *   CCL: a communicator of the CCL only; host buffers on it return
+ *   infinicclNotSupported;
  * - otherwise every rank returns infinicclInvalidUsage naming what each rank
- *   lacks (MPI initialised without infinicclInit counts as lacking it).
+ *   lacks (MPI initialised without infinicclInit counts as lacking it),
+ *   and, for ranks on several nodes, to launch under icclrun, mpirun or
+ *   srun.
  *
  * The same verdict reaches every rank that joined. A wrong secret is refused
  * (infinicclInvalidArgument on that process only, the others go on). Ranks

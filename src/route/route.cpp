@@ -126,6 +126,11 @@ Status GatherFacts(Communicator &comm, const CollArgs &a, CallFacts *out) {
               comm.shm_backend()->Takes(a, !comm.has_mpi() ||
                                                (comm.topology() != nullptr &&
                                                 comm.topology()->DevicesWithoutCcl()));
+  if (!comm.has_mpi() && comm.shm_backend() != nullptr && !facts.shm) {
+    facts.node_unsupported = facts.grouped ? "its shared memory runs no grouped Send/Recv"
+                                           : comm.shm_backend()->Unsupported(a);
+    if (facts.node_unsupported == nullptr) facts.node_unsupported = "its shared memory cannot run this call";
+  }
   facts.uniform_staging = comm.topology() != nullptr && comm.topology()->uniform_staging;
   facts.fits_on_stream_shm = bytes <= kOnStreamShmBytes;
   return Status::Ok();

@@ -18,6 +18,13 @@ Status ChoosePath(BackendChoice choice, const RouteFacts &f, Path *out) {
     *out = Path::kShm;
     return Status::Ok();
   }
+  if (f.node_unsupported != nullptr && !(f.device_buffers && ccl_takes)) {
+    return MakeStatus(infinicclNotSupported,
+                      "this communicator was made without MPI (infinicclCommInitRank on one "
+                      "node) and %s; launch under icclrun, mpirun or srun and call "
+                      "infinicclInit first for the rest",
+                      f.node_unsupported);
+  }
   if (!f.device_buffers) {
     if (choice == BackendChoice::kCcl) {
       return Status(

@@ -13,6 +13,9 @@ namespace infiniccl {
 struct RouteFacts {
   bool device_buffers = false;  // either buffer is device memory
   bool has_mpi = true;          // false: made by infinicclCommInitRank
+  // Made without MPI on one node: what its shared memory cannot run of
+  // this call (nullptr: it can, or the communicator has MPI or no segment).
+  const char *node_unsupported = nullptr;
   bool has_ccl = false;         // the communicator has a CCL communicator
   const char *ccl_name = "CCL";
   // Why the CCL cannot run this call (CclUnsupportedReason); nullptr if it can.

@@ -25,16 +25,50 @@ def parse(argv):
 
 def environment(first):
     """The ranks' environment: DIR (a built copy of the package with its C++
-    backend) before the source tree's python/."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    backend) before the source tree's python/; without an MPI launcher's
+    variables, so that ranks started another way do not look launched by one."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMIX", "PMI_", "HYDRA_"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in [first, os.path.join(HERE, "..", "..", "python"), env.get("PYTHONPATH")] if p)
     return env
 
 
 def launch(mpiexec, np_, argv, env):
-    """Runs `python argv...` on np_ ranks; its exit status."""
-    cmd = mpiexec[:1] + ["-n", str(np_)] + mpiexec[1:] + [sys.executable] + argv
+    """Runs `python argv...` on np_ ranks; its exit status. `mpiexec`: the
+    MPI launcher and its flags; or ["torchrun"], torch's own launcher
+    (--standalone, no MPI); or ["env"], np_ plain processes with the
+    environment torchrun gives each (Debian's torch 1.13 torchrun cannot
+    start on Python 3.11: its Std enum); or ["spawn", "tcp"|"file"], the
+    script's own torch.multiprocessing.spawn with that init method (no MPI)."""
+    if mpiexec[0] == "env":
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cmd = [sys.executable] + argv
+        print("+ (torchrun's environment, %d ranks) %s" % (np_, " ".join(cmd)), flush=True)
+        procs = [subprocess.Popen(cmd, env=dict(
+            env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(np_),
+            LOCAL_WORLD_SIZE=str(np_), GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port), TORCHELASTIC_RUN_ID="check")) for r in range(np_)]
+        return max(p.wait() for p in procs)
+    if mpiexec[0] == "torchrun":
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc-per-node", str(np_)] + argv
+    elif mpiexec[0] == "spawn":
+        if mpiexec[1] == "tcp":
+            import socket
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                url = "tcp://127.0.0.1:%d" % s.getsockname()[1]
+        else:
+            import tempfile
+            url = "file://" + os.path.join(tempfile.mkdtemp(), "rendezvous")
+        cmd = [sys.executable] + argv + ["--spawn", str(np_), "--init-method", url]
+    else:
+        cmd = mpiexec[:1] + ["-n", str(np_)] + mpiexec[1:] + [sys.executable] + argv
     print("+ " + " ".join(cmd), flush=True)
     return subprocess.call(cmd, env=env)
 

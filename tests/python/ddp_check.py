@@ -1,5 +1,9 @@
 """DDP over the "infiniccl" backend against gloo (examples/python/ddp.py):
     ddp_check.py [--device=cuda] <np>[,<np>...] <mpiexec> [flags...]
+    ddp_check.py <np>[,<np>...] torchrun|env|spawn tcp|spawn file
+The second form starts the ranks without MPI (against_gloo.launch): the
+communicator is then the node's shared memory, made through the library's
+bootstrap with its id passed through torch's store.
 For each rank count, the example trains 20 steps under each backend (a model
 of 141 KiB of gradients: one DDP bucket above the backend's 64 KiB inline
 limit, so it is reduced on the process group's background thread) and

@@ -293,6 +293,13 @@ int NodeRank(const infinicclUniqueId &id, int rank, std::string *msg) {
     *msg = "wrong results";
     return 100;
   }
+  // What its shared memory does not run is refused at once, naming the
+  // launch that serves it.
+  if ((r = infinicclSend(in, 3, infinicclInt32, 1 - rank, c, nullptr)) != infinicclNotSupported ||
+      std::string(infinicclGetLastError(c)).find("icclrun, mpirun or srun") == std::string::npos) {
+    *msg = std::string("Send: ") + infinicclGetLastError(c);
+    return 101;
+  }
   if ((r = infinicclCommDestroy(c)) != 0) return fail(r);
   return 0;
 }
