@@ -13,7 +13,8 @@
  *            naming it) within INFINICCL_TIMEOUT_SEC.
  * usage: test_no_mpi <id file> <nranks> <rank> host|sim|badrank|missing
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
- *                     Gather Scatter AllToAll ...] */
+ *                     Gather Scatter AllToAll SendRecv Split ...]
+ * Split: children of even and odd ranks, an AllReduce on each. */
 #include <infiniccl/infiniccl.h>
 #include <infiniccl/infiniccl_sim.h>
 #include <stdio.h>
@@ -156,6 +157,28 @@ static void Run(const char *coll, infinicclComm_t comm, int rank, int n, size_t 
     OK(infinicclGroupEnd());
     Get(back, b, el * count);
     for (i = 0; i < count; ++i) bad += Load(t, back, i) != Value((rank + n - 1) % n, i);
+  } else if (strcmp(coll, "Split") == 0) {
+    /* Children of even and odd ranks, in reverse order of rank (a child of
+     * one rank at 3 ranks); each sums its members' values. */
+    infinicclComm_t child = NULL;
+    int csize = 0, crank = -1;
+    OK(infinicclCommSplit(comm, rank % 2, -rank, &child));
+    if (child != NULL) {
+      OK(infinicclCommCount(child, &csize));
+      OK(infinicclCommUserRank(child, &crank));
+      CHECK(csize == (n + 1 - rank % 2) / 2 && crank == (n - 1 - rank) / 2,
+            "child rank %d of %d", crank, csize);
+      OK(infinicclAllReduce(a, b, count, t, infinicclSum, child, NULL));
+      Get(back, b, el * count);
+      for (i = 0; i < count; ++i) {
+        double want = 0;
+        for (r = rank % 2; r < n; r += 2) want += Value(r, i);
+        bad += Load(t, back, i) != want;
+      }
+      OK(infinicclCommDestroy(child));
+    } else {
+      CHECK(0, "no child communicator");
+    }
   } else {
     CHECK(0, "unknown collective %s", coll);
   }
