@@ -365,10 +365,10 @@ Status HearAlive(Communicator &parent, MPI_Comm inter, int count) {
       }
     }
   }
+  // An agreement under a fault-tolerant MPI (AndOver): a parent rank that
+  // fails meanwhile cannot leave the others waiting in it.
   int all = heard.ok() ? 1 : 0;
-  const Status agreed =
-      MpiCheck(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, parent.mpi_comm()),
-               "MPI_Allreduce (whether every started process is alive)");
+  const Status agreed = AndOver(parent, &all);
   if (!heard.ok()) {
     return Status(infinicclRemoteError,
                   "a process started by infinicclCommGrow died before it joined: " +

@@ -13,9 +13,6 @@ namespace infiniccl {
 struct RouteFacts {
   bool device_buffers = false;  // either buffer is device memory
   bool has_mpi = true;          // false: made by infinicclCommInitRank
-  // Made without MPI on one node: what its shared memory cannot run of
-  // this call (nullptr: it can, or the communicator has MPI or no segment).
-  const char *node_unsupported = nullptr;
   bool has_ccl = false;         // the communicator has a CCL communicator
   const char *ccl_name = "CCL";
   // Why the CCL cannot run this call (CclUnsupportedReason); nullptr if it can.
@@ -47,6 +44,9 @@ struct RouteFacts {
   bool queues = false;               // device buffers the progress engine queues
   bool uniform_staging = false;      // a mixed job: every rank stages alike
   bool fits_on_stream_shm = false;   // per-rank bytes at most the on-stream shm size
+  // Made without MPI on one node: what its shared memory cannot run of
+  // this call (nullptr: it can, or the communicator has MPI or no segment).
+  const char *node_unsupported = nullptr;
 };
 
 // How the executor runs the plan's path.

@@ -289,6 +289,27 @@ TEST(RouteDecision, HostBuffersOnACommWithoutMpiAreNotSupported) {
         << st.message();
   }
 }
+TEST(RouteDecision, ANodeCommunicatorWithoutMpiRefusesWhatItsSharedMemoryCannotRun) {
+  // Made by infinicclCommInitRank on one node without MPI: a call its
+  // shared memory cannot run is NotSupported naming the launchers, on host
+  // buffers and on device buffers without a CCL; a CCL that takes the
+  // device buffers still runs them.
+  RouteFacts f;
+  f.has_mpi = false;
+  f.node_unsupported = "its shared memory runs no grouped Send/Recv";
+  Path p = Path::kNone;
+  for (bool device : {false, true}) {
+    f.device_buffers = device;
+    const Status st = DecidePath(BackendChoice::kAuto, f, &p);
+    EXPECT_EQ(st.code(), infinicclNotSupported);
+    EXPECT_NE(st.message().find("icclrun, mpirun or srun"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("grouped Send/Recv"), std::string::npos) << st.message();
+  }
+  f.has_ccl = true;
+  ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
+  EXPECT_EQ(p, Path::kCcl);
+}
+
 
 TEST(RouteDecision, DeviceBuffers) {
   Path p;
