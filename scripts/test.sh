@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds InfiniCCL and runs the whole test suite:
-#   1. against Open MPI (unit, MPI at 1-4 ranks, MPI across emulated nodes
+#   1. against Open MPI (unit, MPI at 1-4 ranks, programs started without
+#      any MPI launcher (launch_*), MPI across emulated nodes
 #      (tests/nodes: needs root), large counts, examples, bench smoke,
 #      tools, install/consumer, the C++ torch backend on PyPI's newest
 #      torch and on the oldest it supports), warnings as errors, with the
 #      vendor runtimes auto-detected (the CUDA variant where CUDA is
 #      installed, as on our machines: it must run without a GPU or driver);
-#   2. the same against MPICH, CPU-only (-DWITH_NVIDIA=OFF);
-#   3. unit + MPI tests once more under AddressSanitizer + UBSan (Open MPI,
-#      CPU-only) at 1-3 ranks (4 for the two-level tests), without the soak
-#      and the kills during segment creation;
+#   2. the same against MPICH, CPU-only (-DWITH_NVIDIA=OFF), at 3 ranks
+#      what MPI carries, at 4 the two-level tests;
+#   3. unit, MPI and launch tests once more under AddressSanitizer + UBSan
+#      (Open MPI, CPU-only) at 1-2 ranks (3 for the faults and the threads',
+#      shared memory's and the emulated device's tests, 4 for the two-level
+#      tests), without the soak and the kills during segment creation;
 #   4. fuzz: the argument-validation fuzz target under libFuzzer (clang,
 #      ASan + UBSan) for 60 s;
 #   5. tsan: the progress engine's own tests, and at 2 ranks the engine
@@ -24,8 +27,8 @@
 #      and the two-level path with their CCL inside emulated nodes (the
 #      nodes_hier_{ascend,cambricon}_* tests: root, as the nodes tests);
 #   8. ompi5: Open MPI 5 from PyPI (in a virtual environment, .ompi5-venv),
-#      which tolerates failures (ULFM): the unit tests, the MPI tests at 1
-#      and 2 ranks and the fault tests with every launch under `--with-ft
+#      which tolerates failures (ULFM): the unit tests, the MPI tests at 2
+#      ranks and the fault tests with every launch under `--with-ft
 #      ulfm`, among them those that kill a rank and go on (fault_ulfm_*,
 #      and python_torch2_ulfm_kill_np4: torch DDP through a killed rank),
 #      CPU-only.
@@ -178,11 +181,15 @@ for stage in "${stages[@]}"; do
       # creation or runs the same MPI calls at any count (the node's shared
       # memory, the emulated device and its staging, the progress engine,
       # the host pieces, the examples, bench, info and Python at 3-4 ranks)
-      # runs at 1 and 2 ranks here, at every count in openmpi. The MPI
-      # tests at 4 ranks are openmpi's alone too, but for the two-level
-      # ones (two groups of two): 3 ranks give MPICH an odd count.
+      # runs at 1 and 2 ranks here, at every count in openmpi. At 3 ranks
+      # (an odd count for MPICH's algorithms) the collectives' matrix, P2P,
+      # split and the faults; the rest of the MPI tests meet MPI in the
+      # same calls at 2. The MPI tests at 4 ranks are openmpi's alone too,
+      # but for the two-level ones (two groups of two). Nor what never
+      # calls MPI: the programs started without a launcher (launch_*, and
+      # torch's DDP without MPI), which run the same library code here.
       run_ctest build-ci-mpich \
-        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34]|mpi_.*_np4)$"
+        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|launch_.*|python_torch_ddp_(env|spawn_.*)|mpi_(unique_id|upstream_style|tagged|group|comm_init|comm_abort|check|watchdog|random|collectives_(bitwise|serialized)).*_np3|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34]|mpi_.*_np4)$"
       run_ctest build-ci-mpich -R "^mpi_.*hier.*_np4$"
       ;;
     hip)
@@ -233,12 +240,16 @@ for stage in "${stages[@]}"; do
         # _shm): at -O0 under ASan a chunk's reduction outlasts the copies
         # beside it. The abort in the middle of such a call runs. The
         # windows' test runs at 2 ranks (3 and 4 took 50-60 s each here).
-        # At 4 ranks only the two-level tests (they need two groups of two):
-        # 1-3 ranks reach every other path, an odd count included, and 4
+        # At 1 and 2 ranks every test; at 3 (an odd count) the faults and
+        # what runs beside the library's own threads or in shared memory
+        # (shm, async, threads, abort, split, check, the emulated device);
+        # at 4 only the two-level tests (they need two groups of two): 4
         # ranks on 2 cores at -O0 under ASan cost the most.
-        run_ctest build-ci-asan -L "unit|mpi" -LE "consumer|bench|example|soak" \
-          -E "^(fault_shm_kill|mpi_staging_overlap(_shm)?_np|mpi_shm_windows_np[34])|_np4$"
-        run_ctest build-ci-asan -L "unit|mpi" -LE "consumer|bench|example|soak" -R "hier.*_np4$"
+        run_ctest build-ci-asan -L "unit|mpi|launch" -LE "consumer|bench|example|soak" \
+          -E "^(fault_shm_kill|mpi_staging_overlap(_shm)?_np|mpi_shm_windows_np[34])|_np[34]$"
+        run_ctest build-ci-asan -L "unit|mpi|launch" -LE "consumer|bench|example|soak" \
+          -E "^(fault_shm_kill|mpi_staging_overlap)" \
+          -R "^(fault_.*|launch_.*|mpi_.*(shm|async|threads|abort|split|check|sim).*)_np3$|hier.*_np4$"
       else
         # Only the fuzz target is built (clang, coverage on the library too).
         CC=clang CXX=clang++ cmake -S . -B build-ci-fuzz -DINFINICCL_WERROR=ON \
@@ -285,7 +296,7 @@ for stage in "${stages[@]}"; do
         -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF \
         -DINFINICCL_REQUIRE_ULFM=ON -DINFINICCL_TORCH_PYTHON="$torch_py" \
         -DINFINICCL_TORCH_EXT_REUSE="$PWD/build-ci-openmpi/tests/python/torch2"
-      # The unit tests, the MPI suite at 1 and 2 ranks (the openmpi stage runs
+      # The unit tests, the MPI suite at 2 ranks (the openmpi stage runs 1,
       # 3 and 4) and every fault test but the skipped calls (fault_skip_*,
       # fault_group_skip_*): under --with-ft ulfm, Open MPI 5's launcher
       # leaves the rank that sleeps outside MPI alive after another rank's
@@ -294,7 +305,7 @@ for stage in "${stages[@]}"; do
       # launcher ending the job at a rank's death, which ULFM does not.
       run_ctest build-ci-ompi5 -L unit
       run_ctest build-ci-ompi5 -L mpi -LE "soak|large|nodes|valgrind|python|consumer|bench|example" \
-        -R "_np[12]$|^fault_" -E "^fault_(group_)?skip|^fault_shm_kill"
+        -R "_np2$|^fault_" -E "^fault_(group_)?skip|^fault_shm_kill"
       if [ -n "$torch_py" ]; then
         run_ctest build-ci-ompi5 -R "^python_torch2_ulfm_"
       fi

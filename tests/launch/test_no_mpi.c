@@ -263,7 +263,9 @@ int main(int argc, char **argv) {
     }
     CHECK(comm == NULL, "a communicator was returned");
   } else {
+    const double start = Now();
     OK(infinicclCommInitRank(&comm, n, id, rank));
+    if (rank == 0) printf("rank 0: infinicclCommInitRank took %.1f ms\n", (Now() - start) * 1e3);
     if (comm != NULL) {
       OK(infinicclCommCount(comm, &count));
       OK(infinicclCommUserRank(comm, &user_rank));
