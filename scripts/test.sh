@@ -10,9 +10,9 @@
 #   2. the same against MPICH, CPU-only (-DWITH_NVIDIA=OFF), at 3 ranks
 #      what MPI carries, at 4 the two-level tests;
 #   3. unit, MPI and launch tests once more under AddressSanitizer + UBSan
-#      (Open MPI, CPU-only) at 1-2 ranks (3 for the faults and the threads',
-#      shared memory's and the emulated device's tests, 4 for the two-level
-#      tests), without the soak and the kills during segment creation;
+#      (Open MPI, CPU-only) at 1-2 ranks (3 for the faults and the tests of
+#      threads and of shared memory's set-up, 4 for the two-level tests),
+#      without the soak and the kills during segment creation;
 #   4. fuzz: the argument-validation fuzz target under libFuzzer (clang,
 #      ASan + UBSan) for 60 s;
 #   5. tsan: the progress engine's own tests, and at 2 ranks the engine
@@ -240,16 +240,18 @@ for stage in "${stages[@]}"; do
         # _shm): at -O0 under ASan a chunk's reduction outlasts the copies
         # beside it. The abort in the middle of such a call runs. The
         # windows' test runs at 2 ranks (3 and 4 took 50-60 s each here).
-        # At 1 and 2 ranks every test; at 3 (an odd count) the faults and
-        # what runs beside the library's own threads or in shared memory
-        # (shm, async, threads, abort, split, check, the emulated device);
-        # at 4 only the two-level tests (they need two groups of two): 4
-        # ranks on 2 cores at -O0 under ASan cost the most.
+        # At 1 and 2 ranks every test; at 3 (an odd count) the faults, the
+        # launch tests, and what runs beside the library's own threads or
+        # sets up shared memory (the segment's life, contract, names and
+        # landing areas, the engine, threads, abort, split), not the
+        # collectives' matrices, whose code is the same at 2; at 4 only the
+        # two-level tests (they need two groups of two): 4 ranks on 2 cores
+        # at -O0 under ASan cost the most.
         run_ctest build-ci-asan -L "unit|mpi|launch" -LE "consumer|bench|example|soak" \
           -E "^(fault_shm_kill|mpi_staging_overlap(_shm)?_np|mpi_shm_windows_np[34])|_np[34]$"
         run_ctest build-ci-asan -L "unit|mpi|launch" -LE "consumer|bench|example|soak" \
           -E "^(fault_shm_kill|mpi_staging_overlap)" \
-          -R "^(fault_.*|launch_.*|mpi_.*(shm|async|threads|abort|split|check|sim).*)_np3$|hier.*_np4$"
+          -R "^(fault_.*|launch_.*|mpi_(shm_(life|contract|names|landing)|async|threads|comm_abort|comm_split).*)_np3$|hier.*_np4$"
       else
         # Only the fuzz target is built (clang, coverage on the library too).
         CC=clang CXX=clang++ cmake -S . -B build-ci-fuzz -DINFINICCL_WERROR=ON \
