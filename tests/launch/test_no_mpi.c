@@ -11,7 +11,15 @@
  *            (InvalidUsage from the root's verdict, naming the rank).
  *   missing: the last rank never joins; the others must fail (RemoteError
  *            naming it) within INFINICCL_TIMEOUT_SEC.
- * usage: test_no_mpi <id file> <nranks> <rank> host|sim|badrank|missing
+ * The contract on a communicator made so, after one exact AllReduce:
+ *   mismatch: the last rank passes another count; every rank's call is
+ *            refused (InvalidUsage), and the next AllReduce is exact.
+ *   abort:    the last rank calls infinicclCommAbort instead of the second
+ *            AllReduce; the others' AllReduce returns RemoteError.
+ *   die:      the last rank exits instead of the second AllReduce; the
+ *            others' AllReduce returns RemoteError naming it.
+ * usage: test_no_mpi <id file> <nranks> <rank>
+ *                    host|sim|badrank|missing|mismatch|abort|die
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
  *                     Gather Scatter AllToAll SendRecv Split ...]
  * Split: children of even and odd ranks, an AllReduce on each. */
@@ -216,6 +224,47 @@ static int ShareId(const char *path, infinicclUniqueId *id) {
   return -1;
 }
 
+/* One host AllReduce of 1000 int32 elements; 1 when exact. */
+static int SumOnce(infinicclComm_t comm, int rank, int n, infinicclResult_t *rc) {
+  int in[1000], out[1000], i, ok = 1;
+  for (i = 0; i < 1000; ++i) in[i] = (int)Value(rank, (size_t)i);
+  *rc = infinicclAllReduce(in, out, 1000, infinicclInt32, infinicclSum, comm, NULL);
+  for (i = 0; i < 1000 && *rc == infinicclSuccess; ++i) ok &= out[i] == (int)Sum(n, (size_t)i);
+  return *rc == infinicclSuccess && ok;
+}
+
+static void Contract(infinicclComm_t comm, const char *mode, int rank, int n) {
+  infinicclResult_t rc;
+  const int last = rank == n - 1;
+  CHECK(SumOnce(comm, rank, n, &rc), "first AllReduce: %d %s", (int)rc,
+        infinicclGetLastError(comm));
+  if (strcmp(mode, "mismatch") == 0) {
+    int in[8] = {0}, out[8];
+    rc = infinicclAllReduce(in, out, last ? 7 : 8, infinicclInt32, infinicclSum, comm, NULL);
+    printf("rank %d: a count that differs: %d %s\n", rank, (int)rc, infinicclGetLastError(comm));
+    CHECK(rc == infinicclInvalidUsage, "AllReduce of differing counts returned %d", (int)rc);
+    CHECK(SumOnce(comm, rank, n, &rc), "AllReduce after the refused one: %d %s", (int)rc,
+          infinicclGetLastError(comm));
+    OK(infinicclCommDestroy(comm));
+  } else if (last && strcmp(mode, "die") == 0) {
+    printf("rank %d: exits\n", rank);
+    fflush(stdout);
+    _exit(0);
+  } else if (last) {
+    OK(infinicclCommAbort(comm));
+  } else {
+    char want[32];
+    rc = infinicclAllReduce((int[1]){1}, (int[1]){0}, 1, infinicclInt32, infinicclSum, comm,
+                            NULL);
+    printf("rank %d: AllReduce with rank %d %s: %d %s\n", rank, n - 1,
+           strcmp(mode, "die") == 0 ? "gone" : "aborted", (int)rc, infinicclGetLastError(comm));
+    snprintf(want, sizeof want, "rank %d", n - 1);
+    CHECK(rc == infinicclRemoteError, "returned %d", (int)rc);
+    CHECK(strstr(infinicclGetLastError(comm), want) != NULL, "the message names no %s", want);
+    OK(infinicclCommAbort(comm));
+  }
+}
+
 static double Now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -271,12 +320,16 @@ int main(int argc, char **argv) {
       OK(infinicclCommUserRank(comm, &user_rank));
       CHECK(count == n && user_rank == rank, "count %d rank %d, want %d %d", count, user_rank,
             n, rank);
-      for (a = 5; a < argc; ++a) {
+      if (strcmp(mode, "host") != 0 && strcmp(mode, "sim") != 0) {
+        Contract(comm, mode, rank, n);
+        comm = NULL;
+      }
+      for (a = 5; a < argc && comm != NULL; ++a) {
         Run(argv[a], comm, rank, n, (size_t)1 << 18, infinicclInt32);
         Run(argv[a], comm, rank, n, (size_t)1 << 18, infinicclFloat32);
         Run(argv[a], comm, rank, n, (size_t)1 << 22, infinicclInt32);
       }
-      OK(infinicclCommDestroy(comm));
+      if (comm != NULL) OK(infinicclCommDestroy(comm));
     }
   }
   if (rank == 0) remove(argv[1]);
