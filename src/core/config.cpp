@@ -373,8 +373,8 @@ const std::vector<Config::Entry> &Config::Table() {
        "ranks differ is not made (`infinicclInvalidUsage`)."},
       {"INFINICCL_SHM_MAX_BYTES", "auto", &Config::shm_max_bytes, {0, kNoLimit, "bytes"},
        kAutoIsMax,
-       "With `INFINICCL_SHM=auto`, the largest call (each rank's send buffer) that "
-       "takes shared memory. `auto`: each collective's own, measured in "
+       "With `INFINICCL_SHM=auto`, the largest call (its `count` times the element "
+       "size: one block for the collectives of blocks) that takes shared memory. `auto`: each collective's own, measured in "
        "docs/PERFORMANCE.md. Suffixes K, M, G. Alike on every rank, as "
        "`INFINICCL_SHM`."},
       {"INFINICCL_SIMD", "auto", &Config::simd, {}, kSimdLevels,

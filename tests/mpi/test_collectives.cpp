@@ -29,13 +29,19 @@
 // gives (topology.h, HierMinBytes), on emulated device buffers with exact
 // results: Broadcast of 64 KiB - 4 and 64 KiB must be flat and two-level,
 // AllReduce of 16 MiB - 4 flat and AllReduce of 16 MiB the form named.
+// --expect-shm fails unless every collective of the matrix took the
+// shared-memory path on every rank, and no other path: the route's INFO
+// line of each kind (INFINICCL_DEBUG=INFO, set here with
+// INFINICCL_DEBUG_FILE to a file of this process, read back at the end).
 #include <mpi.h>
+#include <unistd.h>
 
 #include <array>
 #include <cctype>
 #include <cinttypes>
 #include <cstring>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <span>
 #include <string>
@@ -680,12 +686,47 @@ void RouteCheck(const World &w, const std::string &allreduce_form) {
 }
 #endif
 
+// --expect-shm: the route's INFO lines in `log` (route/route.cpp,
+// Announce: "<kind> on comm of <n> ranks: <path>", once per kind and path)
+// name shared memory for every collective run here, and no other path.
+void ExpectShmRoute(const World &w, const std::set<std::string> &only, const std::string &log) {
+  std::ifstream in(log);
+  CHECK(in.good(), "--expect-shm: cannot read the log %s", log.c_str());
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const std::string shm = "the node's ranks through a shared-memory segment";
+  for (Coll coll : kAllColls) {
+    if (coll == Coll::SendRecv || (!only.empty() && only.count(CollName(coll)) == 0)) continue;
+    // Bcast is a Broadcast; " INFO " keeps AllGather from matching Gather.
+    const std::string kind = coll == Coll::Bcast ? "Broadcast" : CollName(coll);
+    const std::string head = " INFO " + kind + " on comm of " + std::to_string(w.n) + " ranks: ";
+    bool on_shm = false;
+    for (const std::string &line : lines) {
+      const size_t at = line.find(head);
+      if (at == std::string::npos) continue;
+      const bool this_shm = line.compare(at + head.size(), shm.size(), shm) == 0;
+      CHECK(this_shm, "--expect-shm: %s took another path: %s", CollName(coll), line.c_str());
+      on_shm = on_shm || this_shm;
+    }
+    CHECK(on_shm, "--expect-shm: no route line of %s names shared memory (log %s)",
+          CollName(coll), log.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   bool own_mpi = false;
+  std::string shm_log;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--mpi-thread=serialized") {
+    if (std::string(argv[i]) == "--expect-shm") {
+      const char *tmp = std::getenv("TMPDIR");
+      shm_log = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                "/test_collectives_route_" + std::to_string(getpid()) + ".log";
+      std::remove(shm_log.c_str());
+      setenv("INFINICCL_DEBUG", "INFO", 1);
+      setenv("INFINICCL_DEBUG_FILE", shm_log.c_str(), 1);
+    } else if (std::string(argv[i]) == "--mpi-thread=serialized") {
       int provided = 0;
       MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
       own_mpi = true;
@@ -751,7 +792,7 @@ int main(int argc, char **argv) {
     else if (arg.rfind("--mpi-thread=", 0) == 0 || arg.rfind("--host-ranks=", 0) == 0 ||
              arg.rfind("--ranks-on-node=", 0) == 0 ||
              arg.rfind("--expect-hier=", 0) == 0 || arg.rfind("--route-check=", 0) == 0 ||
-             arg == "--expect-group-shm")
+             arg == "--expect-group-shm" || arg == "--expect-shm")
       continue;
     else if (arg.rfind("--dtypes=", 0) == 0) {
       std::string list = arg.substr(9);
@@ -792,6 +833,11 @@ int main(int argc, char **argv) {
                   g_failures == before ? "ok" : "FAILED", MPI_Wtime() - t);
   }
 
+  if (!shm_log.empty()) {
+    CHECK(w.n > 1, "--expect-shm needs 2 ranks or more");
+    ExpectShmRoute(w, only, shm_log);
+    std::remove(shm_log.c_str());
+  }
 #ifndef ITEST_DEVICE_MIRROR
   CHECK(!expect_group_shm, "--expect-group-shm needs the device-buffer build (test_collectives_sim)");
 #endif

@@ -8,7 +8,9 @@
 //             the dtype. Every rank gets InvalidUsage naming the field and
 //             the ranks with each value, its receive buffer untouched; the
 //             AllReduce after each is exact in several dtypes, one chunk
-//             and several. Three rounds in a row.
+//             and several. The same for AllGather, ReduceScatter,
+//             Broadcast, Gather, Scatter and AllToAll (count; Scatter's
+//             root too). Three rounds in a row.
 //   abort     the last rank calls infinicclCommAbort while the others wait
 //             for it in an AllReduce: they get RemoteError naming it well
 //             within a second, destroy their communicator, and a new one
@@ -181,6 +183,46 @@ int Mismatch() {
     CHECK(b == (g_rank == 0 ? 4242 : -7), "Broadcast: the refused call wrote %d", b);
     CHECK_RC(infinicclBroadcast(&b, &b, 1, infinicclInt32, 0, comm, nullptr), infinicclSuccess);
     CHECK(b == 4242, "Broadcast %d", b);
+
+    // Gather, Scatter and AllToAll of unlike counts (and Scatter of unlike
+    // roots), then each exact.
+    std::vector<int32_t> at_root(2 * g_n, -7);
+    rc = infinicclGather(send.data(), at_root.data(), last ? 2 : 1, infinicclInt32, 0, comm,
+                         nullptr);
+    ExpectRefused("Gather count", rc, "count differs: rank " + Others() + " count=1");
+    for (int32_t v : at_root) CHECK(v == -7, "Gather: the refused call wrote %d", v);
+    CHECK_RC(infinicclGather(send.data(), at_root.data(), 1, infinicclInt32, 0, comm, nullptr),
+             infinicclSuccess);
+    for (int r = 0; r < g_n; ++r) {
+      const int32_t want = g_rank == 0 ? r + 1 : -7;  // a non-root's recvbuff is not written
+      CHECK(at_root[static_cast<size_t>(r)] == want, "Gather [%d] %d", r,
+            at_root[static_cast<size_t>(r)]);
+    }
+    std::vector<int32_t> spread(2 * g_n);
+    for (size_t i = 0; i < spread.size(); ++i) spread[i] = 1000 + static_cast<int32_t>(i);
+    int32_t part[2] = {-7, -7};
+    rc = infinicclScatter(spread.data(), part, last ? 2 : 1, infinicclInt32, 0, comm, nullptr);
+    ExpectRefused("Scatter count", rc, "count differs: rank " + Others() + " count=1");
+    CHECK(part[0] == -7 && part[1] == -7, "Scatter: the refused call wrote %d %d", part[0],
+          part[1]);
+    rc = infinicclScatter(spread.data(), part, 1, infinicclInt32, g_rank, comm, nullptr);
+    ExpectRefused("Scatter root", rc, roots);
+    CHECK(part[0] == -7, "Scatter root: the refused call wrote %d", part[0]);
+    CHECK_RC(infinicclScatter(spread.data(), part, 1, infinicclInt32, 0, comm, nullptr),
+             infinicclSuccess);
+    CHECK(part[0] == 1000 + g_rank && part[1] == -7, "Scatter %d %d", part[0], part[1]);
+    std::vector<int32_t> mixed(2 * g_n), mixed_out(2 * g_n, -7);
+    for (size_t i = 0; i < mixed.size(); ++i) mixed[i] = 100 * g_rank + static_cast<int32_t>(i);
+    rc = infinicclAllToAll(mixed.data(), mixed_out.data(), last ? 2 : 1, infinicclInt32, comm,
+                           nullptr);
+    ExpectRefused("AllToAll count", rc, "count differs: rank " + Others() + " count=1");
+    for (int32_t v : mixed_out) CHECK(v == -7, "AllToAll: the refused call wrote %d", v);
+    CHECK_RC(infinicclAllToAll(mixed.data(), mixed_out.data(), 1, infinicclInt32, comm, nullptr),
+             infinicclSuccess);
+    for (int r = 0; r < g_n; ++r) {
+      CHECK(mixed_out[static_cast<size_t>(r)] == 100 * r + g_rank, "AllToAll [%d] %d", r,
+            mixed_out[static_cast<size_t>(r)]);
+    }
     ExpectAllExact(comm, "the other collectives' mismatches");
   }
   CHECK_RC(infinicclCommDestroy(comm), infinicclSuccess);

@@ -212,7 +212,8 @@ static std::string ShmLine(infiniccl::Communicator *c) {
   const infiniccl::Topology *topo = c->topology();
   if (cfg.shm == infiniccl::Tristate::kOn ||
       (cfg.shm_max_bytes == SIZE_MAX && topo != nullptr && topo->DevicesWithoutCcl())) {
-    return std::string("AllReduce, ReduceScatter, Reduce, AllGather, Broadcast at every size (") +
+    return std::string("AllReduce, ReduceScatter, Reduce, AllGather, Broadcast, Gather, Scatter, "
+                       "AllToAll at every size (") +
            (cfg.shm == infiniccl::Tristate::kOn ? "INFINICCL_SHM=1"
                                                 : "every rank drives a device without a CCL") +
            ")";
@@ -227,7 +228,10 @@ static std::string ShmLine(infiniccl::Communicator *c) {
          mib(S::MaxBytes(CollKind::kReduceScatter)) + ", Reduce to " +
          mib(S::MaxBytes(CollKind::kReduce)) + ", AllGather to " +
          mib(S::MaxBytes(CollKind::kAllGather)) + ", Broadcast to " +
-         mib(S::MaxBytes(CollKind::kBroadcast)) + " per rank; MPI above";
+         mib(S::MaxBytes(CollKind::kBroadcast)) + ", Gather to " +
+         mib(S::MaxBytes(CollKind::kGather)) + ", Scatter to " +
+         mib(S::MaxBytes(CollKind::kScatter)) + ", AllToAll to " +
+         mib(S::MaxBytes(CollKind::kAllToAll)) + " per rank (AllToAll: per block); MPI above";
 }
 
 // "avx2 (INFINICCL_SIMD=auto; this CPU runs up to avx2)".

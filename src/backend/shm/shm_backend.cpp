@@ -68,6 +68,9 @@ Status ShmBackend::RunAt(const CollArgs &a, shm::Place send, shm::Place recv,
     case CollKind::kReduce: return shm::Reduce(c);
     case CollKind::kAllGather: return shm::AllGather(c);
     case CollKind::kBroadcast: return shm::Broadcast(c);
+    case CollKind::kGather: return shm::Gather(c);
+    case CollKind::kScatter: return shm::Scatter(c);
+    case CollKind::kAllToAll: return shm::AllToAll(c);
     default: break;
   }
   return Status(infinicclInternalError, Unsupported(a));
@@ -80,9 +83,12 @@ const char *ShmBackend::Unsupported(const CollArgs &a) const {
     case CollKind::kReduce:
     case CollKind::kAllGather:
     case CollKind::kBroadcast:
+    case CollKind::kGather:
+    case CollKind::kScatter:
+    case CollKind::kAllToAll:
       return nullptr;
     default:
-      return "shared memory runs AllReduce, ReduceScatter, Reduce, AllGather and Broadcast";
+      return "shared memory runs no point-to-point call";
   }
 }
 
@@ -94,13 +100,16 @@ size_t ShmBackend::MaxBytes(CollKind kind, bool devices) {
   // float32, Open MPI 4.1 and MPICH 4.0; docs/PERFORMANCE.md, "Shared
   // memory on a node"): AllReduce at every size (above 4 MiB also ahead of
   // MPI cut into pieces), Reduce to 16 MiB, ReduceScatter at every size
-  // measured (MPI's moves every block twice), AllGather and Broadcast only
-  // to 16 KiB (past it MPI's single-copy transfer beats a copy in and a
-  // copy out).
+  // measured (MPI's moves every block twice), AllGather, Broadcast and
+  // Gather only to 16 KiB, Scatter and AllToAll (per block) to 8 KiB (past
+  // them MPI's single-copy transfer beats a copy in and a copy out; 2 ranks,
+  // Open MPI 4.1).
   switch (kind) {
     case CollKind::kAllReduce: return SIZE_MAX;
     case CollKind::kReduce: return size_t{16} << 20;
     case CollKind::kReduceScatter: return size_t{64} << 20;
+    case CollKind::kScatter:
+    case CollKind::kAllToAll: return size_t{8} << 10;
     default: return size_t{16} << 10;
   }
 }

@@ -4,7 +4,8 @@
 // segment, the ranks reduce in place there (each its own slice, over every
 // rank's copy), and each copies the results out. MPI is not called at all.
 //
-// AllReduce, ReduceScatter, Reduce, AllGather and Broadcast; every dtype and
+// AllReduce, ReduceScatter, Reduce, AllGather, Broadcast, Gather, Scatter
+// and AllToAll (every collective; Send and Recv go to MPI); every dtype and
 // op (float16 and bfloat16 reduced in float). Buffers of any size run in
 // chunks through two stages per rank, so a rank copies chunk k+1 in while
 // slower ranks still read chunk k (a large AllReduce with streaming
@@ -130,7 +131,8 @@ class ShmBackend final : public Backend {
   // rank only (kind, count, dtype, settings, and `devices`: every rank of
   // the communicator drives a device without a CCL), so all ranks decide
   // alike. INFINICCL_SHM=1: every call it supports; auto: calls whose
-  // per-rank bytes are at most MaxBytes (measured, docs/PERFORMANCE.md).
+  // count x element size (a rank's block; AllToAll's: each of its blocks)
+  // is at most MaxBytes (measured, docs/PERFORMANCE.md).
   bool Takes(const CollArgs &a, bool devices) const;
   // Host buffers through MPI beat a copy in and out of the segment past
   // these; device buffers are copied through host memory either way, so

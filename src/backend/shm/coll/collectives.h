@@ -1,7 +1,11 @@
 // The shared-memory collectives, one file each, on the channel and the
-// chunk pipeline (shm_pipeline.h). Each runs one call on every rank of the
-// channel; a refused call (descriptors that differ) returns InvalidUsage
-// having written no receive buffer.
+// chunk pipeline (shm_pipeline.h): AllReduce, ReduceScatter, Reduce,
+// AllGather, Broadcast, Gather, Scatter and AllToAll. Each runs one call on
+// every rank of the channel; a refused call (descriptors that differ)
+// returns InvalidUsage having written no receive buffer. Every kind but
+// AllReduce is a policy of RunChunks. The blocks of one chunk share a stage
+// where a rank sends a block to each rank (ReduceScatter, Scatter,
+// AllToAll: block j at j * cap); the others give a chunk the whole stage.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +28,14 @@ Status Reduce(Call &c);
 Status AllGather(Call &c);
 // The root copies in; every other rank copies out.
 Status Broadcast(Call &c);
+// Every rank but the root copies its block in; the root copies every block
+// out.
+Status Gather(Call &c);
+// The root copies every other rank's block in; each rank copies its own out.
+Status Scatter(Call &c);
+// Each rank copies every block but its own in; every rank copies its block
+// of every peer's stage out.
+Status AllToAll(Call &c);
 
 // A host AllReduce of more chunks than this copies its input into the
 // stages with streaming stores. Each stage is written again two chunks
