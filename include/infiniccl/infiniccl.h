@@ -216,11 +216,11 @@ INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int 
  *   device, a native CCL where every rank can have one);
  * - no rank under MPI, every rank on this node (one host name and kernel;
  *   torchrun, a shell loop): a communicator of the node's shared memory,
- *   made without MPI (MPI is never initialised). AllReduce, ReduceScatter,
- *   Reduce, AllGather and Broadcast on host buffers and on device buffers
- *   run through it at every size; device buffers go through the native
- *   CCL instead where every rank has one. Other calls return
- *   infinicclNotSupported naming the launch that serves them. The id's
+ *   made without MPI (MPI is never initialised). Every collective on host
+ *   buffers and on device buffers runs through it at every size; device
+ *   buffers go through the native CCL instead where every rank has one.
+ *   Send and Recv return infinicclNotSupported naming the launch that
+ *   serves them. The id's
  *   connections stay open until the communicator exists, to make its
  *   segments. With INFINICCL_SHM=0 every rank returns
  *   infinicclInvalidUsage, and where shared memory cannot be had,

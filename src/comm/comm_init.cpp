@@ -207,18 +207,22 @@ Status CommFactory::AttachShm(Communicator &c) {
   std::call_once(said, [&] {
     if (c.shm_backend_ != nullptr) {
       if (GlobalConfig().shm == Tristate::kOn) {
-        INFINICCL_INFO("shared memory among the node's ranks: AllReduce, ReduceScatter, "
-                       "Reduce, AllGather and Broadcast at every size (INFINICCL_SHM=1)");
+        INFINICCL_INFO("shared memory among the node's ranks: every collective at every "
+                       "size (INFINICCL_SHM=1)");
       } else {
         INFINICCL_INFO("shared memory among the node's ranks, MPI above, per rank: "
                        "AllReduce to %zu bytes, ReduceScatter to %zu, Reduce to %zu, "
-                       "AllGather to %zu, Broadcast to %zu; every size where every rank "
-                       "drives a device without a CCL (INFINICCL_SHM, INFINICCL_SHM_MAX_BYTES)",
+                       "AllGather to %zu, Broadcast to %zu, Gather to %zu, Scatter to %zu, "
+                       "AllToAll to %zu per block; every size where every rank drives a "
+                       "device without a CCL (INFINICCL_SHM, INFINICCL_SHM_MAX_BYTES)",
                        ShmBackend::MaxBytes(CollKind::kAllReduce),
                        ShmBackend::MaxBytes(CollKind::kReduceScatter),
                        ShmBackend::MaxBytes(CollKind::kReduce),
                        ShmBackend::MaxBytes(CollKind::kAllGather),
-                       ShmBackend::MaxBytes(CollKind::kBroadcast));
+                       ShmBackend::MaxBytes(CollKind::kBroadcast),
+                       ShmBackend::MaxBytes(CollKind::kGather),
+                       ShmBackend::MaxBytes(CollKind::kScatter),
+                       ShmBackend::MaxBytes(CollKind::kAllToAll));
       }
     } else {
       INFINICCL_INFO("no shared memory among the ranks (%s): MPI", why.c_str());
