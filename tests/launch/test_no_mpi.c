@@ -16,10 +16,13 @@
  *            refused (InvalidUsage), and the next AllReduce is exact.
  *   abort:    the last rank calls infinicclCommAbort instead of the second
  *            AllReduce; the others' AllReduce returns RemoteError.
+ *   revoke:   the same with infinicclCommRevoke.
+ *   cycles:   20 times: a child split off, an exact AllReduce on it, and
+ *            infinicclCommAbort of it on every rank; then the parent sums.
  *   die:      the last rank exits instead of the second AllReduce; the
  *            others' AllReduce returns RemoteError naming it.
  * usage: test_no_mpi <id file> <nranks> <rank>
- *                    host|sim|badrank|missing|mismatch|abort|die
+ *                    host|sim|badrank|missing|mismatch|abort|revoke|die|cycles
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
  *                     Gather Scatter AllToAll SendRecv Split ...]
  * Split: children of even and odd ranks, an AllReduce on each. */
@@ -246,10 +249,26 @@ static void Contract(infinicclComm_t comm, const char *mode, int rank, int n) {
     CHECK(SumOnce(comm, rank, n, &rc), "AllReduce after the refused one: %d %s", (int)rc,
           infinicclGetLastError(comm));
     OK(infinicclCommDestroy(comm));
+  } else if (strcmp(mode, "cycles") == 0) {
+    int cycle;
+    for (cycle = 0; cycle < 20; ++cycle) {
+      infinicclComm_t child = NULL;
+      OK(infinicclCommSplit(comm, 0, rank, &child));
+      if (child == NULL) break;
+      CHECK(SumOnce(child, rank, n, &rc), "cycle %d: AllReduce on the child: %d %s", cycle,
+            (int)rc, infinicclGetLastError(child));
+      OK(infinicclCommAbort(child));
+    }
+    CHECK(SumOnce(comm, rank, n, &rc), "the parent after the cycles: %d %s", (int)rc,
+          infinicclGetLastError(comm));
+    OK(infinicclCommDestroy(comm));
   } else if (last && strcmp(mode, "die") == 0) {
     printf("rank %d: exits\n", rank);
     fflush(stdout);
     _exit(0);
+  } else if (last && strcmp(mode, "revoke") == 0) {
+    OK(infinicclCommRevoke(comm, 0));
+    OK(infinicclCommDestroy(comm));
   } else if (last) {
     OK(infinicclCommAbort(comm));
   } else {
@@ -257,7 +276,8 @@ static void Contract(infinicclComm_t comm, const char *mode, int rank, int n) {
     rc = infinicclAllReduce((int[1]){1}, (int[1]){0}, 1, infinicclInt32, infinicclSum, comm,
                             NULL);
     printf("rank %d: AllReduce with rank %d %s: %d %s\n", rank, n - 1,
-           strcmp(mode, "die") == 0 ? "gone" : "aborted", (int)rc, infinicclGetLastError(comm));
+           strcmp(mode, "die") == 0 ? "gone" : strcmp(mode, "revoke") == 0 ? "revoking" : "aborted",
+           (int)rc, infinicclGetLastError(comm));
     snprintf(want, sizeof want, "rank %d", n - 1);
     CHECK(rc == infinicclRemoteError, "returned %d", (int)rc);
     CHECK(strstr(infinicclGetLastError(comm), want) != NULL, "the message names no %s", want);
