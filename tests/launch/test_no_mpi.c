@@ -19,10 +19,15 @@
  *   revoke:   the same with infinicclCommRevoke.
  *   cycles:   20 times: a child split off, an exact AllReduce on it, and
  *            infinicclCommAbort of it on every rank; then the parent sums.
+ *   stall:    the last rank sleeps instead of the second AllReduce; the
+ *            others' watchdog (INFINICCL_TIMEOUT_SEC) ends their process
+ *            with exit code 124, and the last rank's AllReduce then returns
+ *            RemoteError. Each rank runs in a child process, whose exit
+ *            code the parent checks.
  *   die:      the last rank exits instead of the second AllReduce; the
  *            others' AllReduce returns RemoteError naming it.
  * usage: test_no_mpi <id file> <nranks> <rank>
- *                    host|sim|badrank|missing|mismatch|abort|revoke|die|cycles
+ *                    host|sim|badrank|missing|mismatch|abort|revoke|die|cycles|stall
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
  *                     Gather Scatter AllToAll SendRecv Split ...]
  * Split: children of even and odd ranks, an AllReduce on each. */
@@ -32,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int g_failures = 0;
@@ -262,6 +268,19 @@ static void Contract(infinicclComm_t comm, const char *mode, int rank, int n) {
     CHECK(SumOnce(comm, rank, n, &rc), "the parent after the cycles: %d %s", (int)rc,
           infinicclGetLastError(comm));
     OK(infinicclCommDestroy(comm));
+  } else if (last && strcmp(mode, "stall") == 0) {
+    sleep(15);
+    rc = infinicclAllReduce((int[1]){1}, (int[1]){0}, 1, infinicclInt32, infinicclSum, comm,
+                            NULL);
+    printf("rank %d: AllReduce after the others' watchdog: %d %s\n", rank, (int)rc,
+           infinicclGetLastError(comm));
+    CHECK(rc == infinicclRemoteError, "returned %d", (int)rc);
+    OK(infinicclCommAbort(comm));
+  } else if (strcmp(mode, "stall") == 0) {
+    rc = infinicclAllReduce((int[1]){1}, (int[1]){0}, 1, infinicclInt32, infinicclSum, comm,
+                            NULL);
+    CHECK(0, "AllReduce without the last rank returned %d (the watchdog should end this process)",
+          (int)rc);
   } else if (last && strcmp(mode, "die") == 0) {
     printf("rank %d: exits\n", rank);
     fflush(stdout);
@@ -305,6 +324,21 @@ int main(int argc, char **argv) {
   n = atoi(argv[2]);
   g_rank = rank = atoi(argv[3]);
   mode = argv[4];
+  if (strcmp(mode, "stall") == 0 && getenv("TEST_NO_MPI_CHILD") == NULL) {
+    /* The rank runs in a child; its exit code is the verdict. */
+    const int want = rank == n - 1 ? 0 : 124;
+    int status = 0;
+    const pid_t child = fork();
+    if (child == 0) {
+      setenv("TEST_NO_MPI_CHILD", "1", 1);
+      execv("/proc/self/exe", argv);
+      _exit(127);
+    }
+    waitpid(child, &status, 0);
+    printf("rank %d: exit %d, want %d\n", rank, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+           want);
+    return WIFEXITED(status) && WEXITSTATUS(status) == want ? 0 : 1;
+  }
   g_sim = strcmp(mode, "sim") == 0;
   if (ShareId(argv[1], &id) != 0) {
     fprintf(stderr, "rank %d: the id file %s could not be shared\n", rank, argv[1]);
