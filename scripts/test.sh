@@ -8,7 +8,8 @@
 #      vendor runtimes auto-detected (the CUDA variant where CUDA is
 #      installed, as on our machines: it must run without a GPU or driver);
 #   2. the same against MPICH, CPU-only (-DWITH_NVIDIA=OFF), at 3 ranks
-#      what MPI carries, at 4 the two-level tests;
+#      what MPI carries, at 4 the faults and the two-level tests, without
+#      what calls no MPI;
 #   3. unit, MPI and launch tests once more under AddressSanitizer + UBSan
 #      (Open MPI, CPU-only) at 1-2 ranks (3 for the faults and the tests of
 #      threads and of shared memory's set-up, 4 for the two-level tests),
@@ -181,15 +182,13 @@ for stage in "${stages[@]}"; do
       # creation or runs the same MPI calls at any count (the node's shared
       # memory, the emulated device and its staging, the progress engine,
       # the host pieces, the examples, bench, info and Python at 3-4 ranks)
-      # runs at 1 and 2 ranks here, at every count in openmpi. At 3 ranks
-      # (an odd count for MPICH's algorithms) the collectives' matrix, P2P,
-      # split and the faults; the rest of the MPI tests meet MPI in the
-      # same calls at 2. The MPI tests at 4 ranks are openmpi's alone too,
-      # but for the two-level ones (two groups of two). Nor what never
-      # calls MPI: the programs started without a launcher (launch_*, and
-      # torch's DDP without MPI), which run the same library code here.
+      # runs at 1 and 2 ranks here, at every count in openmpi. The MPI
+      # tests at 4 ranks are openmpi's alone too, but for the two-level
+      # ones (two groups of two): 3 ranks give MPICH an odd count. Nor what
+      # never calls MPI: the programs started without a launcher (launch_*,
+      # torch without MPI), which run the same library code here.
       run_ctest build-ci-mpich \
-        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|launch_.*|python_torch_ddp_(env|spawn_.*)|mpi_(unique_id|upstream_style|tagged|group|comm_init|comm_abort|check|watchdog|random|collectives_(bitwise|serialized)).*_np3|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34]|mpi_.*_np4)$"
+        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|launch_.*|python_torch_(ddp_(env|spawn_.*)|no_mpi)|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34]|mpi_.*_np4)$"
       run_ctest build-ci-mpich -R "^mpi_.*hier.*_np4$"
       ;;
     hip)
