@@ -218,7 +218,8 @@ INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int 
  *   torchrun, a shell loop): a communicator of the node's shared memory,
  *   made without MPI (MPI is never initialised). Every collective on host
  *   buffers and on device buffers runs through it at every size; device
- *   buffers go through the native CCL instead where every rank has one.
+ *   buffers go through the native CCL instead where every rank has one
+ *   and a device of its own.
  *   Send and Recv return infinicclNotSupported naming the launch that
  *   serves them. The id's
  *   connections stay open until the communicator exists, to make its

@@ -54,6 +54,7 @@ const char *ModeText(char m) {
 struct Blob {
   char mode = kNeither;
   int world_rank = -1, world_size = 0;
+  int device = -1;  // with a usable CCL: the calling thread's current device
   std::string host, ccl_id, node;  // node: the host's name and its kernel's boot id
 };
 
@@ -72,6 +73,7 @@ std::string Encode(const Blob &b) {
   std::string out(1, b.mode);
   bootstrap::PutU32(&out, static_cast<uint32_t>(b.world_rank));
   bootstrap::PutU32(&out, static_cast<uint32_t>(b.world_size));
+  bootstrap::PutU32(&out, static_cast<uint32_t>(b.device));
   bootstrap::PutBytes(&out, b.host);
   bootstrap::PutBytes(&out, b.ccl_id);
   bootstrap::PutBytes(&out, b.node);
@@ -81,11 +83,12 @@ std::string Encode(const Blob &b) {
 // Reads what Encode wrote; false when the bytes are not one.
 bool Decode(const std::string &in, Blob *b) {
   const auto *p = reinterpret_cast<const unsigned char *>(in.data());
-  size_t at = 9;
+  size_t at = 13;
   if (in.size() < at) return false;
   b->mode = in[0];
   b->world_rank = static_cast<int>(bootstrap::GetU32(p + 1));
   b->world_size = static_cast<int>(bootstrap::GetU32(p + 5));
+  b->device = static_cast<int>(bootstrap::GetU32(p + 9));
   for (std::string *s : {&b->host, &b->ccl_id, &b->node}) {
     if (in.size() < at + 8) return false;
     const uint64_t n = bootstrap::GetU64(p + at);
@@ -207,6 +210,7 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
     MPI_Comm_size(MPI_COMM_WORLD, &mine.world_size);
   } else if ((ccl = FirstUsableCcl(&why)) != nullptr) {
     mine.mode = kCcl;
+    (void)DeviceRegistry::Get(ccl->kind())->GetDevice(&mine.device);
     infinicclUniqueId ccl_id;
     // A failure still joins, so that no rank waits for this one.
     const Status made = rank == 0 ? ccl->GetUniqueId(&ccl_id) : Status::Ok();
@@ -248,7 +252,16 @@ Status InitWithUniqueId(int nranks, const infinicclUniqueId &id, int rank,
   }
   if (all_mpi) return MpiCommunicator(all, rank, out);
   if (none_mpi && one_node) {
-    return NodeCommunicator(*session, all_ccl ? ccl : nullptr, all[0].ccl_id, out);
+    // The CCL beside shared memory only where every rank drives a device
+    // of its own, as under MPI (a CCL refuses two ranks on one device).
+    bool own_devices = all_ccl;
+    for (size_t r = 0; r < all.size() && own_devices; ++r)
+      for (size_t q = 0; q < r; ++q) own_devices = own_devices && all[q].device != all[r].device;
+    if (all_ccl && !own_devices) {
+      INFINICCL_INFO("ranks of this node share a device: their device buffers go through the "
+                     "node's shared memory, not %s", ccl->Name());
+    }
+    return NodeCommunicator(*session, own_devices ? ccl : nullptr, all[0].ccl_id, out);
   }
   if (all_ccl) return CclCommunicator(ccl, all[0].ccl_id, nranks, rank, out);
   std::string text;

@@ -75,8 +75,9 @@ class CclApi : public ::testing::Test {
   std::vector<void *> allocations_;
 };
 
-// Two processes without MPI: rank 0's CCL id travels through the bootstrap
-// to rank 1, whose CCL is made with it.
+// Two processes without MPI, each on a device of its own (a CCL takes one
+// rank per device): rank 0's CCL id travels through the bootstrap to rank
+// 1, whose CCL is made with it.
 TEST(CclApiTwoProcesses, RankZerosCclIdReachesTheOtherRank) {
   DeviceRegistry::EnableSim();
   FakeProvider provider;
@@ -87,7 +88,8 @@ TEST(CclApiTwoProcesses, RankZerosCclIdReachesTheOtherRank) {
   if (child == 0) {
     infinicclComm_t c = nullptr;
     int count = 0, rank = -1;
-    bool ok = infinicclCommInitRank(&c, 2, id, 1) == infinicclSuccess &&
+    bool ok = DeviceRegistry::Get(DeviceKind::kSim)->SetDevice(1).ok() &&
+              infinicclCommInitRank(&c, 2, id, 1) == infinicclSuccess &&
               infinicclCommCount(c, &count) == infinicclSuccess && count == 2 &&
               infinicclCommUserRank(c, &rank) == infinicclSuccess && rank == 1;
     for (char b : FakeApi::last_id.bytes) ok = ok && b == 42;
@@ -105,6 +107,43 @@ TEST(CclApiTwoProcesses, RankZerosCclIdReachesTheOtherRank) {
   int rank = -1;
   EXPECT_EQ(infinicclCommUserRank(comm, &rank), infinicclSuccess);
   EXPECT_EQ(rank, 0);
+  EXPECT_EQ(infinicclCommDestroy(comm), infinicclSuccess);
+  SetCclProviderForTesting(nullptr);
+}
+
+// Two processes without MPI on one device: no CCL (it takes one rank per
+// device); the communicator is the node's shared memory, and a host
+// AllReduce through it is exact.
+TEST(CclApiTwoProcesses, RanksOnOneDeviceGetSharedMemoryWithoutTheCcl) {
+  DeviceRegistry::EnableSim();
+  FakeProvider provider;
+  SetCclProviderForTesting(&provider);
+  std::memset(&FakeApi::last_id, 0, sizeof FakeApi::last_id);
+  infinicclUniqueId id;
+  ASSERT_EQ(infinicclGetUniqueId(&id), infinicclSuccess) << infinicclGetLastError(nullptr);
+  const auto sum = [](infinicclComm_t c, int rank) {
+    int32_t in[4] = {rank + 1, 2, -rank, 40}, out[4] = {0, 0, 0, 0};
+    return infinicclAllReduce(in, out, 4, infinicclInt32, infinicclSum, c, nullptr) ==
+               infinicclSuccess &&
+           out[0] == 3 && out[1] == 4 && out[2] == -1 && out[3] == 80;
+  };
+  const pid_t child = fork();
+  if (child == 0) {
+    infinicclComm_t c = nullptr;
+    bool ok = infinicclCommInitRank(&c, 2, id, 1) == infinicclSuccess && sum(c, 1);
+    for (char b : FakeApi::last_id.bytes) ok = ok && b == 0;  // no CCL communicator made
+    ok = ok && infinicclCommDestroy(c) == infinicclSuccess;
+    _exit(ok ? 0 : 1);
+  }
+  infinicclComm_t comm = nullptr;
+  EXPECT_EQ(infinicclCommInitRank(&comm, 2, id, 0), infinicclSuccess)
+      << infinicclGetLastError(nullptr);
+  EXPECT_TRUE(sum(comm, 0)) << infinicclGetLastError(comm);
+  for (char b : FakeApi::last_id.bytes) EXPECT_EQ(b, 0) << "a CCL communicator was made";
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "rank 1: no communicator, a wrong sum, or a CCL communicator made";
   EXPECT_EQ(infinicclCommDestroy(comm), infinicclSuccess);
   SetCclProviderForTesting(nullptr);
 }
