@@ -10,7 +10,8 @@
 # It runs, each step under a time limit and the whole under about 5 minutes:
 # which NCCL was loaded (path and version, printed); the unit and device
 # tests (the progress engine's gate by both mechanisms; whether cudaMallocHost
-# and cudaMalloc wait for a closed gate); the MPI device tests at 1 and 2 ranks,
+# and cudaMalloc wait for a closed gate); the programs started without MPI
+# (tests/launch) beside the CUDA runtime; the MPI device tests at 1 and 2 ranks,
 # again with pageable staging and with host-function gates (two communicators,
 # an abort behind a long kernel); stream capture through NCCL and refused
 # off it; NCCL at 1 rank (every
@@ -107,6 +108,11 @@ step tests.unitgate 20 env INFINICCL_DEVICE_WAIT=host_func ctest --test-dir "$bu
 # Several -L options must all match: MPI tests labelled device, 1 and 2 ranks.
 step tests.mpi 60 ctest --test-dir "$build" -L mpi -L device -R '_np[12]$' -E 'nccl_device|python' \
   --output-on-failure --timeout 60
+# Programs started without MPI (a shell loop), beside the real CUDA runtime:
+# the ranks share the one GPU, so their communicator is the node's shared
+# memory without NCCL (each rank needs a GPU of its own for it).
+step tests.launch 90 ctest --test-dir "$build" -R '^launch_no_mpi' --output-on-failure \
+  --timeout 60
 step tests.nccl 40 env NCCL_DEBUG=WARN INFINICCL_DEBUG=INFO ctest --test-dir "$build" \
   -R nccl_device --output-on-failure --timeout 60 -V
 # Stream capture (cudaStreamBeginCapture): through NCCL recorded and
