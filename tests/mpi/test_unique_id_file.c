@@ -41,38 +41,7 @@ static int g_world = 0;
 
 static int g_sim = 0;
 
-/* A buffer of `bytes` on the side under test. */
-static void *Alloc(size_t bytes) {
-  void *p = NULL;
-  if (g_sim) {
-    OK(infinicclSimMalloc(&p, bytes));
-  } else {
-    p = malloc(bytes);
-  }
-  return p;
-}
-static void Free(void *p) {
-  if (g_sim) {
-    OK(infinicclSimFree(p));
-  } else {
-    free(p);
-  }
-}
-static void Put(void *dst, const void *host, size_t bytes) {
-  if (g_sim) {
-    OK(infinicclSimMemcpy(dst, host, bytes, NULL));
-  } else {
-    memcpy(dst, host, bytes);
-  }
-}
-static void Get(void *host, const void *src, size_t bytes) {
-  if (g_sim) {
-    OK(infinicclSimStreamSynchronize(NULL));
-    OK(infinicclSimMemcpy(host, src, bytes, NULL));
-  } else {
-    memcpy(host, src, bytes);
-  }
-}
+#include "../side_buffers.h"
 
 /* Element i of rank r's contribution; exact in int32 and float32. */
 static double Value(int r, int i) {
