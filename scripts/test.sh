@@ -174,8 +174,10 @@ for stage in "${stages[@]}"; do
     mpich)
       build build-ci-mpich -DINFINICCL_MPI=mpich -DWITH_NVIDIA=OFF -DWITH_HIP=OFF
       # Without three of the two-level layouts (1,2,3 nodes' leaders, a
-      # node of host-only ranks, ranks dealt round robin): they vary the
-      # topology, which MPI does not change; nodes_hier_2_2 and the
+      # node of host-only ranks, ranks dealt round robin) and the flat
+      # collectives on nodes of 1, 2 and 3 ranks: they vary the topology,
+      # which MPI does not change; nor the install tests, which check
+      # where files land, alike for either MPI; nodes_hier_2_2 and the
       # shared-memory groups run here too. At 3 and 4 ranks only what MPI
       # carries: the host collectives, P2P, groups, split, creation, errors,
       # the check mode, threads and the faults. What meets MPI only at
@@ -188,7 +190,7 @@ for stage in "${stages[@]}"; do
       # never calls MPI: the programs started without a launcher (launch_*,
       # torch without MPI), which run the same library code here.
       run_ctest build-ci-mpich \
-        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|launch_.*|python_torch_(ddp_(env|spawn_.*)|no_mpi)|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34]|mpi_.*_np4)$"
+        -E "^(nodes_hier_(1_2_3|mixed|round_robin)|example_.*_np4|bench_smoke.*_np3|tools_info_.*_np4|python(_torch_p2p)?_np[34]|python_install.*|nodes_collectives_.*_1_2_3|launch_.*|python_torch_(ddp_(env|spawn_.*)|no_mpi)|mpi_.*(shm|sim|staging|async|user_next|host_pieces|no_alloc|soak|random_interleave|windows|landing|names).*_np[34]|mpi_.*_np4)$"
       run_ctest build-ci-mpich -R "^mpi_.*hier.*_np4$"
       ;;
     hip)
@@ -228,9 +230,12 @@ for stage in "${stages[@]}"; do
       export OMPI_MCA_mca_base_component_disable_dlclose=1
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
       if [ "$stage" = asan ]; then
+        # Without the tools and examples: their tests (bench, example) do
+        # not run here, and at -O0 under ASan they are a third of the build.
         build build-ci-asan -DINFINICCL_MPI=openmpi -DWITH_NVIDIA=OFF -DWITH_HIP=OFF \
           -DINFINICCL_SANITIZE=address,undefined \
-          -DINFINICCL_LARGE_COUNT_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug
+          -DINFINICCL_LARGE_COUNT_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug \
+          -DINFINICCL_BUILD_TOOLS=OFF -DINFINICCL_BUILD_EXAMPLES=OFF
         # The soak is skipped: at -O0 under ASan it reaches too few calls in
         # its time to add anything the other MPI tests do not.
         # Nor the kills during segment creation (fault_shm_kill_*): a
@@ -296,6 +301,7 @@ for stage in "${stages[@]}"; do
         -DMPI_C_COMPILER="$ompi5/bin/mpicc" -DMPI_CXX_COMPILER="$ompi5/bin/mpicxx" \
         -DMPIEXEC_EXECUTABLE="$ompi5/bin/mpirun" -DINFINICCL_LARGE_COUNT_TESTS=OFF \
         -DINFINICCL_REQUIRE_ULFM=ON -DINFINICCL_TORCH_PYTHON="$torch_py" \
+        -DINFINICCL_BUILD_TOOLS=OFF -DINFINICCL_BUILD_EXAMPLES=OFF \
         -DINFINICCL_TORCH_EXT_REUSE="$PWD/build-ci-openmpi/tests/python/torch2"
       # The unit tests; at 2 ranks the MPI tests of what MPI carries (the
       # collectives' matrices, communicators, groups and P2P, threads, the
