@@ -83,6 +83,9 @@ def worker(rank, n, url, failures):
     except RuntimeError as e:
         if "mpirun" not in str(e):
             bad.append("rank %d: send/recv raised without naming mpirun: %s" % (rank, e))
+    # Every rank past new_group's barrier on rank 0's store (torch 1.13
+    # polls it) before rank 0, which serves the store, can exit.
+    dist.barrier()
     dist.destroy_process_group()
     if bad:
         raise RuntimeError("; ".join(bad))
