@@ -128,7 +128,8 @@ infinicclResult_t RunOne(infinicclComm_t comm, cudaStream_t st, int kind,
 
 // Every collective, data type and op the CCL takes; `fallback`: whether
 // calls the CCL cannot take (16-bit integer and integer Avg reductions)
-// succeed through MPI (CommInitAll) or fail NotSupported (CommInitRank).
+// succeed another way (MPI under CommInitAll, the node's shared memory
+// under CommInitRank without MPI) or fail NotSupported.
 // On one rank every reduction succeeds: it is a device copy, never the CCL.
 void RunAll(infinicclComm_t comm, bool fallback) {
   int nranks = 0;
@@ -231,7 +232,7 @@ int Bootstrap() {
   CHECK_RC(infinicclCommCount(comm, &count), infinicclSuccess);
   CHECK_RC(infinicclCommUserRank(comm, &rank), infinicclSuccess);
   CHECK(count == 1 && rank == 0, "count %d rank %d", count, rank);
-  RunAll(comm, false);
+  RunAll(comm, true);
   StreamOrdered(comm);
   // Host buffers on a communicator without MPI on one node: the node's
   // shared memory beside NCCL.
@@ -247,7 +248,7 @@ int Bootstrap() {
     CHECK_RC(infinicclCommCount(child, &count), infinicclSuccess);
     CHECK_RC(infinicclCommUserRank(child, &rank), infinicclSuccess);
     CHECK(count == 1 && rank == 0, "split: count %d rank %d", count, rank);
-    RunAll(child, false);
+    RunAll(child, true);
     CHECK_RC(infinicclCommDestroy(child), infinicclSuccess);
   }
   CHECK_RC(infinicclCommSplit(comm, INFINICCL_SPLIT_NOCOLOR, 0, &none), infinicclSuccess);
