@@ -11,6 +11,9 @@
  *            (InvalidUsage from the root's verdict, naming the rank).
  *   missing: the last rank never joins; the others must fail (RemoteError
  *            naming it) within INFINICCL_TIMEOUT_SEC.
+ *   shmoff:  run with INFINICCL_SHM=0: every rank's CommInitRank returns
+ *            InvalidUsage naming the setting (shared memory is every
+ *            call's path without MPI).
  * The contract on a communicator made so, after one exact AllReduce:
  *   mismatch: the last rank passes another count; every rank's call is
  *            refused (InvalidUsage), and the next AllReduce is exact.
@@ -27,7 +30,7 @@
  *   die:      the last rank exits instead of the second AllReduce; the
  *            others' AllReduce returns RemoteError naming it.
  * usage: test_no_mpi <id file> <nranks> <rank>
- *                    host|sim|badrank|missing|mismatch|abort|revoke|die|cycles|stall
+ *                    host|sim|badrank|missing|shmoff|mismatch|abort|revoke|die|cycles|stall
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
  *                     Gather Scatter AllToAll SendRecv Split ...]
  * Split: children of even and odd ranks, an AllReduce on each. */
@@ -318,7 +321,14 @@ int main(int argc, char **argv) {
     printf("rank %d: does not join (missing)\n", rank);
     return 0;
   }
-  if (strcmp(mode, "badrank") == 0 || strcmp(mode, "missing") == 0) {
+  if (strcmp(mode, "shmoff") == 0) {
+    const infinicclResult_t rc = infinicclCommInitRank(&comm, n, id, rank);
+    const char *msg = infinicclGetLastError(NULL);
+    printf("rank %d: %d %s\n", rank, (int)rc, msg);
+    CHECK(rc == infinicclInvalidUsage, "CommInitRank returned %d", (int)rc);
+    CHECK(strstr(msg, "INFINICCL_SHM=0") != NULL, "message: %s", msg);
+    CHECK(comm == NULL, "a communicator was returned");
+  } else if (strcmp(mode, "badrank") == 0 || strcmp(mode, "missing") == 0) {
     const int given = strcmp(mode, "badrank") == 0 && rank == n - 1 ? n : rank;
     const double start = Now();
     const infinicclResult_t rc = infinicclCommInitRank(&comm, n, id, given);
