@@ -197,14 +197,43 @@ void StagingPool::Replenish() {
     idle_.erase(pageable, idle_.end());
   }
   Release(to_free);
-  for (const Wanted &w : wanted) {
-    StagingLease lease;
-    // Made and returned at once: idle, pinned, for the engine's next lease.
-    if (Lease(w.bytes, *w.runtime, nullptr, &lease, OverCap::kDecline).ok() &&
-        lease.data() != nullptr) {
-      lease.block_.shared = true;  // no one communicator's to release
+  for (const Wanted &w : wanted) MakeIdlePinned(w);
+}
+
+void StagingPool::MakeIdlePinned(const Wanted &w) {
+  const size_t rounded = RoundUp(w.bytes);
+  std::vector<StagingBlock> to_free;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Only a pinned block answers the request: a pageable one that came back
+    // idle meanwhile (the asking thread's own) would keep the engines
+    // staging in pageable memory.
+    if (std::any_of(idle_.begin(), idle_.end(), [&](const StagingBlock &b) {
+          return b.pinned && b.runtime == w.runtime && b.bytes >= w.bytes;
+        })) {
+      return;
     }
+    // Leased (neither idle nor on its way out) + this one over the cap: none.
+    size_t idle = 0;
+    for (const StagingBlock &i : idle_) idle += i.bytes;
+    if (held_bytes_ - idle - deferred_bytes_.load(std::memory_order_relaxed) + rounded >
+        cap_bytes()) {
+      return;
+    }
+    EnforceCapLocked(rounded, &to_free);
+    held_bytes_ += rounded;
+    peak_bytes_ = std::max(peak_bytes_, held_bytes_);
   }
+  Release(to_free);
+  Status st;
+  StagingBlock b = Allocate(rounded, *w.runtime, &st);
+  if (b.data == nullptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_bytes_ -= rounded;
+    return;
+  }
+  b.shared = true;  // idle for the engines' next lease, no one communicator's
+  Return(b);
 }
 
 void StagingPool::DetachLocked(const StagingBlock &b, std::vector<StagingBlock> *to_free) {

@@ -150,6 +150,9 @@ class StagingPool {
     size_t bytes;
     DeviceRuntime *runtime;
   };
+  // Makes one pinned block idle for a Wanted, unless one is idle already or
+  // the leased bytes would pass the cap; mutex_ not held.
+  void MakeIdlePinned(const Wanted &w);
 
   std::mutex mutex_;
   std::vector<StagingBlock> idle_;

@@ -285,6 +285,34 @@ TEST(StagingPoolStrict, ACallersQueuingThreadDoesNotWaitForABusyDevice) {
   ASSERT_TRUE(sim.StreamDestroy(s).ok());
 }
 
+// The memory thread makes the pinned buffer it was asked for even when the
+// asking thread's pageable buffer comes back idle while it works: an idle
+// pageable buffer is no substitute (the engines would stage in pageable
+// memory for good). Many rounds: the two threads race.
+TEST(StagingPoolStrict, TheMemoryThreadMakesPinnedMemoryWhateverIdlePageableBufferItMeets) {
+  SimRuntime sim(1, 0, true, 0, Strict());
+  StagingPool &pool = StagingPool::Global();
+  WithinSeconds(60, [&] {
+    for (int round = 0; round < 300; ++round) {
+      pool.Trim();
+      const uint64_t allocs_before = sim.stats().host_allocs;
+      std::thread caller([&] {
+        StagingPool::NoDeviceWait no_device_wait;
+        StagingLease lease;
+        ASSERT_TRUE(pool.Lease(5 * 4096, sim, nullptr, &lease).ok());
+        ASSERT_FALSE(lease.pinned());
+      });  // returned at once, idle
+      caller.join();
+      pool.Quiesce();
+      ASSERT_EQ(sim.stats().host_allocs, allocs_before + 1) << "round " << round;
+      StagingLease next;
+      ASSERT_TRUE(pool.Lease(5 * 4096, sim, nullptr, &next).ok());
+      ASSERT_TRUE(next.pinned()) << "round " << round;
+    }
+    pool.Trim();
+  });
+}
+
 class EngineStrict : public ::testing::Test {
  protected:
   SimRuntime sim{1, 0, true, 0, Strict(/*memops=*/false)};
