@@ -58,8 +58,15 @@ function(infiniccl_add_mpi_test)
     add_test(NAME ${test_name}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
                      ${INFINICCL_MPIEXEC_FLAGS} $<TARGET_FILE:${T_COMMAND}> ${T_ARGS})
+    # One rank takes one core: ctest -j2 runs two such tests side by side.
+    # More ranks take both cores of the 2-core machines the suite runs on:
+    # such a test runs alone.
+    set(procs 2)
+    if(np EQUAL 1)
+      set(procs 1)
+    endif()
     set_tests_properties(${test_name} PROPERTIES TIMEOUT ${T_TIMEOUT}
-                         PROCESSORS 2 LABELS "mpi;${T_LABELS}")
+                         PROCESSORS ${procs} LABELS "mpi;${T_LABELS}")
     set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${T_ENV}")
   endforeach()
 endfunction()
