@@ -220,8 +220,8 @@ INFINICCL_API infinicclResult_t infinicclCommInitAll(infinicclComm_t *comm, int 
  *   buffers and on device buffers runs through it at every size; device
  *   buffers go through the native CCL instead where every rank has one
  *   and a device of its own.
- *   Send and Recv return infinicclNotSupported naming the launch that
- *   serves them. The id's
+ *   Send and Recv (tagged, from any source, grouped) run through it too,
+ *   with the semantics they have under MPI. The id's
  *   connections stay open until the communicator exists, to make its
  *   segments. With INFINICCL_SHM=0 every rank returns
  *   infinicclInvalidUsage, and where shared memory cannot be had,

@@ -7,10 +7,16 @@ namespace infiniccl {
 namespace {
 const char kKey = 0;  // address identifies this work in the group
 
+// The batch of the backend of `path`: the node's shared memory, or MPI.
+std::unique_ptr<P2pBatch> NewBatch(Communicator &comm, Path path) {
+  if (path == Path::kShm) return comm.shm_backend()->NewP2pBatch();
+  return comm.has_mpi() ? comm.mpi_backend().NewP2pBatch() : nullptr;
+}
+
 // Posts `a` into `batch`, its buffer staged by `staging` on the device paths.
 Status PostInto(P2pBatch &batch, P2pStaging &staging, const CollArgs &a, Path path,
                 DeviceRuntime *device, const void *owner) {
-  if (path == Path::kHostMpi) {
+  if (path == Path::kHostMpi || (path == Path::kShm && device == nullptr)) {
     return batch.Post(a, a.kind == CollKind::kSend ? a.sendbuff : a.recvbuff);
   }
   return staging.Post(batch, a, *device, path == Path::kDirectMpi, owner);
@@ -30,9 +36,9 @@ Status GroupP2p::PostNow(PerComm &entry, const Op &op) {
     entry.posting = true;
   }
   if (entry.batch == nullptr) {
-    entry.batch = comm.mpi_backend().NewP2pBatch();
+    entry.batch = NewBatch(comm, op.path);
     if (entry.batch == nullptr) {
-      return Status(infinicclInternalError, "the MPI backend has no grouped Send/Recv");
+      return Status(infinicclInternalError, "the backend has no grouped Send/Recv");
     }
   }
   P2pBatch &batch = *entry.batch;
@@ -95,9 +101,9 @@ Status GroupP2p::Complete() {
       Communicator *c = &comm;
       q.run = [c, ops = std::move(ops)](const CollArgs &x) -> Status {
         P2pStaging staging;  // declared first: its leases outlive the requests
-        std::unique_ptr<P2pBatch> batch = c->mpi_backend().NewP2pBatch();
+        std::unique_ptr<P2pBatch> batch = NewBatch(*c, ops[0].path);
         if (batch == nullptr) {
-          return Status(infinicclInternalError, "the MPI backend has no grouped Send/Recv");
+          return Status(infinicclInternalError, "the backend has no grouped Send/Recv");
         }
         Status st;
         for (const Op &op : ops) {

@@ -122,13 +122,17 @@ Status GatherFacts(Communicator &comm, const CollArgs &a, CallFacts *out) {
       bytes >= HierMinBytes(a.kind, *comm.topology(), GlobalConfig().hierarchy_min_bytes);
   // Every size where MPI could not do better: devices without a CCL (their
   // buffers go through host memory either way), or no MPI at all.
-  facts.shm = comm.shm_backend() != nullptr && !facts.grouped &&
-              comm.shm_backend()->Takes(a, !comm.has_mpi() ||
-                                               (comm.topology() != nullptr &&
-                                                comm.topology()->DevicesWithoutCcl()));
+  // Send/Recv go there on a communicator without MPI only (grouped ones
+  // too: GroupP2p posts them into its batch); collectives never grouped.
+  facts.shm = comm.shm_backend() != nullptr &&
+              (IsP2p(a.kind) ? !comm.has_mpi() && comm.shm_backend()->Takes(a, true)
+                             : !facts.grouped &&
+                                   comm.shm_backend()->Takes(
+                                       a, !comm.has_mpi() ||
+                                              (comm.topology() != nullptr &&
+                                               comm.topology()->DevicesWithoutCcl())));
   if (!comm.has_mpi() && comm.shm_backend() != nullptr && !facts.shm) {
-    facts.node_unsupported = facts.grouped ? "its shared memory runs no grouped Send/Recv"
-                                           : comm.shm_backend()->Unsupported(a);
+    facts.node_unsupported = comm.shm_backend()->Unsupported(a);
     if (facts.node_unsupported == nullptr) facts.node_unsupported = "its shared memory cannot run this call";
   }
   facts.uniform_staging = comm.topology() != nullptr && comm.topology()->uniform_staging;

@@ -103,7 +103,8 @@ Status DecideRoute(BackendChoice choice, const RouteFacts &f, RoutePlan *plan) {
   if (path == Path::kStagedMpi && f.mpi_reads_device) path = Path::kDirectMpi;
   plan->path = path;
   // A tag or a receive from any source: never the CCL's (it has neither).
-  plan->check_matching = f.needs_mpi_matching && path != Path::kCcl;
+  // Shared memory matches tags and any source itself.
+  plan->check_matching = f.needs_mpi_matching && path != Path::kCcl && path != Path::kShm;
   // Ranks that differ in how device buffers reach MPI all stage, in one
   // agreed chunk size, so that their MPI calls match.
   plan->uniform = f.uniform_staging && !f.grouped &&

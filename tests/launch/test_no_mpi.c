@@ -29,11 +29,18 @@
  *            code the parent checks.
  *   die:      the last rank exits instead of the second AllReduce; the
  *            others' AllReduce returns RemoteError naming it.
+ *   p2pabort, p2prevoke, p2pdie: the same, the others waiting in a Recv
+ *            from the last rank (rank 0 outside a group, the rest inside).
  * usage: test_no_mpi <id file> <nranks> <rank>
  *                    host|sim|badrank|missing|shmoff|mismatch|abort|revoke|die|cycles|stall
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
- *                     Gather Scatter AllToAll SendRecv Split ...]
- * Split: children of even and odd ranks, an AllReduce on each. */
+ *                     Gather Scatter AllToAll SendRecv Split P2p ...]
+ * Split: children of even and odd ranks, an AllReduce on each.
+ * P2p: Send/Recv through the node's shared memory (P2pSuite): a ring
+ * outside a group at 0, 1, 1 Mi and 4 Mi elements; a group in which every
+ * rank sends to and receives from every rank (itself included), receives
+ * posted first, in every dtype; tags received out of order; receives from
+ * INFINICCL_ANY_SOURCE; a receive shorter than its message. */
 #include <infiniccl/infiniccl.h>
 #include <infiniccl/infiniccl_sim.h>
 #include <stdio.h>
@@ -218,6 +225,11 @@ static int SumOnce(infinicclComm_t comm, int rank, int n, infinicclResult_t *rc)
 static void Contract(infinicclComm_t comm, const char *mode, int rank, int n) {
   infinicclResult_t rc;
   const int last = rank == n - 1;
+  /* p2pabort, p2prevoke, p2pdie: the others wait in a Recv from the last
+   * rank (outside a group on rank 0, inside one on the others) instead of
+   * the second AllReduce. */
+  const int p2p = strncmp(mode, "p2p", 3) == 0;
+  if (p2p) mode += 3;
   CHECK(SumOnce(comm, rank, n, &rc), "first AllReduce: %d %s", (int)rc,
         infinicclGetLastError(comm));
   if (strcmp(mode, "mismatch") == 0) {
@@ -265,15 +277,265 @@ static void Contract(infinicclComm_t comm, const char *mode, int rank, int n) {
     OK(infinicclCommAbort(comm));
   } else {
     char want[32];
-    rc = infinicclAllReduce((int[1]){1}, (int[1]){0}, 1, infinicclInt32, infinicclSum, comm,
-                            NULL);
-    printf("rank %d: AllReduce with rank %d %s: %d %s\n", rank, n - 1,
+    int got[1] = {0};
+    if (!p2p) {
+      rc = infinicclAllReduce((int[1]){1}, (int[1]){0}, 1, infinicclInt32, infinicclSum, comm,
+                              NULL);
+    } else if (rank == 0) {
+      rc = infinicclRecv(got, 1, infinicclInt32, n - 1, comm, NULL);
+    } else {
+      OK(infinicclGroupStart());
+      OK(infinicclRecv(got, 1, infinicclInt32, n - 1, comm, NULL));
+      rc = infinicclGroupEnd();
+    }
+    printf("rank %d: %s with rank %d %s: %d %s\n", rank, p2p ? "Recv" : "AllReduce", n - 1,
            strcmp(mode, "die") == 0 ? "gone" : strcmp(mode, "revoke") == 0 ? "revoking" : "aborted",
            (int)rc, infinicclGetLastError(comm));
     snprintf(want, sizeof want, "rank %d", n - 1);
     CHECK(rc == infinicclRemoteError, "returned %d", (int)rc);
     CHECK(strstr(infinicclGetLastError(comm), want) != NULL, "the message names no %s", want);
     OK(infinicclCommAbort(comm));
+  }
+}
+
+/* ---- P2p: Send/Recv through the node's shared memory ---- */
+
+static const infinicclDataType_t kTypes[] = {
+    infinicclInt8,   infinicclInt16,   infinicclInt32,  infinicclInt64,
+    infinicclUInt8,  infinicclUInt16,  infinicclUInt32, infinicclUInt64,
+    infinicclFloat16, infinicclBFloat16, infinicclFloat32, infinicclFloat64};
+static size_t TypeSize(infinicclDataType_t t) {
+  switch (t) {
+    case infinicclInt8: case infinicclUInt8: return 1;
+    case infinicclInt16: case infinicclUInt16: case infinicclFloat16: case infinicclBFloat16:
+      return 2;
+    case infinicclInt32: case infinicclUInt32: case infinicclFloat32: return 4;
+    default: return 8;
+  }
+}
+/* Element i of the message from `src` to `dst` of tag `tag`: a small
+ * integer (0..99), exact in every type. */
+static int Elem(int src, int dst, int tag, size_t i) {
+  return (int)((src * 7 + dst * 3 + tag * 5 + i) % 100);
+}
+/* IEEE half and bfloat16 of a small non-negative integer, by hand. */
+static unsigned short HalfOf(int v) {
+  int e = 0;
+  if (v == 0) return 0;
+  while ((v >> (e + 1)) != 0) ++e;
+  return (unsigned short)(((e + 15) << 10) | ((v << (10 - e)) & 0x3ff));
+}
+static unsigned short Bf16Of(int v) {
+  float f = (float)v;
+  unsigned int bits;
+  memcpy(&bits, &f, 4);
+  return (unsigned short)(bits >> 16);
+}
+/* The message's bytes, computed here from (src, dst, tag). */
+static void Expect(infinicclDataType_t t, char *h, size_t count, int src, int dst, int tag) {
+  size_t i;
+  for (i = 0; i < count; ++i) {
+    const int v = Elem(src, dst, tag, i);
+    void *at = h + i * TypeSize(t);
+    switch (t) {
+      case infinicclInt8: *(signed char *)at = (signed char)v; break;
+      case infinicclUInt8: *(unsigned char *)at = (unsigned char)v; break;
+      case infinicclInt16: *(short *)at = (short)v; break;
+      case infinicclUInt16: *(unsigned short *)at = (unsigned short)v; break;
+      case infinicclInt32: *(int *)at = v; break;
+      case infinicclUInt32: *(unsigned int *)at = (unsigned int)v; break;
+      case infinicclInt64: *(long long *)at = v; break;
+      case infinicclUInt64: *(unsigned long long *)at = (unsigned long long)v; break;
+      case infinicclFloat16: *(unsigned short *)at = HalfOf(v); break;
+      case infinicclBFloat16: *(unsigned short *)at = Bf16Of(v); break;
+      case infinicclFloat32: *(float *)at = (float)v; break;
+      default: *(double *)at = (double)v; break;
+    }
+  }
+}
+
+/* A message on the side under test: its buffer and its host copy. */
+typedef struct {
+  void *buf;
+  char *host;
+  size_t count;
+  infinicclDataType_t t;
+} Msg;
+static Msg MakeSend(infinicclDataType_t t, size_t count, int src, int dst, int tag) {
+  Msg m;
+  const size_t bytes = count * TypeSize(t) + 1;
+  m.t = t;
+  m.count = count;
+  m.host = malloc(bytes);
+  m.buf = Alloc(bytes);
+  Expect(t, m.host, count, src, dst, tag);
+  Put(m.buf, m.host, count * TypeSize(t));
+  return m;
+}
+static Msg MakeRecv(infinicclDataType_t t, size_t count) {
+  Msg m;
+  const size_t bytes = count * TypeSize(t) + 1;
+  m.t = t;
+  m.count = count;
+  m.host = malloc(bytes);
+  m.buf = Alloc(bytes);
+  memset(m.host, 0xA5, bytes);
+  Put(m.buf, m.host, bytes);
+  return m;
+}
+/* Checks a received message against the one `src` sent of `tag`. */
+static void CheckRecv(Msg *m, int src, int dst, int tag, const char *what) {
+  const size_t bytes = m->count * TypeSize(m->t);
+  char *want = malloc(bytes + 1);
+  Get(m->host, m->buf, bytes);
+  Expect(m->t, want, m->count, src, dst, tag);
+  CHECK(memcmp(m->host, want, bytes) == 0, "%s: dtype %d, %zu elements from rank %d tag %d differ",
+        what, (int)m->t, m->count, src, tag);
+  free(want);
+}
+static void Drop(Msg *m) {
+  Free(m->buf);
+  free(m->host);
+}
+
+static void P2pSuite(infinicclComm_t comm, int rank, int n) {
+  const size_t sizes[] = {0, 1, (size_t)1 << 18, (size_t)1 << 22}; /* int32: 0, 4 B, 1, 16 MiB */
+  const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+  size_t s, k;
+  int p, tag;
+  /* 1. A ring outside a group: rank 0 sends first, the others receive first. */
+  for (s = 0; s < 4; ++s) {
+    const infinicclDataType_t t = s == 2 ? infinicclFloat32 : infinicclInt32;
+    Msg out = MakeSend(t, sizes[s], rank, right, 0), in = MakeRecv(t, sizes[s]);
+    if (rank == 0) OK(infinicclSend(out.buf, out.count, t, right, comm, NULL));
+    OK(infinicclRecv(in.buf, in.count, t, left, comm, NULL));
+    if (rank != 0) OK(infinicclSend(out.buf, out.count, t, right, comm, NULL));
+    CheckRecv(&in, left, rank, 0, "ring");
+    Drop(&out);
+    Drop(&in);
+  }
+  /* 2. A group: every rank receives from and sends to every rank (itself
+   * included), receives posted first; every dtype at 1 and 1000 elements,
+   * int32 at 0, 1 MiB and 16 MiB. */
+  for (k = 0; k < sizeof kTypes / sizeof kTypes[0] + 3; ++k) {
+    const size_t nt = sizeof kTypes / sizeof kTypes[0];
+    const infinicclDataType_t t = k < nt ? kTypes[k] : infinicclInt32;
+    const size_t counts[] = {0, (size_t)1 << 18, (size_t)1 << 22};
+    size_t c;
+    for (c = 0; c < (k < nt ? 2u : 1u); ++c) {
+      const size_t count = k < nt ? (c == 0 ? 1 : 1000) : counts[k - nt];
+      Msg *out = malloc(sizeof(Msg) * (size_t)n), *in = malloc(sizeof(Msg) * (size_t)n);
+      for (p = 0; p < n; ++p) {
+        out[p] = MakeSend(t, count, rank, p, 0);
+        in[p] = MakeRecv(t, count);
+      }
+      OK(infinicclGroupStart());
+      for (p = 0; p < n; ++p) OK(infinicclRecv(in[p].buf, count, t, p, comm, NULL));
+      for (p = 0; p < n; ++p) OK(infinicclSend(out[p].buf, count, t, p, comm, NULL));
+      OK(infinicclGroupEnd());
+      for (p = 0; p < n; ++p) {
+        CheckRecv(&in[p], p, rank, 0, "all pairs in a group");
+        Drop(&out[p]);
+        Drop(&in[p]);
+      }
+      free(out);
+      free(in);
+    }
+  }
+  /* 3. Tags received out of order: tags 1, 2, 3 sent to the right, received
+   * from the left as 3, 2, 1; outside a group at 1000 elements (each fits
+   * the ring), then in a group at 1 MiB and 16 MiB. */
+  for (s = 0; s < 3; ++s) {
+    const size_t count = s == 0 ? 1000 : s == 1 ? (size_t)1 << 18 : (size_t)1 << 22;
+    Msg out[3], in[3];
+    for (tag = 1; tag <= 3; ++tag) {
+      out[tag - 1] = MakeSend(infinicclInt32, count, rank, right, tag);
+      in[tag - 1] = MakeRecv(infinicclInt32, count);
+    }
+    if (s != 0) OK(infinicclGroupStart());
+    for (tag = 1; tag <= 3; ++tag) {
+      OK(infinicclSendTagged(out[tag - 1].buf, count, infinicclInt32, right, tag, comm, NULL));
+    }
+    for (tag = 3; tag >= 1; --tag) {
+      int source = -7;
+      OK(infinicclRecvTagged(in[tag - 1].buf, count, infinicclInt32, left, tag, &source, comm,
+                             NULL));
+      if (s == 0) {
+        Get(in[tag - 1].host, in[tag - 1].buf, 0); /* after the stream: *source set */
+        CHECK(source == left, "tag %d: source %d, want %d", tag, source, left);
+      }
+    }
+    if (s != 0) OK(infinicclGroupEnd());
+    for (tag = 1; tag <= 3; ++tag) {
+      CheckRecv(&in[tag - 1], left, rank, tag, "tags out of order");
+      Drop(&out[tag - 1]);
+      Drop(&in[tag - 1]);
+    }
+  }
+  /* 4. INFINICCL_ANY_SOURCE: each rank in turn receives one message from
+   * every other rank, outside a group at 80 elements and in a group at
+   * 1 MiB; the senders reported are distinct, the data each sender's. */
+  for (s = 0; s < 2; ++s) {
+    const size_t count = s == 0 ? 80 : (size_t)1 << 18;
+    int root;
+    for (root = 0; root < n; ++root) {
+      if (rank != root) {
+        Msg out = MakeSend(infinicclInt32, count, rank, root, 9);
+        if (s != 0) OK(infinicclGroupStart());
+        OK(infinicclSendTagged(out.buf, count, infinicclInt32, root, 9, comm, NULL));
+        if (s != 0) OK(infinicclGroupEnd());
+        Get(out.host, out.buf, 0);
+        Drop(&out);
+      } else {
+        Msg *in = malloc(sizeof(Msg) * (size_t)n);
+        int *source = malloc(sizeof(int) * (size_t)n), seen = 0, j;
+        for (j = 0; j < n - 1; ++j) {
+          in[j] = MakeRecv(infinicclInt32, count);
+          source[j] = -7;
+        }
+        if (s != 0) OK(infinicclGroupStart());
+        for (j = 0; j < n - 1; ++j) {
+          OK(infinicclRecvTagged(in[j].buf, count, infinicclInt32, INFINICCL_ANY_SOURCE, 9,
+                                 &source[j], comm, NULL));
+        }
+        if (s != 0) OK(infinicclGroupEnd());
+        for (j = 0; j < n - 1; ++j) {
+          Get(in[j].host, in[j].buf, 0);
+          CHECK(source[j] >= 0 && source[j] < n && source[j] != rank &&
+                    (seen & (1 << source[j])) == 0,
+                "any source: receive %d reported sender %d", j, source[j]);
+          if (source[j] >= 0 && source[j] < n) {
+            seen |= 1 << source[j];
+            CheckRecv(&in[j], source[j], rank, 9, "any source");
+          }
+          Drop(&in[j]);
+        }
+        free(in);
+        free(source);
+      }
+    }
+  }
+  /* 5. A receive shorter than its message (host buffers): the receiver's
+   * call returns infinicclRemoteError saying so, the sender's succeeds, and
+   * the pair goes on working. */
+  if (rank <= 1 && n >= 2) {
+    int big[2000], small[1000], i;
+    infinicclResult_t rc;
+    for (i = 0; i < 2000; ++i) big[i] = Elem(0, 1, 4, (size_t)i);
+    if (rank == 0) {
+      OK(infinicclSendTagged(big, 2000, infinicclInt32, 1, 4, comm, NULL));
+      OK(infinicclSendTagged(big, 1000, infinicclInt32, 1, 4, comm, NULL));
+    } else {
+      rc = infinicclRecvTagged(small, 1000, infinicclInt32, 0, 4, NULL, comm, NULL);
+      printf("rank 1: a receive shorter than its message: %d %s\n", (int)rc,
+             infinicclGetLastError(comm));
+      CHECK(rc == infinicclRemoteError, "short receive returned %d", (int)rc);
+      CHECK(strstr(infinicclGetLastError(comm), "truncated") != NULL, "message: %s",
+            infinicclGetLastError(comm));
+      memset(small, 0, sizeof small);
+      OK(infinicclRecvTagged(small, 1000, infinicclInt32, 0, 4, NULL, comm, NULL));
+      CHECK(memcmp(small, big, sizeof small) == 0, "the receive after the short one differs");
+    }
   }
 }
 
@@ -359,6 +621,10 @@ int main(int argc, char **argv) {
         comm = NULL;
       }
       for (a = 5; a < argc && comm != NULL; ++a) {
+        if (strcmp(argv[a], "P2p") == 0) {
+          P2pSuite(comm, rank, n);
+          continue;
+        }
         Run(argv[a], comm, rank, n, (size_t)1 << 18, infinicclInt32);
         Run(argv[a], comm, rank, n, (size_t)1 << 18, infinicclFloat32);
         Run(argv[a], comm, rank, n, (size_t)1 << 22, infinicclInt32);

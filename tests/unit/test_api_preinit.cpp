@@ -293,12 +293,23 @@ int NodeRank(const infinicclUniqueId &id, int rank, std::string *msg) {
     *msg = "wrong results";
     return 100;
   }
-  // What its shared memory does not run is refused at once, naming the
-  // launch that serves it.
-  if ((r = infinicclSend(in, 3, infinicclInt32, 1 - rank, c, nullptr)) != infinicclNotSupported ||
-      std::string(infinicclGetLastError(c)).find("icclrun, mpirun or srun") == std::string::npos) {
-    *msg = std::string("Send: ") + infinicclGetLastError(c);
+  // Send/Recv through the same shared memory: blocking (rank 0 first),
+  // then both ways in one group, receives posted first.
+  int32_t got[3] = {0, 0, 0};
+  r = rank == 0 ? infinicclSend(in, 3, infinicclInt32, 1, c, nullptr)
+                : infinicclRecv(got, 3, infinicclInt32, 0, c, nullptr);
+  if (r != 0) return fail(r);
+  if (rank == 1 && (got[0] != 1 || got[1] != 10 || got[2] != -7)) {
+    *msg = "Recv: wrong data";
     return 101;
+  }
+  if ((r = infinicclGroupStart()) != 0) return fail(r);
+  if ((r = infinicclRecv(got, 3, infinicclInt32, 1 - rank, c, nullptr)) != 0) return fail(r);
+  if ((r = infinicclSend(in, 3, infinicclInt32, 1 - rank, c, nullptr)) != 0) return fail(r);
+  if ((r = infinicclGroupEnd()) != 0) return fail(r);
+  if (got[0] != 2 - rank || got[1] != 10 * (2 - rank) || got[2] != -7) {
+    *msg = "grouped Recv: wrong data";
+    return 102;
   }
   if ((r = infinicclCommDestroy(c)) != 0) return fail(r);
   return 0;

@@ -296,14 +296,14 @@ TEST(RouteDecision, ANodeCommunicatorWithoutMpiRefusesWhatItsSharedMemoryCannotR
   // device buffers still runs them.
   RouteFacts f;
   f.has_mpi = false;
-  f.node_unsupported = "its shared memory runs no grouped Send/Recv";
+  f.node_unsupported = "its shared memory cannot run this call";
   Path p = Path::kNone;
   for (bool device : {false, true}) {
     f.device_buffers = device;
     const Status st = DecidePath(BackendChoice::kAuto, f, &p);
     EXPECT_EQ(st.code(), infinicclNotSupported);
     EXPECT_NE(st.message().find("icclrun, mpirun or srun"), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find("grouped Send/Recv"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("cannot run this call"), std::string::npos) << st.message();
   }
   f.has_ccl = true;
   ASSERT_TRUE(DecidePath(BackendChoice::kAuto, f, &p).ok());
@@ -513,6 +513,13 @@ TEST(RoutePlan, EveryChoiceAsATable) {
        "----l1"},
       {"shm, queued, large", kDev | kQueues | kShm, Path::kShm, M::kQueued, "----l-"},
       {"shm, blocking", kDev | kShm | kSmall, Path::kShm, M::kBlocking, "------"},
+      // Send/Recv on a communicator without MPI: the segment matches tags
+      // and any source itself (no MPI to check), grouped ones too.
+      {"shm, tagged", kShm | kMatching, Path::kShm, M::kBlocking, "------"},
+      {"shm, tagged, grouped", kShm | kMatching | kGrouped, Path::kShm, M::kGroupPost,
+       "------"},
+      {"shm, grouped, queues", kDev | kQueues | kShm | kGrouped, Path::kShm, M::kGroupPost,
+       "------"},
       {"hier, queued", kDev | kQueues | kHier, Path::kHier, M::kQueued, "---h--"},
       {"hier, blocking", kDev | kHier, Path::kHier, M::kBlocking, "------"},
       {"one-rank copy", kDev | kOneRank, Path::kLocalCopy, M::kOnStream, "------"},

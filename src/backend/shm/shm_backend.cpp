@@ -36,11 +36,13 @@ void ShmBackend::Wrap(std::unique_ptr<shm::Channel> channel, std::unique_ptr<Shm
   b->landing_.reset(new shm::Landing(channel->Landing(rank)));
   b->scratch_.sources.resize(static_cast<size_t>(size));
   b->scratch_.in_landing.resize(static_cast<size_t>(size));
+  if (channel->has_rings()) b->p2p_.reset(new shm::P2p(*channel));
   b->channel_ = std::move(channel);
   *out = std::move(b);
 }
 
 ShmBackend::~ShmBackend() {
+  p2p_.reset();
   channel_->Leave(shm::Channel::kLeftDestroyed);
   // The last landed call's copy out has run before the segment is
   // unregistered and unmapped.
@@ -54,6 +56,9 @@ ShmBackend::~ShmBackend() {
 Status ShmBackend::RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev,
                          bool recv_dev, CopyCounts *counts) {
   if (channel_->failed()) return channel_->FailedError();
+  if (IsP2p(a.kind)) {
+    return RunP2p(a, device, a.kind == CollKind::kSend ? send_dev : recv_dev, counts);
+  }
   if (device != nullptr && (send_dev || recv_dev)) RegisterWith(device);
   const auto place = [](bool dev) { return dev ? shm::Place::kDeviceStaged : shm::Place::kHost; };
   return RunAt(a, place(send_dev), place(recv_dev), device, counts);
@@ -76,6 +81,41 @@ Status ShmBackend::RunAt(const CollArgs &a, shm::Place send, shm::Place recv,
   return Status(infinicclInternalError, Unsupported(a));
 }
 
+Status ShmBackend::RunP2p(const CollArgs &a, DeviceRuntime *device, bool on_device,
+                          CopyCounts *counts) {
+  if (p2p_ == nullptr) return Status(infinicclInternalError, Unsupported(a));
+  const bool send = a.kind == CollKind::kSend;
+  const size_t bytes = a.count * DataTypeSize(a.dtype);
+  std::vector<char> staged;
+  const void *buf = send ? a.sendbuff : a.recvbuff;
+  if (on_device && device != nullptr) {
+    // Through host memory: a Send's buffer copied out first, a Recv's
+    // copied in once its message is whole.
+    staged.resize(bytes);
+    if (send) {
+      shm::Copies copies(device, a.stream, counts);
+      INFINICCL_RETURN_IF_ERROR(copies.Copy(staged.data(), a.sendbuff, bytes, false, true));
+      INFINICCL_RETURN_IF_ERROR(copies.Finish());
+    }
+    buf = staged.data();
+  }
+  ShmP2pBatch one(*p2p_);
+  INFINICCL_RETURN_IF_ERROR(one.Post(a, buf));
+  std::vector<bool> ok;
+  INFINICCL_RETURN_IF_ERROR(one.Complete([](size_t) {}, &ok));
+  if (!send && on_device && device != nullptr) {
+    shm::Copies copies(device, a.stream, counts);
+    INFINICCL_RETURN_IF_ERROR(copies.Copy(a.recvbuff, staged.data(), bytes, true, false));
+    INFINICCL_RETURN_IF_ERROR(copies.Finish());
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<P2pBatch> ShmBackend::NewP2pBatch() {
+  if (p2p_ == nullptr) return nullptr;
+  return std::make_unique<ShmP2pBatch>(*p2p_);
+}
+
 const char *ShmBackend::Unsupported(const CollArgs &a) const {
   switch (a.kind) {
     case CollKind::kAllReduce:
@@ -87,6 +127,10 @@ const char *ShmBackend::Unsupported(const CollArgs &a) const {
     case CollKind::kScatter:
     case CollKind::kAllToAll:
       return nullptr;
+    case CollKind::kSend:
+    case CollKind::kRecv:
+      if (p2p_ != nullptr) return nullptr;
+      return "the shared memory of a communicator made under MPI runs no point-to-point call";
     default:
       return "shared memory runs no point-to-point call";
   }
@@ -116,6 +160,8 @@ size_t ShmBackend::MaxBytes(CollKind kind, bool devices) {
 
 bool ShmBackend::Takes(const CollArgs &a, bool devices) const {
   if (Unsupported(a) != nullptr) return false;
+  // Only a communicator without MPI has rings: every size goes there.
+  if (IsP2p(a.kind)) return true;
   if (GlobalConfig().shm == Tristate::kOn) return true;
   return a.count * DataTypeSize(a.dtype) <= MaxBytes(a.kind, devices);
 }

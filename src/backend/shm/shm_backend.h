@@ -5,7 +5,8 @@
 // rank's copy), and each copies the results out. MPI is not called at all.
 //
 // AllReduce, ReduceScatter, Reduce, AllGather, Broadcast, Gather, Scatter
-// and AllToAll (every collective; Send and Recv go to MPI); every dtype and
+// and AllToAll (every collective), and on a communicator made without MPI
+// Send and Recv too (shm_p2p.h; with MPI they go to MPI); every dtype and
 // op (float16 and bfloat16 reduced in float). Buffers of any size run in
 // chunks through two stages per rank, so a rank copies chunk k+1 in while
 // slower ranks still read chunk k (a large AllReduce with streaming
@@ -40,7 +41,7 @@
 // wait, the meeting, departures and the failed state; its waits in
 // shm_wait.h), shm_pipeline.h (where buffers live, the copies, the chunk
 // skeleton), shm_landing.h (the landing area's copies and their event),
-// coll/ (one collective each), and this backend, which page-locks the
+// coll/ (one collective each), shm_p2p.h (Send and Recv), and this backend, which page-locks the
 // segment and hands each call to its collective.
 #pragma once
 
@@ -55,6 +56,7 @@
 #include "backend/backend.h"
 #include "backend/shm/shm_channel.h"
 #include "backend/shm/shm_landing.h"
+#include "backend/shm/shm_p2p.h"
 #include "backend/shm/shm_pipeline.h"
 #include "device/device_runtime.h"
 #include "mpi/node_segment.h"
@@ -89,6 +91,8 @@ class ShmBackend final : public Backend {
   Status RunOn(const CollArgs &a, DeviceRuntime *device, bool send_dev, bool recv_dev,
                CopyCounts *counts = nullptr);
   const char *Unsupported(const CollArgs &a) const override;
+  // Grouped Send/Recv (a channel with rings only; else nullptr).
+  std::unique_ptr<P2pBatch> NewP2pBatch() override;
 
   // Whether `a` lands (see above): an AllReduce from and to memory of
   // `device` of kStageBytes at most, with the segment page-locked with it
@@ -155,9 +159,12 @@ class ShmBackend final : public Backend {
   // One call, its buffers where `send` and `recv` say.
   Status RunAt(const CollArgs &a, shm::Place send, shm::Place recv, DeviceRuntime *device,
                CopyCounts *counts);
+  // One blocking Send or Recv; a device buffer staged through host memory.
+  Status RunP2p(const CollArgs &a, DeviceRuntime *device, bool on_device, CopyCounts *counts);
 
   std::unique_ptr<shm::Channel> channel_;
   std::unique_ptr<shm::Landing> landing_;  // this rank's landing area
+  std::unique_ptr<shm::P2p> p2p_;          // with the channel's rings only
   shm::Scratch scratch_;
   std::mutex register_mutex_;
   DeviceRuntime *registered_with_ = nullptr;  // the runtime it is page-locked with

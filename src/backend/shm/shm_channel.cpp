@@ -56,8 +56,19 @@ struct Channel::Control {
 
 namespace {
 // A region: the control lines, stage 0, stage 1 (stage_bytes_ each), the
-// landing area (kStageBytes).
+// landing area (kStageBytes), and with rings the point-to-point area: the
+// bell's line, then one ring per destination (its head's line, its tail's
+// line, its slots).
 constexpr size_t kControlBytes = 4 * kLine;
+struct alignas(kLine) Bell {
+  std::atomic<uint32_t> value;
+  std::atomic<uint32_t> sleepers;
+};
+struct alignas(kLine) RingCounter {
+  std::atomic<uint32_t> value;
+};
+constexpr size_t kRingBytes =
+    2 * kLine + size_t{Channel::kRingSlots} * Channel::kSlotBytes;
 }  // namespace
 
 Status Channel::Create(MPI_Comm comm, int /*rank*/, int /*size*/, std::vector<int> names,
@@ -68,7 +79,7 @@ Status Channel::Create(MPI_Comm comm, int /*rank*/, int /*size*/, std::vector<in
       [comm](size_t region, std::unique_ptr<NodeSegment> *seg, std::string *w) {
         return NodeSegment::Create(comm, region, 0, "shm", seg, w);
       },
-      std::move(names), devices, out, why);
+      std::move(names), devices, /*rings=*/false, out, why);
 }
 
 Status Channel::Create(Exchange &ex, std::vector<int> names, bool devices,
@@ -78,11 +89,12 @@ Status Channel::Create(Exchange &ex, std::vector<int> names, bool devices,
       [&ex](size_t region, std::unique_ptr<NodeSegment> *seg, std::string *w) {
         return NodeSegment::CreateOn(ex, region, 0, "shm", seg, w);
       },
-      std::move(names), devices, out, why);
+      std::move(names), devices, /*rings=*/true, out, why);
 }
 
 Status Channel::CreateWith(Exchange &ex, const MakeSegment &make, std::vector<int> names,
-                           bool devices, std::unique_ptr<Channel> *out, std::string *why) {
+                           bool devices, bool rings, std::unique_ptr<Channel> *out,
+                           std::string *why) {
   const int rank = ex.rank(), size = ex.size();
   static_assert(sizeof(Control) <= kControlBytes, "the control lines fit before the stages");
   static_assert(sizeof(Control::Counter) == kLine, "a counter and its descriptors: one line");
@@ -93,7 +105,9 @@ Status Channel::CreateWith(Exchange &ex, const MakeSegment &make, std::vector<in
   INFINICCL_RETURN_IF_ERROR(ex.Max(devices ? 1 : 0, &any));
   const size_t stage = any != 0 ? kDeviceStageBytes : kStageBytes;
   std::unique_ptr<NodeSegment> segment;
-  INFINICCL_RETURN_IF_ERROR(make(kControlBytes + 2 * stage + kStageBytes, &segment, why));
+  const size_t p2p = rings ? kLine + static_cast<size_t>(size) * kRingBytes : 0;
+  INFINICCL_RETURN_IF_ERROR(
+      make(kControlBytes + 2 * stage + kStageBytes + p2p, &segment, why));
   if (segment == nullptr) return Status::Ok();
   if (segment->node_size() != size) {
     *why = "the communicator's ranks are on more than one node";
@@ -103,6 +117,7 @@ Status Channel::CreateWith(Exchange &ex, const MakeSegment &make, std::vector<in
   ch->rank_ = rank;
   ch->size_ = size;
   ch->stage_bytes_ = stage;
+  ch->rings_ = rings;
   ch->names_ = std::move(names);
   ch->segment_ = std::move(segment);
   // Oversubscribed: more ranks on this node (this communicator's, or the
@@ -124,6 +139,16 @@ Status Channel::CreateWith(Exchange &ex, const MakeSegment &make, std::vector<in
   mine->start_time.store(me.start_time, std::memory_order_relaxed);
   mine->pid_ns.store(me.pid_ns, std::memory_order_relaxed);
   mine->pid.store(static_cast<int32_t>(me.pid), std::memory_order_release);
+  if (rings) {
+    // This rank's bell and the counters of its rings, all at zero.
+    char *area = ch->P2pArea(rank);
+    new (area) Bell{};
+    for (int d = 0; d < size; ++d) {
+      char *ring = area + kLine + static_cast<size_t>(d) * kRingBytes;
+      new (ring) RingCounter{};
+      new (ring + kLine) RingCounter{};
+    }
+  }
   // Every rank's control is constructed before any rank posts to one.
   INFINICCL_RETURN_IF_ERROR(ex.Barrier());
   *out = std::move(ch);
@@ -144,6 +169,74 @@ char *Channel::Stage(int rank, uint32_t chunk, size_t at) const {
 
 char *Channel::Landing(int rank) const {
   return Region(rank) + kControlBytes + 2 * stage_bytes_;
+}
+
+char *Channel::P2pArea(int rank) const { return Landing(rank) + kStageBytes; }
+
+Channel::RingView Channel::Ring(int src, int dst) const {
+  char *ring = P2pArea(src) + kLine + static_cast<size_t>(dst) * kRingBytes;
+  return RingView{&reinterpret_cast<RingCounter *>(ring)->value,
+                  &reinterpret_cast<RingCounter *>(ring + kLine)->value, ring + 2 * kLine};
+}
+
+uint32_t Channel::BellValue() const {
+  return reinterpret_cast<Bell *>(P2pArea(rank_))->value.load(std::memory_order_seq_cst);
+}
+
+void Channel::RingBell(int rank) {
+  Bell *b = reinterpret_cast<Bell *>(P2pArea(rank));
+  b->value.fetch_add(1, std::memory_order_seq_cst);
+  if (b->sleepers.load(std::memory_order_seq_cst) != 0) FutexWakeAll(&b->value);
+}
+
+Status Channel::WaitBell(uint32_t seen, const std::vector<int> &peers, bool any_source,
+                         const CollArgs &a) {
+  Bell *b = reinterpret_cast<Bell *>(P2pArea(rank_));
+  const auto rung = [&] { return b->value.load(std::memory_order_acquire) != seen; };
+  if (aborted_.load(std::memory_order_relaxed)) return CancelledStatus();
+  if (SpinOnCore(rung, spin_) || SpinFor(rung, poll_)) return Status::Ok();
+  auto checked = std::chrono::steady_clock::now();
+  // A departed peer: a failure once the bell is still unrung after it (its
+  // last writes came before it left, and rang the bell).
+  const auto departed = [&]() -> Status {
+    for (int r : peers) {
+      if (r == rank_) continue;
+      Status gone = Departed(r, a);
+      if (!gone.ok()) return gone;
+    }
+    if (any_source && size_ > 1) {
+      Status last;
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        last = Departed(r, a);
+        if (last.ok()) return Status::Ok();
+      }
+      return last;
+    }
+    return Status::Ok();
+  };
+  const auto any_left = [&] {
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_ && ControlOf(r)->left.load(std::memory_order_acquire) != 0) return true;
+    }
+    return false;
+  };
+  for (;;) {
+    b->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (b->value.load(std::memory_order_seq_cst) == seen) FutexWait(&b->value, seen);
+    b->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (rung()) return Status::Ok();
+    if (aborted_.load(std::memory_order_relaxed)) return CancelledStatus();
+    const auto now = std::chrono::steady_clock::now();
+    if (any_left() || now - checked >= kPeerCheckEvery) {
+      checked = now;
+      Status gone = departed();
+      if (!gone.ok() && !rung()) {
+        MarkFailed(gone);
+        return gone;
+      }
+    }
+  }
 }
 
 void Channel::MarkInput(uint32_t chunk, bool landed) {
@@ -178,6 +271,12 @@ void Channel::Leave(uint32_t why) {
   // that sees the mark and then its target reached was served.
   mine->left.compare_exchange_strong(staying, why, std::memory_order_seq_cst);
   for (int p = 0; p < kNumPhases; ++p) FutexWakeAll(&mine->phase[p].value);
+  // Peers waiting at their bells for this rank look at once.
+  if (rings_) {
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) FutexWakeAll(&reinterpret_cast<Bell *>(P2pArea(r))->value);
+    }
+  }
 }
 
 Status Channel::Departed(int rank, const CollArgs &a) const {

@@ -3,7 +3,10 @@
 // two stages, a landing area), the counters the ranks post and wait on,
 // each call's meeting (descriptors compared at its first chunk), and the
 // ranks' liveness: CommAbort, CommRevoke, a peer that left or whose
-// process is gone, and the failed state after one. The collectives
+// process is gone, and the failed state after one. A channel made over an
+// Exchange (a communicator without MPI) also has the point-to-point area:
+// one ring of slots per ordered pair of ranks and a bell per rank
+// (shm_p2p.h). The collectives
 // (shm_pipeline.h, coll/) read and write the regions and order themselves
 // with Post and Wait only. The protocol: docs/architecture/shared-memory.md.
 #pragma once
@@ -56,8 +59,35 @@ class Channel {
                        std::unique_ptr<Channel> *out, std::string *why);
   // The same over `ex`, whose every rank the caller knows to be on this
   // node (a communicator made through the bootstrap); no MPI call.
+  // Its regions carry the point-to-point area (has_rings).
   static Status Create(Exchange &ex, std::vector<int> names, bool devices,
                        std::unique_ptr<Channel> *out, std::string *why);
+
+  // The point-to-point area (shm_p2p.h): per rank, a bell, then one ring
+  // per destination rank, written by this rank (the producer) and read by
+  // the destination (the consumer). A ring is kRingSlots slots of
+  // kSlotBytes; `head` counts the slots written, `tail` those read.
+  static constexpr size_t kSlotBytes = size_t{64} << 10;
+  static constexpr uint32_t kRingSlots = 8;
+  struct RingView {
+    std::atomic<uint32_t> *head;  // the producer's
+    std::atomic<uint32_t> *tail;  // the consumer's
+    char *slots;
+  };
+  bool has_rings() const { return rings_; }
+  // The ring from rank `src` to rank `dst` (has_rings only).
+  RingView Ring(int src, int dst) const;
+  // This rank's bell: rung (incremented, sleepers woken) by a peer that
+  // wrote into a ring to this rank or read from one of this rank's rings.
+  uint32_t BellValue() const;
+  void RingBell(int rank);
+  // Waits until this rank's bell differs from `seen`, as WaitOne waits
+  // (spin, poll, futex slices; this rank's Cancel ends it). A RemoteError
+  // naming a peer (and this channel failed() from then on) when one of
+  // `peers` left or its process is gone, or, `any_source`, every other
+  // rank has.
+  Status WaitBell(uint32_t seen, const std::vector<int> &peers, bool any_source,
+                  const CollArgs &a);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -157,7 +187,10 @@ class Channel {
   using MakeSegment =
       std::function<Status(size_t region, std::unique_ptr<NodeSegment> *, std::string *)>;
   static Status CreateWith(Exchange &ex, const MakeSegment &make, std::vector<int> names,
-                           bool devices, std::unique_ptr<Channel> *out, std::string *why);
+                           bool devices, bool rings, std::unique_ptr<Channel> *out,
+                           std::string *why);
+  // The start of rank `rank`'s point-to-point area.
+  char *P2pArea(int rank) const;
   Control *ControlOf(int rank) const;
   char *Region(int rank) const;
   // RemoteError naming `rank` when it left, or its process is gone (exited,
@@ -170,6 +203,7 @@ class Channel {
   std::unique_ptr<NodeSegment> segment_;
   int rank_ = 0, size_ = 1;
   size_t stage_bytes_ = kStageBytes;  // each stage: kStageBytes or kDeviceStageBytes
+  bool rings_ = false;                // the regions carry the point-to-point area
   std::vector<int> names_;
   uint32_t next_chunk_ = 0;  // the same on every rank: all take the same calls
   uint32_t call_seq_ = 0;    // calls made (Describe)
