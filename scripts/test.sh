@@ -117,17 +117,23 @@ run_ctest() {  # build_dir [ctest args...]
   [ "$rc" -eq 0 ] || status=1
 }
 
+# The stages' builds: optimised as the default build type (-O2), without
+# its debug information, which takes a third of the compile time on 2
+# cores; the sanitizer stages name Debug after these, which wins.
+build_flags=(-DINFINICCL_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE=-O2
+             -DCMAKE_CXX_FLAGS_RELEASE=-O2)
+
 build() {  # dir cmake-args...
   local dir=$1
   shift
-  cmake -S . -B "$dir" -DINFINICCL_WERROR=ON "$@"
+  cmake -S . -B "$dir" "${build_flags[@]}" "$@"
   cmake --build "$dir" -j "$jobs"
 }
 
 build_targets() {  # dir "target..." cmake-args...
   local dir=$1 targets=$2
   shift 2
-  cmake -S . -B "$dir" -DINFINICCL_WERROR=ON "$@"
+  cmake -S . -B "$dir" "${build_flags[@]}" "$@"
   # shellcheck disable=SC2086
   cmake --build "$dir" -j "$jobs" --target $targets
 }
