@@ -163,7 +163,7 @@ int ParentOf(int pid) {
 // Seconds from MPI_Abort to the leader's last resort, and from the grace
 // period to a non-leader leaving by itself: far above the 1-2 s in which
 // both MPIs' launchers end a job after MPI_Abort, loaded machine included.
-constexpr int kLastResortSec = 10;
+constexpr int kLastResortSec = 5;
 constexpr int kFollowerExitSec = 15;
 
 // One call in flight on `c`, as the watchdog names it: operation, sequence
