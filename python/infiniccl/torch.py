@@ -5,9 +5,10 @@
 
 Launch with mpirun or icclrun (the world comes from MPI; RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR and MASTER_PORT are set when missing, so scripts
-written for torchrun run unchanged). Under torchrun without MPI only a
-native CCL can be used (device tensors); otherwise creating the group raises
-an error naming the fix.
+written for torchrun run unchanged). Under torchrun or mp.spawn without
+MPI, the ranks of one node share a communicator of the node's shared memory
+(every collective and send/recv); ranks on several nodes need a native CCL
+on every rank, or else creating the group raises an error naming the fix.
 
 CPU all_reduce (DDP's gradient buckets) runs on one background thread per
 process group, in the order the calls were made, so backward goes on while

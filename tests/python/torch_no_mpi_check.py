@@ -7,8 +7,8 @@ Checks, in int32 and float32 on CPU tensors, against values computed here
 (small integers, exact): all_reduce, broadcast, reduce, all_gather,
 all_gather_into_tensor, reduce_scatter_tensor, gather, scatter,
 all_to_all_single (equal splits), barrier, and an all_reduce on a new_group
-of the first and last rank. Send and recv raise, naming mpirun. Exits 77
-(ctest's skip) without PyTorch.
+of the first and last rank, a 1 MiB send/recv ring, blocking and in one
+batch_isend_irecv, and all_to_all_single of unequal splits. Exits 77 (ctest's skip) without PyTorch.
 --pythonpath DIR puts DIR before the source tree's python/ (a built copy of
 the package with its C++ backend)."""
 import os
@@ -73,16 +73,35 @@ def worker(rank, n, url, failures):
         t = torch.tensor([rank + 1], dtype=torch.int64)
         dist.all_reduce(t, group=pair)
         expect("all_reduce on new_group([0, %d])" % (n - 1), t, torch.tensor([n + 1]))
-    try:
-        if rank == 0:
-            dist.send(torch.zeros(1), dst=1)
-        elif rank == 1:
-            dist.recv(torch.zeros(1), src=0)
-        if rank in (0, 1):
-            bad.append("rank %d: send/recv without MPI did not raise" % rank)
-    except RuntimeError as e:
-        if "mpirun" not in str(e):
-            bad.append("rank %d: send/recv raised without naming mpirun: %s" % (rank, e))
+    # A P2P ring, 1 MiB of int32: blocking send/recv (even ranks send
+    # first), then the same ring in one batch_isend_irecv, receive first.
+    right, left = (rank + 1) % n, (rank - 1) % n
+    count = 1 << 18
+    def ring_value(r):
+        return torch.arange(count, dtype=torch.int32) % 97 + 1000 * r
+    got = torch.zeros(count, dtype=torch.int32)
+    if rank % 2 == 0:
+        dist.send(ring_value(rank), dst=right)
+        dist.recv(got, src=left)
+    else:
+        dist.recv(got, src=left)
+        dist.send(ring_value(rank), dst=right)
+    expect("send/recv ring", got, ring_value(left))
+    got = torch.zeros(count, dtype=torch.int32)
+    for w in dist.batch_isend_irecv([dist.P2POp(dist.irecv, got, left),
+                                     dist.P2POp(dist.isend, ring_value(rank), right)]):
+        w.wait()
+    expect("batch_isend_irecv ring", got, ring_value(left))
+    # all_to_all_single of unequal splits (Send/Recv pairs in one group):
+    # rank s sends d + 1 copies of 100 * s + d to rank d.
+    send = torch.cat([torch.full((d + 1,), 100 * rank + d, dtype=torch.int32)
+                      for d in range(n)])
+    out = torch.zeros(n * (rank + 1), dtype=torch.int32)
+    dist.all_to_all_single(out, send, output_split_sizes=[rank + 1] * n,
+                           input_split_sizes=[d + 1 for d in range(n)])
+    expect("all_to_all_single (unequal splits)", out,
+           torch.cat([torch.full((rank + 1,), 100 * s + rank, dtype=torch.int32)
+                      for s in range(n)]))
     # Every rank past new_group's barrier on rank 0's store (torch 1.13
     # polls it) before rank 0, which serves the store, can exit.
     dist.barrier()
