@@ -499,9 +499,10 @@ INFINICCL_API infinicclResult_t infinicclSendTagged(const void *sendbuff, size_t
  * device calls block, on return). `*source` must stay valid until then.
  * Count 0 receives nothing and leaves `*source` as it is. On a
  * communicator with a native CCL a receive from any source goes through
- * MPI, so it matches only sends that do: host buffers, or a tag other than
- * 0 (a device-buffer send of tag 0 goes to the CCL; send such messages with
- * a tag, or set INFINICCL_BACKEND=mpi). INFINICCL_ANY_SOURCE outside a
+ * MPI (without MPI: the node's shared memory), so it matches only sends
+ * that do: host buffers, or a tag other than 0 (a device-buffer send of
+ * tag 0 goes to the CCL; send such messages with a tag, or set
+ * INFINICCL_BACKEND=mpi). INFINICCL_ANY_SOURCE outside a
  * group needs a communicator of two ranks or more. With an MPI-3 library
  * (Open MPI 4), a receive from any source inside a group takes at most
  * INT_MAX elements (infinicclNotSupported above). A tag outside 0..INFINICCL_TAG_MAX or a peer that is neither a
