@@ -361,26 +361,25 @@ typedef struct {
   size_t count;
   infinicclDataType_t t;
 } Msg;
-static Msg MakeSend(infinicclDataType_t t, size_t count, int src, int dst, int tag) {
+/* A message's buffer and host copy, with a guard byte past the end. */
+static Msg NewMsg(infinicclDataType_t t, size_t count) {
   Msg m;
-  const size_t bytes = count * TypeSize(t) + 1;
   m.t = t;
   m.count = count;
-  m.host = malloc(bytes);
-  m.buf = Alloc(bytes);
+  m.host = malloc(count * TypeSize(t) + 1);
+  m.buf = Alloc(count * TypeSize(t) + 1);
+  return m;
+}
+static Msg MakeSend(infinicclDataType_t t, size_t count, int src, int dst, int tag) {
+  Msg m = NewMsg(t, count);
   Expect(t, m.host, count, src, dst, tag);
   Put(m.buf, m.host, count * TypeSize(t));
   return m;
 }
 static Msg MakeRecv(infinicclDataType_t t, size_t count) {
-  Msg m;
-  const size_t bytes = count * TypeSize(t) + 1;
-  m.t = t;
-  m.count = count;
-  m.host = malloc(bytes);
-  m.buf = Alloc(bytes);
-  memset(m.host, 0xA5, bytes);
-  Put(m.buf, m.host, bytes);
+  Msg m = NewMsg(t, count);
+  memset(m.host, 0xA5, count * TypeSize(t) + 1);
+  Put(m.buf, m.host, count * TypeSize(t) + 1);
   return m;
 }
 /* Checks a received message against the one `src` sent of `tag`. */
