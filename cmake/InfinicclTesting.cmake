@@ -35,6 +35,15 @@ if(INFINICCL_MPI STREQUAL "openmpi" AND MPIEXEC_EXECUTABLE)
     endif()
   endif()
 endif()
+# A job that outlives its test's time limit leaves where every rank waits:
+# Open MPI 4's mpirun ends it shortly before ctest would, printing each
+# rank's threads' stacks (tests/tools/gstack, over gdb; without gdb it says
+# so). ctest's own timeout kills the ranks with nothing said.
+set(INFINICCL_MPIEXEC_STACKS OFF)
+if(INFINICCL_MPI STREQUAL "openmpi" AND NOT INFINICCL_ULFM_LAUNCH)
+  set(INFINICCL_MPIEXEC_STACKS ON)
+endif()
+
 # -DINFINICCL_REQUIRE_ULFM=ON (scripts/test.sh's ompi5 stage): an MPI
 # without that support stops the configure instead of leaving the ulfm
 # tests out.
@@ -53,11 +62,24 @@ function(infiniccl_add_mpi_test)
   if(NOT T_ENV MATCHES "INFINICCL_SHM=")
     list(PREPEND T_ENV INFINICCL_SHM=0)
   endif()
+  # A call that hangs is named by the library's watchdog (operation,
+  # communicator, what it waits for) and the job ends, at half the test's
+  # timeout: ctest's own timeout kills the ranks with nothing said.
+  if(NOT T_ENV MATCHES "INFINICCL_TIMEOUT_SEC=")
+    math(EXPR watchdog_sec "${T_TIMEOUT} / 2")
+    list(PREPEND T_ENV INFINICCL_TIMEOUT_SEC=${watchdog_sec})
+  endif()
+  set(stacks "")
+  if(INFINICCL_MPIEXEC_STACKS)
+    math(EXPR job_sec "${T_TIMEOUT} - ${T_TIMEOUT} / 10 - 5")
+    set(stacks --timeout ${job_sec} --get-stack-traces)
+    list(PREPEND T_ENV "PATH=${PROJECT_SOURCE_DIR}/tests/tools:$ENV{PATH}")
+  endif()
   foreach(np IN LISTS T_RANKS)
     set(test_name ${T_NAME}_np${np})
     add_test(NAME ${test_name}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
-                     ${INFINICCL_MPIEXEC_FLAGS} $<TARGET_FILE:${T_COMMAND}> ${T_ARGS})
+                     ${INFINICCL_MPIEXEC_FLAGS} ${stacks} $<TARGET_FILE:${T_COMMAND}> ${T_ARGS})
     # One rank takes one core: ctest -j2 runs two such tests side by side.
     # More ranks take both cores of the 2-core machines the suite runs on:
     # such a test runs alone.

@@ -9,10 +9,12 @@
 # torch and Open MPI 5 environments of test.sh (python3 -m venv);
 # python3-dev: Python.h, which the C++ torch backend compiles against;
 # ninja-build: its objects compile in parallel (torch's cpp_extension).
+# gdb: the stacks of an MPI test that outlives its time limit (tests/tools/gstack).
 INFINICCL_PACKAGES=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libmpich-dev mpich
                     libgtest-dev python3-matplotlib clang valgrind nlohmann-json3-dev
                     python3-numpy python3-pytest python3-mpi4py python3-torch
-                    python3-setuptools python3-pip python3-venv python3-dev ninja-build doxygen)
+                    python3-setuptools python3-pip python3-venv python3-dev ninja-build doxygen
+                    gdb)
 
 infiniccl_install_deps() {
   local missing=()

@@ -252,11 +252,16 @@ void TestTwoComms(int rank) {
       run(1, r, b, streams[1]);
     }
   }
+  // The threads' buffers are allocated before either thread calls: a device
+  // allocation synchronises the whole device (cudaMalloc may; the emulated
+  // device always does), so one thread's allocation would wait for the
+  // other's queued call, and across ranks those waits can close a cycle
+  // (rank 0 allocating behind comm 0's call, rank 1 behind comm 1's).
+  DeviceBuffer bufs[2] = {DeviceBuffer(count * 4), DeviceBuffer(count * 4)};
   std::thread threads[2];
   for (int which = 0; which < 2; ++which) {
     threads[which] = std::thread([&, which] {
-      DeviceBuffer buf(count * 4);
-      for (int r = 0; r < rounds; ++r) run(which, r, buf, streams[which]);
+      for (int r = 0; r < rounds; ++r) run(which, r, bufs[which], streams[which]);
     });
   }
   for (auto &t : threads) t.join();

@@ -45,18 +45,28 @@ namespace {
 int g_n = 0;
 
 // One AllReduce on device buffers, checked; returns the call's result.
-infinicclResult_t DeviceAllReduce(infinicclComm_t comm, int rank, size_t count,
-                                  infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed) {
-  const size_t bytes = count * Info(dt).size;
-  DeviceBuffer send(bytes), recv(bytes);
+// An AllReduce of `count` elements through `send` and `recv` (at least
+// count elements each), checked exactly.
+infinicclResult_t AllReduceIn(DeviceBuffer &send, DeviceBuffer &recv, infinicclComm_t comm,
+                              int rank, size_t count, infinicclDataType_t dt,
+                              infinicclRedOp_t op, uint64_t seed) {
   send.Upload(ReduceInput(dt, op, seed, rank, count));
   const infinicclResult_t rc = infinicclAllReduce(send.ptr, recv.ptr, count, dt, op, comm, nullptr);
   if (rc == infinicclSuccess) {
-    const long wrong = CountWrongReduce(g_n, dt, op, seed, recv.Download(), count);
+    std::vector<unsigned char> got = recv.Download();
+    got.resize(count * Info(dt).size);
+    const long wrong = CountWrongReduce(g_n, dt, op, seed, got, count);
     CHECK(wrong == 0, "AllReduce count=%zu dtype=%s op=%s: %ld wrong", count, Info(dt).name,
           OpName(op), wrong);
   }
   return rc;
+}
+
+infinicclResult_t DeviceAllReduce(infinicclComm_t comm, int rank, size_t count,
+                                  infinicclDataType_t dt, infinicclRedOp_t op, uint64_t seed) {
+  const size_t bytes = count * Info(dt).size;
+  DeviceBuffer send(bytes), recv(bytes);
+  return AllReduceIn(send, recv, comm, rank, count, dt, op, seed);
 }
 
 void TestReuse(infinicclComm_t comm, int rank) {
@@ -202,12 +212,20 @@ void TestThreads(int rank) {
   }
   infinicclComm_t comms[2] = {nullptr, nullptr};
   for (auto &c : comms) CHECK(infinicclCommInitAll(&c, 0, nullptr) == infinicclSuccess);
+  // Each thread's buffers are allocated before either thread calls: a device
+  // allocation or free synchronises the whole device (cudaMalloc and
+  // cudaFree may; the emulated device always does), so it would wait for the
+  // other thread's queued call, and across ranks those waits can close a
+  // cycle (rank 0 allocating behind comm 0's call, rank 1 behind comm 1's).
+  const size_t bytes = 41000 * 4;
+  DeviceBuffer sends[2] = {DeviceBuffer(bytes), DeviceBuffer(bytes)};
+  DeviceBuffer recvs[2] = {DeviceBuffer(bytes), DeviceBuffer(bytes)};
   std::thread workers[2];
   for (int t = 0; t < 2; ++t) {
     workers[t] = std::thread([&, t] {
       for (int i = 0; i < 20; ++i) {
-        CHECK(DeviceAllReduce(comms[t], rank, 40000 + 1000 * t, infinicclFloat32, infinicclMax,
-                              100 + t * 50 + i) == infinicclSuccess);
+        CHECK(AllReduceIn(sends[t], recvs[t], comms[t], rank, 40000 + 1000 * t, infinicclFloat32,
+                          infinicclMax, 100 + t * 50 + i) == infinicclSuccess);
       }
     });
   }
