@@ -63,12 +63,11 @@ endif()
 
 if(_torch_version)
   message(STATUS "InfiniCCL wheel: C++ torch backend against torch ${_torch_version}")
-  # The C++ backend's sources (python/setup.py's CSRC lists the same).
+  # The C++ backend's two units, which include its sources (python/setup.py's
+  # UNITS; c10d_unity_1.cpp says why).
   set(_csrc ${PROJECT_SOURCE_DIR}/python/infiniccl/csrc)
   python_add_library(infiniccl_c10d MODULE WITH_SOABI
-                     ${_csrc}/backend.cpp ${_csrc}/collectives.cpp ${_csrc}/p2p.cpp
-                     ${_csrc}/lifecycle.cpp ${_csrc}/sim_device.cpp ${_csrc}/work.cpp
-                     ${_csrc}/worker.cpp)
+                     ${_csrc}/c10d_unity_1.cpp ${_csrc}/c10d_unity_2.cpp)
   set_target_properties(infiniccl_c10d PROPERTIES OUTPUT_NAME _c10d
                         INSTALL_RPATH "$ORIGIN")
   target_include_directories(infiniccl_c10d SYSTEM PRIVATE ${_torch_includes})

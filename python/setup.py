@@ -29,9 +29,11 @@ from setuptools.command.build_py import build_py
 MIN_TORCH = (2, 7)  # _loader.TORCH_CPP_MIN: c10d::Backend::shutdown() is overridden
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The C++ backend's sources (infiniccl/csrc; cmake/Wheel.cmake lists the same).
+# The C++ backend's sources (infiniccl/csrc), compiled as the two units that
+# include them (c10d_unity_1.cpp says why; cmake/Wheel.cmake compiles the same).
 CSRC = ["backend.cpp", "collectives.cpp", "lifecycle.cpp", "p2p.cpp", "sim_device.cpp",
         "work.cpp", "worker.cpp"]
+UNITS = ["c10d_unity_1.cpp", "c10d_unity_2.cpp"]
 
 
 def _include_dir():
@@ -85,8 +87,8 @@ def _torch_extension():
     if ninja:
         os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
     ext = cpp_extension.CppExtension(
-        "infiniccl._c10d", [os.path.join(csrc, f) for f in CSRC],
-        include_dirs=[include], depends=[os.path.join(csrc, "backend.h")],
+        "infiniccl._c10d", [os.path.join(csrc, f) for f in UNITS],
+        include_dirs=[include], depends=[os.path.join(csrc, f) for f in CSRC + ["backend.h"]],
         extra_compile_args=compile_args, extra_link_args=link_args)
 
     class BuildExt(cpp_extension.BuildExtension):
