@@ -4,8 +4,9 @@
 #   run_ranks.sh <nranks> <seconds> <program> <args before the rank...> -- <args after>
 # runs `<program> <args before> <nranks> <rank> <args after>` for rank
 # 0..nranks-1 at once, with MPI's and the launchers' variables removed.
-# Exits 0 when every rank exited 0, else 1; a rank still running after
-# <seconds> is killed and fails the run (a hang).
+# Exits 0 when every rank exited 0, 77 (ctest's skip) when every rank
+# exited 77, else 1; a rank still running after <seconds> is killed and
+# fails the run (a hang).
 set -u
 n=$1 limit=$2 prog=$3
 shift 3
@@ -19,13 +20,16 @@ for ((r = 0; r < n; r++)); do
   pids+=($!)
 done
 rc=0
+skipped=0
 for r in "${!pids[@]}"; do
   wait "${pids[$r]}"
   code=$?
+  [ "$code" -eq 77 ] && skipped=$((skipped + 1))
   if [ "$code" -ne 0 ]; then
     [ "$code" -eq 124 ] && echo "run_ranks: rank $r still running after $limit s: killed" >&2
     echo "run_ranks: rank $r exited $code" >&2
     rc=1
   fi
 done
+[ "$skipped" -eq "$n" ] && exit 77
 exit $rc

@@ -14,6 +14,9 @@
  *   shmoff:  run with INFINICCL_SHM=0: every rank's CommInitRank returns
  *            InvalidUsage naming the setting (shared memory is every
  *            call's path without MPI).
+ *   nodes:   each rank on a host of its own (on_own_host.sh): every rank's
+ *            CommInitRank returns InvalidUsage at once, saying the ranks
+ *            span nodes and naming the launchers that give them MPI.
  * The contract on a communicator made so, after one exact AllReduce:
  *   mismatch: the last rank passes another count; every rank's call is
  *            refused (InvalidUsage), and the next AllReduce is exact.
@@ -32,7 +35,8 @@
  *   p2pabort, p2prevoke, p2pdie: the same, the others waiting in a Recv
  *            from the last rank (rank 0 outside a group, the rest inside).
  * usage: test_no_mpi <id file> <nranks> <rank>
- *                    host|sim|badrank|missing|shmoff|mismatch|abort|revoke|die|cycles|stall
+ *                    host|sim|badrank|missing|shmoff|nodes|mismatch|abort|revoke|die|
+ *                    cycles|stall
  *                    [AllReduce Reduce Broadcast AllGather ReduceScatter
  *                     Gather Scatter AllToAll SendRecv Split P2p ...]
  * Split: children of even and odd ranks, an AllReduce on each.
@@ -589,6 +593,17 @@ int main(int argc, char **argv) {
     printf("rank %d: %d %s\n", rank, (int)rc, msg);
     CHECK(rc == infinicclInvalidUsage, "CommInitRank returned %d", (int)rc);
     CHECK(strstr(msg, "INFINICCL_SHM=0") != NULL, "message: %s", msg);
+    CHECK(comm == NULL, "a communicator was returned");
+  } else if (strcmp(mode, "nodes") == 0) {
+    /* Each rank on a host of its own (on_own_host.sh): across nodes host
+     * buffers need MPI, so every rank is refused at once, told how to
+     * launch. */
+    const infinicclResult_t rc = infinicclCommInitRank(&comm, n, id, rank);
+    const char *msg = infinicclGetLastError(NULL);
+    printf("rank %d: %d %s\n", rank, (int)rc, msg);
+    CHECK(rc == infinicclInvalidUsage, "CommInitRank returned %d", (int)rc);
+    CHECK(strstr(msg, "more than one node") != NULL, "message: %s", msg);
+    CHECK(strstr(msg, "icclrun, mpirun or srun") != NULL, "message: %s", msg);
     CHECK(comm == NULL, "a communicator was returned");
   } else if (strcmp(mode, "badrank") == 0 || strcmp(mode, "missing") == 0) {
     const int given = strcmp(mode, "badrank") == 0 && rank == n - 1 ? n : rank;
