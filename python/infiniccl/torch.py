@@ -905,7 +905,15 @@ def _bootstrap_comm(store, rank, size):
     ProcessGroupNCCL passes NCCL's. On one node its calls go through the
     node's shared memory; across nodes through the native CCL, where every
     rank has one."""
+    # torchrun keeps one store across restarts, and torch names a group's
+    # keys alike in every attempt: an id left by an earlier attempt (or an
+    # earlier group of the same name) would send a rank to a rendezvous
+    # that is gone. So the key names the attempt, and rank 0 deletes it
+    # once every rank has joined (below).
     key = "infiniccl_unique_id"
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt:
+        key += "_attempt_" + attempt
     uid = _UniqueId()
     if rank == 0:
         rc = _lib.infinicclGetUniqueId(_ctypes.byref(uid))
@@ -931,6 +939,12 @@ def _bootstrap_comm(store, rank, size):
         raise _error(rc, _LAUNCH_HINT % (_lib.infinicclGetLastError(None) or b"").decode(
             errors="replace"))
     _check(rc)
+    if rank == 0:
+        # Every rank has read the id (they joined through it).
+        try:
+            store.delete_key(key)
+        except (AttributeError, RuntimeError, NotImplementedError):
+            pass  # a store without deletion (torch 1.13's FileStore)
     return _ic.Comm(h.value)
 
 
